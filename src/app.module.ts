@@ -1,0 +1,63 @@
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import type { Request } from 'express';
+import { ClsModule } from 'nestjs-cls';
+import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import { DataSource } from 'typeorm';
+import { AuthModule } from './common/auth/auth.module';
+import { loggerParams } from './common/context/logging';
+import { assignTraceId } from './common/context/trace-id';
+import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { ApplicationsModule } from './modules/applications/applications.module';
+import { HealthModule } from './modules/health/health.module';
+import { BootstrapService } from './modules/tenants/bootstrap.service';
+import { TenantsModule } from './modules/tenants/tenants.module';
+
+export interface AppModuleOptions {
+  /** Where log lines go (stdout when absent); tests capture them to search for secrets. */
+  logStream?: DestinationStream;
+}
+
+/** Infrastructure shared by the HTTP application and the CLI: config, logs, database, request context. */
+export function coreImports(config: AppConfig, options: AppModuleOptions = {}): DynamicModule['imports'] {
+  return [
+    ConfigModule.forRoot(config),
+    LoggerModule.forRoot(loggerParams(config, options.logStream)),
+    DatabaseModule,
+    ClsModule.forRoot({
+      global: true,
+      middleware: { mount: true, generateId: true, idGenerator: (req: Request) => assignTraceId(req, req.res) },
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [DatabaseModule],
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }),
+        }),
+      ],
+    }),
+  ];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, options: AppModuleOptions = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ...(coreImports(config, options) ?? []),
+        ScheduleModule.forRoot(),
+        AuthModule,
+        ApplicationsModule,
+        TenantsModule,
+        HealthModule,
+      ],
+      providers: [BootstrapService, { provide: APP_FILTER, useClass: ProblemDetailsFilter }],
+    };
+  }
+}

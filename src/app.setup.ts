@@ -1,0 +1,29 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import { AppModule, AppModuleOptions } from './app.module';
+import { jsonBodyParser } from './common/context/body-parser';
+import { traceIdMiddleware } from './common/context/trace-id';
+import { createValidationPipe } from './common/errors/validation';
+import { setupOpenApi } from './common/openapi';
+import { AppConfig } from './config/app-config';
+
+/** Everything main.ts and the e2e tests share: pipes, body parsing, trace ids, OpenAPI, shutdown. */
+export function configureApp(app: NestExpressApplication): NestExpressApplication {
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.use(traceIdMiddleware);
+  app.use(jsonBodyParser());
+  app.useGlobalPipes(createValidationPipe());
+  app.enableShutdownHooks();
+  setupOpenApi(app);
+  return app;
+}
+
+export async function createApp(config: AppConfig, options: AppModuleOptions = {}): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
+    bodyParser: false,
+    bufferLogs: true,
+  });
+  return configureApp(app);
+}

@@ -1,0 +1,69 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { CONDITION_ATTRIBUTES, CONDITION_OPERATORS, CONTAINER_PATTERN, RULE_TRANSFORMS } from './access-rule';
+
+export class RuleConditionDto {
+  @IsIn(CONDITION_ATTRIBUTES)
+  attribute: (typeof CONDITION_ATTRIBUTES)[number];
+
+  @IsIn(CONDITION_OPERATORS)
+  operator: (typeof CONDITION_OPERATORS)[number];
+
+  @IsString()
+  @Length(1, 1000)
+  value: string;
+}
+
+/** An access rule: grants `permissions` on a container (and below it), or on tokens matching conditions. */
+export class AccessRuleDto {
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  description?: string;
+
+  /** Rules are evaluated in ascending priority; unique within one application or session. */
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  priority: number;
+
+  /** A container path such as `/pci/`; the rule covers it and every container below it. */
+  @IsOptional()
+  @IsString()
+  @Matches(CONTAINER_PATTERN, { message: 'container must look like /name/ or /name/child/ (lower case, digits, _ and -)' })
+  container?: string;
+
+  /** Session rules only: every condition must hold for the rule to match. */
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(20)
+  @ValidateNested({ each: true })
+  @Type(() => RuleConditionDto)
+  conditions?: RuleConditionDto[];
+
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(50)
+  @IsString({ each: true })
+  permissions: string[];
+
+  /** `mask` (default) or `redact`; `reveal` is refused because data is never returned in the clear. */
+  @IsOptional()
+  @IsIn(RULE_TRANSFORMS, { message: 'transform must be mask or redact (reveal is not supported: data is never returned in the clear)' })
+  transform?: (typeof RULE_TRANSFORMS)[number];
+}

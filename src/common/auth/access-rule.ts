@@ -1,0 +1,23 @@
+export const RULE_TRANSFORMS = ['mask', 'redact'] as const;
+export type RuleTransform = (typeof RULE_TRANSFORMS)[number];
+
+export const CONDITION_ATTRIBUTES = ['id', 'type', 'container'] as const;
+export const CONDITION_OPERATORS = ['equals', 'starts_with'] as const;
+
+export interface RuleCondition {
+  attribute: (typeof CONDITION_ATTRIBUTES)[number];
+  operator: (typeof CONDITION_OPERATORS)[number];
+  value: string;
+}
+
+/** An access rule (contract section 5), as stored on applications and sessions. */
+export interface AccessRule {
+  description?: string;
+  priority: number;
+  container?: string;
+  conditions?: RuleCondition[];
+  permissions: string[];
+  transform?: RuleTransform;
+}
+
+export const CONTAINER_PATTERN = /^\/([a-z0-9_-]+\/)+$/;

@@ -1,0 +1,33 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Params } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import type { AppConfig } from '../../config/app-config';
+import { assignTraceId } from './trace-id';
+
+/** Header and body paths that must never reach a log line. */
+export const REDACTED_PATHS = [
+  'req.headers["bt-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.body',
+  'res.headers["set-cookie"]',
+];
+
+/** nestjs-pino settings: JSON lines, the request's trace id on every line, secrets redacted. */
+export function loggerParams(config: AppConfig, stream?: DestinationStream): Params {
+  return {
+    pinoHttp: {
+      level: config.LOG_LEVEL,
+      stream,
+      genReqId: (req: IncomingMessage, res: ServerResponse) => assignTraceId(req, res),
+      customProps: (req: IncomingMessage) => ({ trace_id: (req as IncomingMessage & { id?: string }).id }),
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
+      },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      quietReqLogger: true,
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
+import { FieldErrors, ProblemException } from './problem.exception';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** RFC 9457 problem details as this service sends them. */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code?: string;
+  errors?: FieldErrors;
+  trace_id?: string;
+}
+
+export interface RenderedProblem {
+  body: ProblemDetails;
+  headers: Record<string, string>;
+  /** True when the failure is ours (a 5xx) and must be logged with its stack. */
+  unexpected: boolean;
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  message?: string;
+}
+
+function problem(status: number, detail: string, extra: Partial<ProblemDetails> = {}): ProblemDetails {
+  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, ...extra };
+}
+
+function messageOf(response: string | object, fallback: string): string {
+  if (typeof response === 'string') return response;
+  const message = (response as { message?: unknown }).message;
+  if (typeof message === 'string') return message;
+  if (Array.isArray(message)) return message.map(String).join('; ');
+  return fallback;
+}
+
+/** Maps anything thrown while serving a request to the problem the client sees. Never leaks internals. */
+export function toProblem(exception: unknown, traceId?: string): RenderedProblem {
+  if (exception instanceof ProblemException) {
+    const { errors, code, headers } = exception.extras;
+    return {
+      body: problem(exception.getStatus(), exception.detail, { code, errors }),
+      headers: headers ?? {},
+      unexpected: exception.getStatus() >= 500,
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status >= 500 && status !== HttpStatus.SERVICE_UNAVAILABLE) {
+      return { body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }), headers: {}, unexpected: true };
+    }
+    return {
+      body: problem(status, messageOf(exception.getResponse(), exception.message)),
+      headers: {},
+      unexpected: false,
+    };
+  }
+  // Errors raised by body-parser and other connect middleware carry an HTTP status of their own.
+  const http = (exception ?? {}) as HttpLikeError;
+  const status = http.status ?? http.statusCode;
+  if (http.type === 'entity.parse.failed') {
+    return { body: problem(400, 'The request body is not valid JSON.', { code: 'malformed_json' }), headers: {}, unexpected: false };
+  }
+  if (http.type === 'entity.too.large' || status === 413) {
+    return { body: problem(413, 'The request body exceeds the 1 MiB limit.', { code: 'payload_too_large' }), headers: {}, unexpected: false };
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const detail = http.expose && http.message ? http.message : (STATUS_CODES[status] ?? 'Bad request');
+    return { body: problem(status, detail), headers: {}, unexpected: false };
+  }
+  return { body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }), headers: {}, unexpected: true };
+}

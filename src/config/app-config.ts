@@ -1,0 +1,104 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const toBoolean = ({ value }: { value: unknown }): unknown => {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  return value;
+};
+const toInteger = ({ value }: { value: unknown }): unknown =>
+  value === undefined || value === '' ? undefined : /^-?\d+$/.test(String(value)) ? Number(value) : value;
+const emptyToUndefined = ({ value }: { value: unknown }): unknown => (value === '' ? undefined : value);
+
+/**
+ * Every setting the service reads from its environment. Validated once at start;
+ * a bad value stops the process with a message naming the variable.
+ */
+export class AppConfig {
+  @IsIn(['development', 'production', 'test'])
+  NODE_ENV: 'development' | 'production' | 'test' = 'development';
+
+  /** PostgreSQL server to use; unset means the embedded PGlite database under DATA_DIR. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_URL?: string;
+
+  @IsString()
+  @MinLength(1)
+  DATA_DIR = './data';
+
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  PUBLIC_BASE_URL?: string;
+
+  /** `v1:<base64 of 32 bytes>,v2:...`; the last one encrypts, all of them decrypt. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^v\d+:[A-Za-z0-9+/]{43}=(,v\d+:[A-Za-z0-9+/]{43}=)*$/, {
+    message: 'ENCRYPTION_KEYS must be a comma-separated list of v<N>:<base64 of 32 bytes>',
+  })
+  ENCRYPTION_KEYS?: string;
+
+  @IsIn(LOG_LEVELS)
+  LOG_LEVEL: LogLevel = 'info';
+
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'BOOTSTRAP must be true or false' })
+  BOOTSTRAP = true;
+
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  LOG_RETENTION_DAYS = 365;
+
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  RATE_LIMIT_PER_MINUTE = 6000;
+
+  /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  DB_POOL_SIZE = 10;
+
+  get publicBaseUrl(): string {
+    return (this.PUBLIC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  get embedded(): boolean {
+    return this.DATABASE_URL === undefined;
+  }
+}
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const known = Object.keys(new AppConfig());
+  const picked: Record<string, string | undefined> = {};
+  for (const name of [...known, 'DATABASE_URL', 'PUBLIC_BASE_URL', 'ENCRYPTION_KEYS']) {
+    if (env[name] !== undefined) picked[name] = env[name];
+  }
+  const config = plainToInstance(AppConfig, picked, { exposeDefaultValues: true });
+  const errors = validateSync(config, { skipMissingProperties: false });
+  if (errors.length > 0) {
+    const lines = errors.flatMap((e) => Object.values(e.constraints ?? {}).map((m) => `  ${e.property}: ${m}`));
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return config;
+}
+

@@ -1,0 +1,92 @@
+import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { EmbeddedPostgres } from './embedded-postgres';
+import { ENTITIES } from './entities';
+import { MIGRATIONS } from './migrations';
+
+/** Advisory lock keys used across the service (one namespace, so that they never collide). */
+export const LOCK_KEYS = {
+  migrations: 72_001,
+  bootstrap: 72_002,
+} as const;
+
+/**
+ * A TypeORM DataSource that also owns the embedded database it talks to (if any), so that
+ * destroying the data source (on application shutdown) stops PGlite cleanly and flushes it.
+ */
+export class VaultDataSource extends DataSource {
+  constructor(
+    options: DataSourceOptions,
+    readonly embedded?: EmbeddedPostgres,
+  ) {
+    super(options);
+  }
+
+  override async destroy(): Promise<void> {
+    if (this.isInitialized) await super.destroy();
+    await this.embedded?.stop();
+  }
+}
+
+export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres): DataSourceOptions {
+  const connection = embedded
+    ? { host: embedded.host, port: embedded.port, username: 'postgres', database: 'postgres' }
+    : { url: config.DATABASE_URL };
+  return {
+    type: 'postgres',
+    ...connection,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    extra: {
+      // PGlite has one backend: a single pooled connection keeps each transaction whole.
+      max: embedded ? 1 : config.DB_POOL_SIZE,
+      connectionTimeoutMillis: 15_000,
+      idleTimeoutMillis: 30_000,
+    },
+  };
+}
+
+/** Builds the one data source of the process (app, CLI and ormconfig.ts all come through here). */
+export async function createDataSource(config: AppConfig): Promise<VaultDataSource> {
+  const embedded = config.embedded ? await EmbeddedPostgres.start(config.DATA_DIR) : undefined;
+  return new VaultDataSource(dataSourceOptions(config, embedded), embedded);
+}
+
+/**
+ * Runs pending migrations while holding a session-level advisory lock, on one connection, so that
+ * several instances starting together on one empty database apply each migration exactly once.
+ */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [LOCK_KEYS.migrations]);
+    try {
+      const executor = new MigrationExecutor(dataSource, runner);
+      executor.transaction = 'all';
+      const applied = await executor.executePendingMigrations();
+      return applied.map((m) => m.name);
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock($1)', [LOCK_KEYS.migrations]);
+    }
+  } finally {
+    await runner.release();
+  }
+}
+
+/** Opens the data source and brings its schema up to date. */
+export async function openDatabase(config: AppConfig): Promise<VaultDataSource> {
+  const dataSource = await createDataSource(config);
+  try {
+    await dataSource.initialize();
+    await runMigrations(dataSource);
+    return dataSource;
+  } catch (error) {
+    await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,4 @@
+import { Foundation1795000000000 } from './1795000000000-Foundation';
+
+/** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
+export const MIGRATIONS = [Foundation1795000000000];

@@ -1,0 +1,94 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Principal } from '../../common/auth/principal';
+import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
+import { ApplicationsService } from './applications.service';
+import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
+import { CreateApplicationDto } from './dto/create-application.dto';
+import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
+import { UpdateApplicationDto } from './dto/update-application.dto';
+
+const AppId = () => Param('id', new ParseIdPipe('Application'));
+
+@ApiTags('Applications')
+@Controller('applications')
+export class ApplicationsController {
+  constructor(private readonly applications: ApplicationsService) {}
+
+  @Post()
+  @RequirePermissions('application:create')
+  @ApiOperation({ operationId: 'createApplication', summary: 'Create an application', description: 'The response holds the new key in clear; it is never shown again.' })
+  @ApiCreatedResponse({ type: ApplicationDto })
+  create(@Principal() who: Principal, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
+    return this.applications.create(who, body);
+  }
+
+  @Get()
+  @RequirePermissions('application:read')
+  @ApiOperation({ operationId: 'listApplications', summary: 'List applications' })
+  @ApiOkResponse({ type: ApplicationPageDto })
+  list(@Principal() who: Principal, @Query() query: ListApplicationsQueryDto): Promise<ApplicationPageDto> {
+    return this.applications.list(who, query);
+  }
+
+  @Get('key')
+  @RequirePermissions()
+  @ApiOperation({ operationId: 'getApplicationByKey', summary: 'Get the application of the calling key' })
+  @ApiOkResponse({ type: ApplicationDto })
+  getByKey(@Principal() who: Principal): Promise<ApplicationDto> {
+    return this.applications.get(who, who.applicationId);
+  }
+
+  @Get(':id')
+  @RequirePermissions('application:read')
+  @ApiOperation({ operationId: 'getApplication', summary: 'Get an application' })
+  @ApiOkResponse({ type: ApplicationDto })
+  get(@Principal() who: Principal, @AppId() id: string): Promise<ApplicationDto> {
+    return this.applications.get(who, id);
+  }
+
+  @Put(':id')
+  @RequirePermissions('application:update')
+  @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application' })
+  @ApiOkResponse({ type: ApplicationDto })
+  update(@Principal() who: Principal, @AppId() id: string, @Body() body: UpdateApplicationDto): Promise<ApplicationDto> {
+    return this.applications.update(who, id, body);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @RequirePermissions('application:delete')
+  @ApiOperation({ operationId: 'deleteApplication', summary: 'Delete an application', description: 'Its keys stop working at once.' })
+  delete(@Principal() who: Principal, @AppId() id: string): Promise<void> {
+    return this.applications.delete(who, id);
+  }
+
+  @Get(':id/keys')
+  @RequirePermissions('application:read')
+  @ApiOperation({ operationId: 'listApplicationKeys', summary: "List an application's keys (never in clear)" })
+  @ApiOkResponse({ type: ApiKeyDto, isArray: true })
+  listKeys(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto[]> {
+    return this.applications.listKeys(who, id);
+  }
+
+  @Post(':id/keys')
+  @RequirePermissions('application:update')
+  @ApiOperation({ operationId: 'createApplicationKey', summary: 'Create a key (rotation)', description: 'Old keys keep working until deleted.' })
+  @ApiCreatedResponse({ type: ApiKeyDto })
+  createKey(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto> {
+    return this.applications.createKey(who, id);
+  }
+
+  @Delete(':id/keys/:keyId')
+  @HttpCode(204)
+  @RequirePermissions('application:update')
+  @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key' })
+  deleteKey(
+    @Principal() who: Principal,
+    @AppId() id: string,
+    @Param('keyId', new ParseIdPipe('Application key')) keyId: string,
+  ): Promise<void> {
+    return this.applications.deleteKey(who, id, keyId);
+  }
+}

@@ -1,0 +1,208 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { EntityManager, In } from 'typeorm';
+import type { AccessRule } from '../../common/auth/access-rule';
+import { generateApiKey, hashApiKey, KeyKind } from '../../common/auth/api-key';
+import { checkGrants } from '../../common/auth/grants';
+import { ApplicationType, PERMISSIONS, PermissionDefinition } from '../../common/auth/permissions';
+import type { Principal } from '../../common/auth/principal';
+import { notFound } from '../../common/errors/problem.exception';
+import { validationProblem } from '../../common/errors/validation';
+import { offsetOf, offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
+import { ApiKeyDto, ApplicationDto } from './dto/application.dto';
+import { CreateApplicationDto } from './dto/create-application.dto';
+import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
+import { UpdateApplicationDto } from './dto/update-application.dto';
+import { ApiKeyEntity } from './entities/api-key.entity';
+import { ApplicationEntity } from './entities/application.entity';
+
+const KIND_OF_TYPE: Record<ApplicationType, KeyKind> = { public: 'public', private: 'private', management: 'management' };
+
+export interface NewApplication {
+  tenantId: string;
+  name: string;
+  type: ApplicationType;
+  permissions: string[];
+  rules: AccessRule[];
+  createdBy: string | null;
+  createKey: boolean;
+}
+
+function keyDto(key: ApiKeyEntity, clear?: string): ApiKeyDto {
+  return {
+    id: key.id,
+    ...(clear ? { key: clear } : {}),
+    created_by: key.createdBy,
+    created_at: key.createdAt.toISOString(),
+  };
+}
+
+export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearKey?: string): ApplicationDto {
+  return {
+    id: app.id,
+    tenant_id: app.tenantId,
+    name: app.name,
+    type: app.type,
+    permissions: app.permissions,
+    rules: app.rules ?? [],
+    ...(clearKey ? { key: clearKey } : {}),
+    keys,
+    created_by: app.createdBy,
+    created_at: app.createdAt.toISOString(),
+    modified_by: app.modifiedBy,
+    modified_at: app.modifiedAt?.toISOString() ?? null,
+  };
+}
+
+/** Applications and their keys, always within the caller's tenant. */
+@Injectable()
+export class ApplicationsService {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  private get tx(): EntityManager {
+    return this.db.tx;
+  }
+
+  private apps() {
+    return this.tx.getRepository(ApplicationEntity);
+  }
+
+  private keys() {
+    return this.tx.getRepository(ApiKeyEntity);
+  }
+
+  /** Creates an application (and its first key unless told not to); used by the API, the CLI and bootstrap. */
+  async createApplication(input: NewApplication): Promise<ApplicationDto> {
+    return this.db.withTransaction(async () => {
+      const now = new Date();
+      const app = this.apps().create({
+        id: randomUUID(),
+        tenantId: input.tenantId,
+        name: input.name,
+        type: input.type,
+        permissions: [...new Set(input.permissions)],
+        rules: input.rules.length ? input.rules : null,
+        createdBy: input.createdBy,
+        createdAt: now,
+        modifiedBy: null,
+        modifiedAt: null,
+      });
+      await this.apps().insert(app);
+      if (!input.createKey) return applicationDto(app, []);
+      const { entity, clear } = await this.insertKey(app, input.createdBy, now);
+      return applicationDto(app, [keyDto(entity, clear)], clear);
+    });
+  }
+
+  async create(who: Principal, dto: CreateApplicationDto): Promise<ApplicationDto> {
+    const rules = (dto.rules ?? []) as AccessRule[];
+    const errors = checkGrants(dto.type, dto.permissions, rules);
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    return this.createApplication({
+      tenantId: who.tenantId,
+      name: dto.name,
+      type: dto.type,
+      permissions: dto.permissions ?? [],
+      rules,
+      createdBy: who.applicationId,
+      createKey: dto.create_key ?? true,
+    });
+  }
+
+  async list(who: Principal, query: ListApplicationsQueryDto): Promise<OffsetPage<ApplicationDto>> {
+    const where = { tenantId: who.tenantId, ...(query.type ? { type: query.type } : {}) };
+    const [apps, total] = await this.apps().findAndCount({
+      where,
+      order: { createdAt: 'ASC', id: 'ASC' },
+      ...offsetOf(query),
+    });
+    const keys = apps.length
+      ? await this.keys().find({ where: { tenantId: who.tenantId, applicationId: In(apps.map((a) => a.id)) }, order: { createdAt: 'ASC' } })
+      : [];
+    return offsetPage(
+      apps.map((app) => applicationDto(app, keys.filter((k) => k.applicationId === app.id).map((k) => keyDto(k)))),
+      total,
+      query,
+    );
+  }
+
+  async get(who: Principal, id: string): Promise<ApplicationDto> {
+    const app = await this.findOwned(who, id);
+    return applicationDto(app, await this.keyDtos(who.tenantId, id));
+  }
+
+  async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
+    return this.db.withTransaction(async () => {
+      const app = await this.findOwned(who, id, true);
+      const permissions = dto.permissions ?? app.permissions;
+      const rules = (dto.rules ?? app.rules ?? []) as AccessRule[];
+      const errors = checkGrants(app.type, dto.permissions, dto.rules as AccessRule[] | undefined);
+      if (Object.keys(errors).length) throw validationProblem(errors);
+      app.name = dto.name;
+      app.permissions = [...new Set(permissions)];
+      app.rules = rules.length ? rules : null;
+      app.modifiedBy = who.applicationId;
+      app.modifiedAt = new Date();
+      await this.apps().save(app);
+      return applicationDto(app, await this.keyDtos(who.tenantId, id));
+    });
+  }
+
+  async delete(who: Principal, id: string): Promise<void> {
+    const result = await this.apps().delete({ tenantId: who.tenantId, id });
+    if (!result.affected) throw notFound('Application');
+  }
+
+  async listKeys(who: Principal, id: string): Promise<ApiKeyDto[]> {
+    await this.findOwned(who, id);
+    return this.keyDtos(who.tenantId, id);
+  }
+
+  async createKey(who: Principal, id: string): Promise<ApiKeyDto> {
+    return this.db.withTransaction(async () => {
+      const app = await this.findOwned(who, id, true);
+      const { entity, clear } = await this.insertKey(app, who.applicationId, new Date());
+      return keyDto(entity, clear);
+    });
+  }
+
+  async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
+    const result = await this.keys().delete({ tenantId: who.tenantId, applicationId: id, id: keyId });
+    if (!result.affected) throw notFound('Application key');
+  }
+
+  permissions(type?: ApplicationType): PermissionDefinition[] {
+    return PERMISSIONS.filter((p) => !type || p.application_types.includes(type));
+  }
+
+  private async findOwned(who: Principal, id: string, lock = false): Promise<ApplicationEntity> {
+    const app = await this.apps().findOne({
+      where: { tenantId: who.tenantId, id },
+      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+    if (!app) throw notFound('Application');
+    return app;
+  }
+
+  private async keyDtos(tenantId: string, applicationId: string): Promise<ApiKeyDto[]> {
+    const keys = await this.keys().find({ where: { tenantId, applicationId }, order: { createdAt: 'ASC' } });
+    return keys.map((k) => keyDto(k));
+  }
+
+  private async insertKey(app: ApplicationEntity, createdBy: string | null, now: Date) {
+    const clear = generateApiKey(KIND_OF_TYPE[app.type]);
+    const entity = this.keys().create({
+      id: randomUUID(),
+      tenantId: app.tenantId,
+      applicationId: app.id,
+      keyHash: hashApiKey(clear),
+      createdBy,
+      createdAt: now,
+    });
+    await this.keys().insert(entity);
+    return { entity, clear };
+  }
+}
+

@@ -1,0 +1,25 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/** An application key. Only the SHA-256 digest of the key is kept; the clear key is shown once. */
+@Entity({ name: 'api_keys' })
+@Index('api_keys_tenant_application_idx', ['tenantId', 'applicationId', 'createdAt'])
+export class ApiKeyEntity {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @Column({ name: 'application_id', type: 'uuid' })
+  applicationId: string;
+
+  @Index('api_keys_key_hash_key', { unique: true })
+  @Column({ name: 'key_hash', type: 'bytea' })
+  keyHash: Buffer;
+
+  @Column({ name: 'created_by', type: 'uuid', nullable: true })
+  createdBy: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt: Date;
+}

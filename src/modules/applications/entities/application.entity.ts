@@ -1,0 +1,37 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { AccessRule } from '../../../common/auth/access-rule';
+import type { ApplicationType } from '../../../common/auth/permissions';
+
+@Entity({ name: 'applications' })
+@Index('applications_tenant_created_idx', ['tenantId', 'createdAt', 'id'])
+export class ApplicationEntity {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  name: string;
+
+  @Column({ type: 'varchar', length: 20 })
+  type: ApplicationType;
+
+  @Column({ type: 'text', array: true, default: () => "'{}'" })
+  permissions: string[];
+
+  @Column({ type: 'jsonb', nullable: true })
+  rules: AccessRule[] | null;
+
+  @Column({ name: 'created_by', type: 'uuid', nullable: true })
+  createdBy: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt: Date;
+
+  @Column({ name: 'modified_by', type: 'uuid', nullable: true })
+  modifiedBy: string | null;
+
+  @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
+  modifiedAt: Date | null;
+}

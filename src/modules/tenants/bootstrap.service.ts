@@ -1,0 +1,53 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { ClsService } from 'nestjs-cls';
+import { AppConfig } from '../../config/app-config';
+import { LOCK_KEYS } from '../../database/data-source';
+import { CreatedTenantDto } from './dto/tenant.dto';
+import { TenantsService } from './tenants.service';
+
+/**
+ * On an empty database, creates the `default` tenant and prints its management key once to stdout.
+ * A transaction-level advisory lock makes it happen once when several instances start together.
+ */
+@Injectable()
+export class BootstrapService implements OnApplicationBootstrap {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly tenants: TenantsService,
+    private readonly cls: ClsService,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.config.BOOTSTRAP) return;
+    const created = await this.cls.run(() =>
+      this.db.withTransaction(async (): Promise<CreatedTenantDto | undefined> => {
+        await this.db.tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.bootstrap]);
+        if ((await this.tenants.countTenants()) > 0) return undefined;
+        return this.tenants.createTenant('default');
+      }),
+    );
+    if (created) printManagementKey(created);
+  }
+}
+
+function printManagementKey(created: CreatedTenantDto): void {
+  const rule = '='.repeat(78);
+  process.stdout.write(
+    [
+      '',
+      rule,
+      ' FIRST START: created tenant "default" and its management application.',
+      ' Management key (shown once, store it now; it is never printed again):',
+      '',
+      `   ${created.management_key}`,
+      '',
+      ` tenant_id: ${created.tenant_id}`,
+      ` management_application_id: ${created.management_application_id}`,
+      rule,
+      '',
+    ].join('\n') + '\n',
+  );
+}

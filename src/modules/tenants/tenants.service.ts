@@ -1,0 +1,46 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { permissionsFor } from '../../common/auth/permissions';
+import type { Principal } from '../../common/auth/principal';
+import { notFound } from '../../common/errors/problem.exception';
+import { ApplicationsService } from '../applications/applications.service';
+import { CreatedTenantDto, TenantDto } from './dto/tenant.dto';
+import { TenantEntity } from './tenant.entity';
+
+@Injectable()
+export class TenantsService {
+  constructor(
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly applications: ApplicationsService,
+  ) {}
+
+  /** A tenant with a management application holding every management permission, and its first key. */
+  async createTenant(name: string): Promise<CreatedTenantDto> {
+    return this.db.withTransaction(async () => {
+      const tenant = this.db.tx.getRepository(TenantEntity).create({ id: randomUUID(), name, createdAt: new Date() });
+      await this.db.tx.getRepository(TenantEntity).insert(tenant);
+      const app = await this.applications.createApplication({
+        tenantId: tenant.id,
+        name: `${name} management`,
+        type: 'management',
+        permissions: permissionsFor('management'),
+        rules: [],
+        createdBy: null,
+        createKey: true,
+      });
+      return { tenant_id: tenant.id, management_application_id: app.id, management_key: app.key! };
+    });
+  }
+
+  async countTenants(): Promise<number> {
+    return this.db.tx.getRepository(TenantEntity).count();
+  }
+
+  async getSelf(who: Principal): Promise<TenantDto> {
+    const tenant = await this.db.tx.getRepository(TenantEntity).findOneBy({ id: who.tenantId });
+    if (!tenant) throw notFound('Tenant');
+    return { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() };
+  }
+}
