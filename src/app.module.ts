@@ -31,6 +31,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     ConfigModule.forRoot(config),
     LoggerModule.forRoot(loggerParams(config, options.logStream)),
     DatabaseModule,
+    AuthModule,
     ClsModule.forRoot({
       global: true,
       middleware: { mount: true, generateId: true, idGenerator: (req: Request) => assignTraceId(req, req.res) },
@@ -52,7 +53,6 @@ export class AppModule {
       imports: [
         ...(coreImports(config, options) ?? []),
         ScheduleModule.forRoot(),
-        AuthModule,
         ApplicationsModule,
         TenantsModule,
         HealthModule,

@@ -1,0 +1,36 @@
+import { ClsService } from 'nestjs-cls';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { TenantsService } from '../modules/tenants/tenants.service';
+
+interface CreateOptions {
+  name: string;
+}
+
+@SubCommand({ name: 'create', description: 'Create a tenant with a management application; prints its key as JSON' })
+export class TenantCreateCommand extends CommandRunner {
+  constructor(
+    private readonly tenants: TenantsService,
+    private readonly cls: ClsService,
+  ) {
+    super();
+  }
+
+  @Option({ flags: '--name <name>', description: 'Tenant name (1 to 200 characters)', required: true })
+  parseName(value: string): string {
+    const name = value.trim();
+    if (name.length < 1 || name.length > 200) throw new Error('--name must be 1 to 200 characters');
+    return name;
+  }
+
+  async run(_params: string[], options: CreateOptions): Promise<void> {
+    const created = await this.cls.run(() => this.tenants.createTenant(options.name));
+    process.stdout.write(`${JSON.stringify(created)}\n`);
+  }
+}
+
+@Command({ name: 'tenant', description: 'Manage tenants', subCommands: [TenantCreateCommand] })
+export class TenantCommand extends CommandRunner {
+  async run(): Promise<void> {
+    this.command.help();
+  }
+}

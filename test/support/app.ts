@@ -1,0 +1,72 @@
+import 'reflect-metadata';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
+import { ClsService } from 'nestjs-cls';
+import request from 'supertest';
+import { createApp } from '../../src/app.setup';
+import { loadConfig } from '../../src/config/app-config';
+import { TenantsService } from '../../src/modules/tenants/tenants.service';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  http: Server;
+  /** Every log line the server wrote, for assertions on trace ids and on secrets. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Boots the real AppModule through the same createApp/configureApp as main.ts, on the run's PostgreSQL
+ * database unless the overrides say otherwise (DATABASE_URL: '' selects embedded PGlite).
+ */
+export async function startApp(env: Record<string, string | undefined> = {}): Promise<TestApp> {
+  const logs: string[] = [];
+  const config = loadConfig({ ...process.env, BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env });
+  const app = await createApp(config, { logStream: { write: (line: string) => void logs.push(line) } });
+  await app.init();
+  return { app, http: app.getHttpServer() as Server, logs, close: () => app.close() };
+}
+
+export interface TestTenant {
+  tenantId: string;
+  managementApplicationId: string;
+  managementKey: string;
+}
+
+/** A fresh tenant with its management key, so that tests never see each other's data. */
+export async function newTenant(t: TestApp, name = 'test tenant'): Promise<TestTenant> {
+  const cls = t.app.get(ClsService);
+  const created = await cls.run(() => t.app.get(TenantsService).createTenant(name));
+  return {
+    tenantId: created.tenant_id,
+    managementApplicationId: created.management_application_id,
+    managementKey: created.management_key,
+  };
+}
+
+export interface TestApplication {
+  id: string;
+  key: string;
+  body: Record<string, unknown>;
+}
+
+export async function newApplication(
+  t: TestApp,
+  managementKey: string,
+  body: { name?: string; type: string; permissions?: string[]; rules?: unknown[] },
+): Promise<TestApplication> {
+  const res = await request(t.http)
+    .post('/applications')
+    .set('BT-API-KEY', managementKey)
+    .send({ name: `${body.type} app`, ...body })
+    .expect(201);
+  return { id: res.body.id, key: res.body.key, body: res.body };
+}
+
+export function expectProblem(res: request.Response, status: number): void {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ type: 'about:blank', status });
+  expect(typeof res.body.title).toBe('string');
+  expect(typeof res.body.detail).toBe('string');
+}

@@ -1,0 +1,13 @@
+import 'reflect-metadata';
+import { loadConfig } from '../../src/config/app-config';
+import { openDatabase } from '../../src/database/data-source';
+import { createDatabase } from './test-database';
+
+/** One database per test run, migrated once; workers inherit its URL through the environment. */
+export default async function globalSetup(): Promise<void> {
+  const { name, url } = await createDatabase();
+  process.env.TEST_DATABASE_NAME = name;
+  process.env.DATABASE_URL = url;
+  const dataSource = await openDatabase(loadConfig({ DATABASE_URL: url }));
+  await dataSource.destroy();
+}
