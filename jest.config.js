@@ -1,11 +1,30 @@
 /** @type {import('jest').Config} */
+const globalsCleanup = { globalsCleanup: 'off' };
+
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
 };
 
+// The OpenAPI tests compile with the swagger CLI plugin, as `nest build` does (the plugin needs a whole
+// program, so these files are not compiled in isolation).
+const openapiTransform = {
+  '^.+\\.ts$': [
+    'ts-jest',
+    {
+      tsconfig: 'tsconfig.openapi.json',
+      diagnostics: false,
+      astTransformers: { before: ['<rootDir>/test/support/swagger-plugin-transformer.js'] },
+    },
+  ],
+};
+
+const database = {
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+};
+
 module.exports = {
-  testEnvironment: 'node',
-  reporters: ['default'],
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'unit',
@@ -18,13 +37,23 @@ module.exports = {
     {
       displayName: 'e2e',
       testEnvironment: 'node',
+      testEnvironmentOptions: globalsCleanup,
       rootDir: __dirname,
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],
+      testPathIgnorePatterns: ['/test/openapi/'],
       transform,
-      globalSetup: '<rootDir>/test/support/global-setup.ts',
-      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-      testTimeout: 60000,
+      ...database,
+    },
+    {
+      displayName: 'openapi',
+      testEnvironment: 'node',
+      testEnvironmentOptions: globalsCleanup,
+      rootDir: __dirname,
+      roots: ['<rootDir>/test/openapi'],
+      testMatch: ['**/*.e2e-spec.ts'],
+      transform: openapiTransform,
+      ...database,
     },
   ],
 };

@@ -24,6 +24,7 @@ export async function createApp(config: AppConfig, options: AppModuleOptions = {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,
+    abortOnError: false,
   });
   return configureApp(app);
 }

@@ -1,0 +1,44 @@
+import { ConfigError, loadConfig } from './app-config';
+
+describe('loadConfig', () => {
+  it('applies defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ PORT: 3000, DATA_DIR: './data', LOG_LEVEL: 'info', BOOTSTRAP: true, LOG_RETENTION_DAYS: 365 });
+    expect(config.embedded).toBe(true);
+    expect(config.publicBaseUrl).toBe('http://localhost:3000');
+  });
+
+  it('reads and converts values', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      BOOTSTRAP: 'false',
+      DATABASE_URL: 'postgres://u@h:5432/db',
+      PUBLIC_BASE_URL: 'https://vault.example.com/',
+      ENCRYPTION_KEYS: `v1:${Buffer.alloc(32, 1).toString('base64')},v2:${Buffer.alloc(32, 2).toString('base64')}`,
+    });
+    expect(config).toMatchObject({ PORT: 8080, BOOTSTRAP: false, DATABASE_URL: 'postgres://u@h:5432/db' });
+    expect(config.embedded).toBe(false);
+    expect(config.publicBaseUrl).toBe('https://vault.example.com');
+  });
+
+  it('treats an empty DATABASE_URL as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '' }).embedded).toBe(true);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://localhost/x'],
+    ['LOG_LEVEL', 'loud'],
+    ['BOOTSTRAP', 'maybe'],
+    ['ENCRYPTION_KEYS', 'v1:short'],
+    ['PUBLIC_BASE_URL', 'not a url'],
+    ['LOG_RETENTION_DAYS', '0'],
+    ['RATE_LIMIT_PER_MINUTE', '-5'],
+    ['DB_POOL_SIZE', '1000'],
+    ['NODE_ENV', 'staging'],
+  ])('rejects %s=%s with a message naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+});

@@ -1,0 +1,54 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import request from 'supertest';
+import { startApp, TestApp } from '../support/app';
+
+const COMMITTED = join(__dirname, '..', '..', 'openapi.json');
+
+/** The committed openapi.json must be exactly what the running service serves. */
+describe('OpenAPI document', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t.close());
+
+  it('serves the document at /openapi.json, equal to the committed openapi.json', async () => {
+    const res = await request(t.http).get('/openapi.json').expect(200);
+    const served = `${JSON.stringify(res.body, null, 2)}\n`;
+    if (process.env.UPDATE_OPENAPI === 'true') writeFileSync(COMMITTED, served);
+    const committed = readFileSync(COMMITTED, 'utf8');
+    // On a difference, run `npm run openapi` and commit the result.
+    expect(JSON.parse(served)).toEqual(JSON.parse(committed));
+    expect(served).toBe(committed);
+  });
+
+  it('declares BT-API-KEY as an apiKey security scheme and uses it', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    expect(body.components.securitySchemes['BT-API-KEY']).toEqual({
+      type: 'apiKey',
+      in: 'header',
+      name: 'BT-API-KEY',
+      description: expect.any(String),
+    });
+    expect(body.paths['/applications'].post.security).toEqual([{ 'BT-API-KEY': [] }]);
+    expect(body.paths['/applications'].post.responses).toHaveProperty('401');
+    expect(body.paths['/applications'].post.responses).toHaveProperty('403');
+    expect(body.paths['/health/ready'].get.security).toBeUndefined();
+  });
+
+  it('describes request bodies from the DTOs (swagger plugin applied)', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    const schema = body.components.schemas.CreateApplicationDto;
+    expect(schema.required).toEqual(expect.arrayContaining(['name', 'type']));
+    expect(schema.properties.name).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
+    expect(schema.properties.type.enum).toEqual(['public', 'private', 'management']);
+    const list = body.paths['/applications'].get.parameters.map((p: { name: string }) => p.name);
+    expect(list).toEqual(expect.arrayContaining(['page', 'size', 'type']));
+  });
+
+  it('serves the Swagger UI at /docs', async () => {
+    const res = await request(t.http).get('/docs').redirects(1).expect(200);
+    expect(res.text).toContain('swagger-ui');
+  });
+});

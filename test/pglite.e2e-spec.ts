@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { newApplication, startApp, TestApp } from './support/app';
+
+/** The embedded default: PGlite under DATA_DIR, reached through pg over a private socket. */
+describe('embedded PGlite database', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-pglite-test-'));
+  const embedded = { DATABASE_URL: '', DATA_DIR: dataDir, BOOTSTRAP: 'true' };
+  let printed = '';
+  let t: TestApp;
+
+  async function boot(): Promise<TestApp> {
+    printed = '';
+    const write = process.stdout.write.bind(process.stdout);
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: never[]) => {
+      printed += chunk.toString();
+      return write(chunk, ...rest);
+    });
+    try {
+      return await startApp(embedded);
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  beforeAll(async () => {
+    t = await boot();
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  let managementKey: string;
+  let privateKey: string;
+
+  it('bootstraps a default tenant on first start and prints its management key', async () => {
+    const match = /^\s+(key_mgt_[0-9A-Za-z]+)$/m.exec(printed);
+    expect(match).not.toBeNull();
+    managementKey = match![1];
+    await request(t.http).get('/health/ready').expect(200);
+    const tenant = await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
+    expect(tenant.body.name).toBe('default');
+  });
+
+  it('creates a private application whose key passes GET /applications/key', async () => {
+    const app = await newApplication(t, managementKey, { type: 'private', permissions: ['token:read'] });
+    privateKey = app.key;
+    await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
+  });
+
+  it('serves concurrent requests without interleaving transactions', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        i % 2
+          ? request(t.http).post('/applications').set('BT-API-KEY', managementKey).send({ name: `c${i}`, type: 'public' })
+          : request(t.http).get('/applications?size=5').set('BT-API-KEY', managementKey),
+      ),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(12).fill(201), ...Array(13).fill(200)].sort());
+  });
+
+  it('keeps a transaction whole: another transaction never sees its uncommitted rows', async () => {
+    const dataSource = t.app.get(DataSource);
+    const events: string[] = [];
+    const first = dataSource
+      .transaction(async (em) => {
+        await em.query(`INSERT INTO tenants (id, name) VALUES (gen_random_uuid(), 'uncommitted')`);
+        events.push('first inserted');
+        await em.query('SELECT pg_sleep(0.3)');
+        throw new Error('roll back');
+      })
+      .catch(() => events.push('first rolled back'));
+    await new Promise((r) => setTimeout(r, 50));
+    const seen = await dataSource.transaction(async (em) => {
+      events.push('second started');
+      const rows: { n: number }[] = await em.query(`SELECT count(*)::int AS n FROM tenants WHERE name = 'uncommitted'`);
+      return rows[0].n;
+    });
+    await first;
+    expect(seen).toBe(0);
+    expect(events).toEqual(['first inserted', 'first rolled back', 'second started']);
+  });
+
+  it('keeps everything across a restart, without bootstrapping again', async () => {
+    await t.close();
+    t = await boot();
+    expect(printed).not.toMatch(/key_mgt_/);
+    await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
+    await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
+    const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
+    expect(list.body.pagination.total_items).toBe(2 + 12);
+  });
+});
