@@ -34,7 +34,11 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     AuthModule,
     ClsModule.forRoot({
       global: true,
-      middleware: { mount: true, generateId: true, idGenerator: (req: Request) => assignTraceId(req, req.res) },
+      middleware: {
+        mount: true,
+        generateId: true,
+        idGenerator: (req: Request) => assignTraceId(req, req.res),
+      },
       plugins: [
         new ClsPluginTransactional({
           imports: [DatabaseModule],

@@ -20,7 +20,10 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   return app;
 }
 
-export async function createApp(config: AppConfig, options: AppModuleOptions = {}): Promise<NestExpressApplication> {
+export async function createApp(
+  config: AppConfig,
+  options: AppModuleOptions = {},
+): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,

@@ -13,14 +13,26 @@ describe('applications', () => {
   });
   afterAll(() => t.close());
 
-  const post = (key: string, body: unknown) => request(t.http).post('/applications').set('BT-API-KEY', key).send(body as object);
+  const post = (key: string, body: unknown) =>
+    request(t.http)
+      .post('/applications')
+      .set('BT-API-KEY', key)
+      .send(body as object);
 
   it('creates an application with its first key shown once', async () => {
     const res = await post(tenant.managementKey, {
       name: 'Checkout',
       type: 'private',
       permissions: ['token:read', 'token:use'],
-      rules: [{ description: 'cards', priority: 1, container: '/pci/', permissions: ['token:read'], transform: 'redact' }],
+      rules: [
+        {
+          description: 'cards',
+          priority: 1,
+          container: '/pci/',
+          permissions: ['token:read'],
+          transform: 'redact',
+        },
+      ],
     }).expect(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -28,21 +40,49 @@ describe('applications', () => {
       name: 'Checkout',
       type: 'private',
       permissions: ['token:read', 'token:use'],
-      rules: [{ description: 'cards', priority: 1, container: '/pci/', permissions: ['token:read'], transform: 'redact' }],
+      rules: [
+        {
+          description: 'cards',
+          priority: 1,
+          container: '/pci/',
+          permissions: ['token:read'],
+          transform: 'redact',
+        },
+      ],
       key: expect.stringMatching(/^key_pvt_[0-9A-Za-z]{40,50}$/),
-      keys: [{ id: expect.any(String), key: res.body.key, created_by: tenant.managementApplicationId, created_at: expect.any(String) }],
+      keys: [
+        {
+          id: expect.any(String),
+          key: res.body.key,
+          created_by: tenant.managementApplicationId,
+          created_at: expect.any(String),
+        },
+      ],
       created_by: tenant.managementApplicationId,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       modified_by: null,
       modified_at: null,
     });
-    const got = await request(t.http).get(`/applications/${res.body.id}`).set('BT-API-KEY', tenant.managementKey).expect(200);
+    const got = await request(t.http)
+      .get(`/applications/${res.body.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
     expect(got.body.key).toBeUndefined();
-    expect(got.body.keys).toEqual([{ id: res.body.keys[0].id, created_by: tenant.managementApplicationId, created_at: res.body.keys[0].created_at }]);
+    expect(got.body.keys).toEqual([
+      {
+        id: res.body.keys[0].id,
+        created_by: tenant.managementApplicationId,
+        created_at: res.body.keys[0].created_at,
+      },
+    ]);
   });
 
   it('creates an application without a key when create_key is false', async () => {
-    const res = await post(tenant.managementKey, { name: 'keyless', type: 'public', create_key: false }).expect(201);
+    const res = await post(tenant.managementKey, {
+      name: 'keyless',
+      type: 'public',
+      create_key: false,
+    }).expect(201);
     expect(res.body.key).toBeUndefined();
     expect(res.body.keys).toEqual([]);
   });
@@ -63,13 +103,21 @@ describe('applications', () => {
     });
 
     it('rejects permissions not allowed for the application type, by path', async () => {
-      const res = await post(tenant.managementKey, { name: 'x', type: 'public', permissions: ['token:create', 'token:read', 'nope:nope'] });
+      const res = await post(tenant.managementKey, {
+        name: 'x',
+        type: 'public',
+        permissions: ['token:create', 'token:read', 'nope:nope'],
+      });
       expectProblem(res, 400);
       expect(res.body.errors).toEqual({
         'permissions[1]': ['permission token:read is not allowed for public applications'],
         'permissions[2]': ['unknown permission nope:nope'],
       });
-      const mgt = await post(tenant.managementKey, { name: 'x', type: 'management', permissions: ['token:create'] });
+      const mgt = await post(tenant.managementKey, {
+        name: 'x',
+        type: 'management',
+        permissions: ['token:create'],
+      });
       expectProblem(mgt, 400);
       expect(mgt.body.errors).toHaveProperty(['permissions[0]']);
       const pvt = await post(tenant.managementKey, { name: 'x', type: 'private', permissions: ['log:read'] });
@@ -85,7 +133,11 @@ describe('applications', () => {
           { priority: 1, container: '/general/', permissions: ['token:read'] },
           { priority: 2, container: 'no-slashes', permissions: ['token:read'] },
           { priority: 3, container: '/pci/', permissions: ['token:read'], transform: 'reveal' },
-          { priority: 4, conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }], permissions: ['token:read'] },
+          {
+            priority: 4,
+            conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
+            permissions: ['token:read'],
+          },
           { priority: 5, permissions: ['token:read'] },
         ],
       });
@@ -100,7 +152,11 @@ describe('applications', () => {
         rules: [
           { priority: 1, container: '/pci/', permissions: ['application:read'] },
           { priority: 1, container: '/general/', permissions: ['token:read'] },
-          { priority: 4, conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }], permissions: ['token:read'] },
+          {
+            priority: 4,
+            conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
+            permissions: ['token:read'],
+          },
           { priority: 5, permissions: ['token:read'] },
         ],
       });
@@ -118,16 +174,31 @@ describe('applications', () => {
       for (const type of ['public', 'private', 'private']) {
         await newApplication(t, lister.managementKey, { type });
       }
-      const page1 = await request(t.http).get('/applications?size=2').set('BT-API-KEY', lister.managementKey).expect(200);
+      const page1 = await request(t.http)
+        .get('/applications?size=2')
+        .set('BT-API-KEY', lister.managementKey)
+        .expect(200);
       expect(page1.body.pagination).toEqual({ total_items: 4, page_number: 1, page_size: 2, total_pages: 2 });
       expect(page1.body.data).toHaveLength(2);
-      const page2 = await request(t.http).get('/applications?size=2&page=2').set('BT-API-KEY', lister.managementKey).expect(200);
+      const page2 = await request(t.http)
+        .get('/applications?size=2&page=2')
+        .set('BT-API-KEY', lister.managementKey)
+        .expect(200);
       expect(page2.body.data).toHaveLength(2);
       const ids = [...page1.body.data, ...page2.body.data].map((a: { id: string }) => a.id);
       expect(new Set(ids).size).toBe(4);
-      const past = await request(t.http).get('/applications?size=2&page=9').set('BT-API-KEY', lister.managementKey).expect(200);
-      expect(past.body).toEqual({ pagination: { total_items: 4, page_number: 9, page_size: 2, total_pages: 2 }, data: [] });
-      const privates = await request(t.http).get('/applications?type=private').set('BT-API-KEY', lister.managementKey).expect(200);
+      const past = await request(t.http)
+        .get('/applications?size=2&page=9')
+        .set('BT-API-KEY', lister.managementKey)
+        .expect(200);
+      expect(past.body).toEqual({
+        pagination: { total_items: 4, page_number: 9, page_size: 2, total_pages: 2 },
+        data: [],
+      });
+      const privates = await request(t.http)
+        .get('/applications?type=private')
+        .set('BT-API-KEY', lister.managementKey)
+        .expect(200);
       expect(privates.body.pagination.total_items).toBe(2);
       expect(privates.body.data.every((a: { type: string }) => a.type === 'private')).toBe(true);
       for (const app of [...page1.body.data, ...page2.body.data]) {
@@ -137,14 +208,19 @@ describe('applications', () => {
     });
 
     it('defaults to page 1 of 20', async () => {
-      const res = await request(t.http).get('/applications').set('BT-API-KEY', tenant.managementKey).expect(200);
+      const res = await request(t.http)
+        .get('/applications')
+        .set('BT-API-KEY', tenant.managementKey)
+        .expect(200);
       expect(res.body.pagination).toMatchObject({ page_number: 1, page_size: 20 });
     });
 
     it.each(['size=0', 'size=101', 'page=0', 'page=-1', 'size=abc', 'page=1.5', 'type=robot', 'sort=name'])(
       'rejects %s with 400',
       async (query) => {
-        const res = await request(t.http).get(`/applications?${query}`).set('BT-API-KEY', tenant.managementKey);
+        const res = await request(t.http)
+          .get(`/applications?${query}`)
+          .set('BT-API-KEY', tenant.managementKey);
         expectProblem(res, 400);
         expect(Object.keys(res.body.errors)).toContain(query.split('=')[0]);
       },
@@ -152,11 +228,17 @@ describe('applications', () => {
   });
 
   it('updates name, permissions and rules; keeps what is omitted', async () => {
-    const app = await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:read'] });
+    const app = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read'],
+    });
     const res = await request(t.http)
       .put(`/applications/${app.id}`)
       .set('BT-API-KEY', tenant.managementKey)
-      .send({ name: 'renamed', rules: [{ priority: 1, container: '/general/', permissions: ['token:search'] }] })
+      .send({
+        name: 'renamed',
+        rules: [{ priority: 1, container: '/general/', permissions: ['token:search'] }],
+      })
       .expect(200);
     expect(res.body).toMatchObject({
       name: 'renamed',
@@ -171,7 +253,10 @@ describe('applications', () => {
       .send({ name: 'again', permissions: ['tenant:read'] });
     expectProblem(bad, 400);
     expect(bad.body.errors).toHaveProperty(['permissions[0]']);
-    const unchanged = await request(t.http).get(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey).expect(200);
+    const unchanged = await request(t.http)
+      .get(`/applications/${app.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
     expect(unchanged.body.name).toBe('renamed');
     expectProblem(
       await request(t.http).put(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey).send({}),
@@ -181,13 +266,25 @@ describe('applications', () => {
 
   it('deletes an application: 204, then 404', async () => {
     const app = await newApplication(t, tenant.managementKey, { type: 'public' });
-    await request(t.http).delete(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey).expect(204);
-    expectProblem(await request(t.http).get(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey), 404);
-    expectProblem(await request(t.http).delete(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey), 404);
+    await request(t.http)
+      .delete(`/applications/${app.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+    expectProblem(
+      await request(t.http).get(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey),
+      404,
+    );
+    expectProblem(
+      await request(t.http).delete(`/applications/${app.id}`).set('BT-API-KEY', tenant.managementKey),
+      404,
+    );
   });
 
   it('answers 404 for ids that are not uuids', async () => {
-    expectProblem(await request(t.http).get('/applications/not-a-uuid').set('BT-API-KEY', tenant.managementKey), 404);
+    expectProblem(
+      await request(t.http).get('/applications/not-a-uuid').set('BT-API-KEY', tenant.managementKey),
+      404,
+    );
   });
 
   describe('another tenant', () => {
@@ -200,26 +297,44 @@ describe('applications', () => {
       const key = tenant.managementKey;
       const keyId = (theirs.body.keys as { id: string }[])[0].id;
       expectProblem(await request(t.http).get(`/applications/${theirs.id}`).set('BT-API-KEY', key), 404);
-      expectProblem(await request(t.http).put(`/applications/${theirs.id}`).set('BT-API-KEY', key).send({ name: 'mine' }), 404);
+      expectProblem(
+        await request(t.http).put(`/applications/${theirs.id}`).set('BT-API-KEY', key).send({ name: 'mine' }),
+        404,
+      );
       expectProblem(await request(t.http).get(`/applications/${theirs.id}/keys`).set('BT-API-KEY', key), 404);
-      expectProblem(await request(t.http).post(`/applications/${theirs.id}/keys`).set('BT-API-KEY', key), 404);
-      expectProblem(await request(t.http).delete(`/applications/${theirs.id}/keys/${keyId}`).set('BT-API-KEY', key), 404);
+      expectProblem(
+        await request(t.http).post(`/applications/${theirs.id}/keys`).set('BT-API-KEY', key),
+        404,
+      );
+      expectProblem(
+        await request(t.http).delete(`/applications/${theirs.id}/keys/${keyId}`).set('BT-API-KEY', key),
+        404,
+      );
       expectProblem(await request(t.http).delete(`/applications/${theirs.id}`).set('BT-API-KEY', key), 404);
       // Still intact for its owner, and its key still works.
-      const owned = await request(t.http).get(`/applications/${theirs.id}`).set('BT-API-KEY', other.managementKey).expect(200);
+      const owned = await request(t.http)
+        .get(`/applications/${theirs.id}`)
+        .set('BT-API-KEY', other.managementKey)
+        .expect(200);
       expect(owned.body.name).toBe('private app');
       expect(owned.body.keys).toHaveLength(1);
       await request(t.http).get('/applications/key').set('BT-API-KEY', theirs.key).expect(200);
     });
 
     it('never lists it', async () => {
-      const res = await request(t.http).get('/applications?size=100').set('BT-API-KEY', tenant.managementKey).expect(200);
+      const res = await request(t.http)
+        .get('/applications?size=100')
+        .set('BT-API-KEY', tenant.managementKey)
+        .expect(200);
       expect(res.body.data.map((a: { id: string }) => a.id)).not.toContain(theirs.id);
       expect(res.body.data.every((a: { tenant_id: string }) => a.tenant_id === tenant.tenantId)).toBe(true);
     });
 
     it('GET /tenants/self never shows the other tenant', async () => {
-      const res = await request(t.http).get('/tenants/self').set('BT-API-KEY', other.managementKey).expect(200);
+      const res = await request(t.http)
+        .get('/tenants/self')
+        .set('BT-API-KEY', other.managementKey)
+        .expect(200);
       expect(res.body.id).toBe(other.tenantId);
     });
   });

@@ -83,7 +83,11 @@ describe('errors, trace ids and logs', () => {
     const res = await request(t.http)
       .post('/applications')
       .set('BT-API-KEY', tenant.managementKey)
-      .send({ name: 7, type: 'private', rules: [{ priority: 'high', container: '/pci/', permissions: ['token:read'] }] });
+      .send({
+        name: 7,
+        type: 'private',
+        rules: [{ priority: 'high', container: '/pci/', permissions: ['token:read'] }],
+      });
     expectProblem(res, 400);
     expect(res.body.code).toBe('validation_failed');
     expect(Object.keys(res.body.errors).sort()).toEqual(['name', 'rules[0].priority']);

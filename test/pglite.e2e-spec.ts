@@ -14,11 +14,14 @@ describe('embedded PGlite database', () => {
 
   async function boot(): Promise<TestApp> {
     printed = '';
-    const write = process.stdout.write.bind(process.stdout);
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: never[]) => {
+    const write = process.stdout.write.bind(process.stdout) as (...args: unknown[]) => boolean;
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation(((
+      chunk: string | Uint8Array,
+      ...rest: unknown[]
+    ) => {
       printed += chunk.toString();
       return write(chunk, ...rest);
-    });
+    }));
     try {
       return await startApp(embedded);
     } finally {
@@ -56,11 +59,16 @@ describe('embedded PGlite database', () => {
     const results = await Promise.all(
       Array.from({ length: 25 }, (_, i) =>
         i % 2
-          ? request(t.http).post('/applications').set('BT-API-KEY', managementKey).send({ name: `c${i}`, type: 'public' })
+          ? request(t.http)
+              .post('/applications')
+              .set('BT-API-KEY', managementKey)
+              .send({ name: `c${i}`, type: 'public' })
           : request(t.http).get('/applications?size=5').set('BT-API-KEY', managementKey),
       ),
     );
-    expect(results.map((r) => r.status).sort()).toEqual([...Array(12).fill(201), ...Array(13).fill(200)].sort());
+    expect(results.map((r) => r.status).sort()).toEqual(
+      [...Array(12).fill(201), ...Array(13).fill(200)].sort(),
+    );
   });
 
   it('keeps a transaction whole: another transaction never sees its uncommitted rows', async () => {
@@ -77,7 +85,9 @@ describe('embedded PGlite database', () => {
     await new Promise((r) => setTimeout(r, 50));
     const seen = await dataSource.transaction(async (em) => {
       events.push('second started');
-      const rows: { n: number }[] = await em.query(`SELECT count(*)::int AS n FROM tenants WHERE name = 'uncommitted'`);
+      const rows: { n: number }[] = await em.query(
+        `SELECT count(*)::int AS n FROM tenants WHERE name = 'uncommitted'`,
+      );
       return rows[0].n;
     });
     await first;

@@ -9,7 +9,12 @@ describe('running the service as processes', () => {
     const db = await createDatabase('vault_test_twins');
     const ports = [await freePort(), await freePort()];
     const servers: Spawned[] = ports.map((port) =>
-      spawnTs('src/main.ts', [], { DATABASE_URL: db.url, PORT: String(port), BOOTSTRAP: 'true', LOG_LEVEL: 'warn' }),
+      spawnTs('src/main.ts', [], {
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        BOOTSTRAP: 'true',
+        LOG_LEVEL: 'warn',
+      }),
     );
     try {
       await Promise.all(ports.map((port) => waitForReady(port)));
@@ -29,7 +34,9 @@ describe('running the service as processes', () => {
       expect(printed).toHaveLength(1);
       // The printed key works on both instances.
       for (const port of ports) {
-        const res = await fetch(`http://127.0.0.1:${port}/tenants/self`, { headers: { 'BT-API-KEY': printed[0]! } });
+        const res = await fetch(`http://127.0.0.1:${port}/tenants/self`, {
+          headers: { 'BT-API-KEY': printed[0]! },
+        });
         expect(res.status).toBe(200);
       }
     } finally {
@@ -42,7 +49,10 @@ describe('running the service as processes', () => {
     ['PORT', 'abc'],
     ['DATABASE_URL', 'mysql://localhost/x'],
   ])('refuses to start when %s=%s, naming the variable', async (name, value) => {
-    const server = spawnTs('src/main.ts', [], { [name]: value, DATABASE_URL: name === 'DATABASE_URL' ? value : 'postgres://127.0.0.1:1/none' });
+    const server = spawnTs('src/main.ts', [], {
+      [name]: value,
+      DATABASE_URL: name === 'DATABASE_URL' ? value : 'postgres://127.0.0.1:1/none',
+    });
     const code = await server.exited;
     expect(code).not.toBe(0);
     expect(server.stderr()).toContain(name);
@@ -62,10 +72,17 @@ describe('running the service as processes', () => {
         management_key: expect.stringMatching(/^key_mgt_[0-9A-Za-z]{40,50}$/),
       });
       const port = await freePort();
-      const server = spawnTs('src/main.ts', [], { DATABASE_URL: db.url, PORT: String(port), BOOTSTRAP: 'true', LOG_LEVEL: 'warn' });
+      const server = spawnTs('src/main.ts', [], {
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        BOOTSTRAP: 'true',
+        LOG_LEVEL: 'warn',
+      });
       try {
         await waitForReady(port);
-        const res = await fetch(`http://127.0.0.1:${port}/tenants/self`, { headers: { 'BT-API-KEY': created.management_key } });
+        const res = await fetch(`http://127.0.0.1:${port}/tenants/self`, {
+          headers: { 'BT-API-KEY': created.management_key },
+        });
         expect(res.status).toBe(200);
         expect(await res.json()).toMatchObject({ id: created.tenant_id, name: 'acme' });
         // The database was not empty, so no bootstrap key was printed.

@@ -6,7 +6,10 @@ interface CreateOptions {
   name: string;
 }
 
-@SubCommand({ name: 'create', description: 'Create a tenant with a management application; prints its key as JSON' })
+@SubCommand({
+  name: 'create',
+  description: 'Create a tenant with a management application; prints its key as JSON',
+})
 export class TenantCreateCommand extends CommandRunner {
   constructor(
     private readonly tenants: TenantsService,

@@ -17,7 +17,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle(OPENAPI_INFO.title)
     .setDescription(OPENAPI_INFO.description)
     .setVersion(OPENAPI_INFO.version)
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'BT-API-KEY', description: 'An application or session key' }, API_KEY_SECURITY)
+    .addApiKey(
+      { type: 'apiKey', in: 'header', name: 'BT-API-KEY', description: 'An application or session key' },
+      API_KEY_SECURITY,
+    )
     .build();
   return SwaggerModule.createDocument(app, config, {
     extraModels: [ProblemDetailsDto],

@@ -3,7 +3,13 @@ import { ConfigError, loadConfig } from './app-config';
 describe('loadConfig', () => {
   it('applies defaults', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ PORT: 3000, DATA_DIR: './data', LOG_LEVEL: 'info', BOOTSTRAP: true, LOG_RETENTION_DAYS: 365 });
+    expect(config).toMatchObject({
+      PORT: 3000,
+      DATA_DIR: './data',
+      LOG_LEVEL: 'info',
+      BOOTSTRAP: true,
+      LOG_RETENTION_DAYS: 365,
+    });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
   });

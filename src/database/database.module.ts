@@ -9,7 +9,9 @@ import { openDatabase } from './data-source';
  */
 @Global()
 @Module({
-  providers: [{ provide: DataSource, inject: [AppConfig], useFactory: (config: AppConfig) => openDatabase(config) }],
+  providers: [
+    { provide: DataSource, inject: [AppConfig], useFactory: (config: AppConfig) => openDatabase(config) },
+  ],
   exports: [DataSource],
 })
 export class DatabaseModule implements OnApplicationShutdown {

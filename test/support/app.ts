@@ -24,7 +24,7 @@ export async function startApp(env: Record<string, string | undefined> = {}): Pr
   const config = loadConfig({ ...process.env, BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env });
   const app = await createApp(config, { logStream: { write: (line: string) => void logs.push(line) } });
   await app.init();
-  return { app, http: app.getHttpServer() as Server, logs, close: () => app.close() };
+  return { app, http: app.getHttpServer(), logs, close: () => app.close() };
 }
 
 export interface TestTenant {

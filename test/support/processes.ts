@@ -24,11 +24,15 @@ export interface Spawned {
 
 /** Runs a TypeScript entry point of the service (src/main.ts, src/cli.ts) as its own process. */
 export function spawnTs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(ROOT, entry), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', ...env } as NodeJS.ProcessEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', join(ROOT, entry), ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));

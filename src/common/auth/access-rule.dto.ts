@@ -44,7 +44,9 @@ export class AccessRuleDto {
   /** A container path such as `/pci/`; the rule covers it and every container below it. */
   @IsOptional()
   @IsString()
-  @Matches(CONTAINER_PATTERN, { message: 'container must look like /name/ or /name/child/ (lower case, digits, _ and -)' })
+  @Matches(CONTAINER_PATTERN, {
+    message: 'container must look like /name/ or /name/child/ (lower case, digits, _ and -)',
+  })
   container?: string;
 
   /** Session rules only: every condition must hold for the rule to match. */
@@ -64,6 +66,9 @@ export class AccessRuleDto {
 
   /** `mask` (default) or `redact`; `reveal` is refused because data is never returned in the clear. */
   @IsOptional()
-  @IsIn(RULE_TRANSFORMS, { message: 'transform must be mask or redact (reveal is not supported: data is never returned in the clear)' })
+  @IsIn(RULE_TRANSFORMS, {
+    message:
+      'transform must be mask or redact (reveal is not supported: data is never returned in the clear)',
+  })
   transform?: (typeof RULE_TRANSFORMS)[number];
 }

@@ -5,7 +5,6 @@ export const BASE62 = basex('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmno
 
 export const KEY_KINDS = { public: 'pub', private: 'pvt', management: 'mgt', session: 'ses' } as const;
 export type KeyKind = keyof typeof KEY_KINDS;
-type KeyPrefix = (typeof KEY_KINDS)[KeyKind];
 
 const PREFIX_TO_KIND = new Map<string, KeyKind>(
   Object.entries(KEY_KINDS).map(([kind, prefix]) => [prefix, kind as KeyKind]),
@@ -20,7 +19,7 @@ export function generateApiKey(kind: KeyKind): string {
 /** The kind a well-formed key claims, or undefined for anything that is not a key of this service. */
 export function keyKindOf(key: string): KeyKind | undefined {
   const match = KEY_FORMAT.exec(key);
-  return match ? PREFIX_TO_KIND.get(match[1] as KeyPrefix) : undefined;
+  return match ? PREFIX_TO_KIND.get(match[1]) : undefined;
 }
 
 /** SHA-256 of a high-entropy key: enough to make the stored digest useless to an attacker. */

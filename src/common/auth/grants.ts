@@ -25,17 +25,25 @@ export function checkGrants(
 ): FieldErrors {
   const errors: FieldErrors = {};
   const prefix = options.prefix ?? '';
-  permissions.forEach((permission, i) => checkPermission(errors, `${prefix}permissions[${i}]`, permission, type));
+  permissions.forEach((permission, i) =>
+    checkPermission(errors, `${prefix}permissions[${i}]`, permission, type),
+  );
   const priorities = new Map<number, number>();
   rules.forEach((rule, i) => {
     const path = `${prefix}rules[${i}]`;
-    rule.permissions.forEach((permission, j) => checkPermission(errors, `${path}.permissions[${j}]`, permission, type));
+    rule.permissions.forEach((permission, j) =>
+      checkPermission(errors, `${path}.permissions[${j}]`, permission, type),
+    );
     const hasConditions = rule.conditions !== undefined;
-    if (hasConditions && !options.allowConditions) add(errors, `${path}.conditions`, 'conditions are only allowed on session rules');
-    if (rule.container === undefined && !hasConditions) add(errors, path, 'a rule needs a container or conditions');
-    if (rule.container !== undefined && hasConditions) add(errors, path, 'a rule has a container or conditions, not both');
+    if (hasConditions && !options.allowConditions)
+      add(errors, `${path}.conditions`, 'conditions are only allowed on session rules');
+    if (rule.container === undefined && !hasConditions)
+      add(errors, path, 'a rule needs a container or conditions');
+    if (rule.container !== undefined && hasConditions)
+      add(errors, path, 'a rule has a container or conditions, not both');
     const first = priorities.get(rule.priority);
-    if (first !== undefined) add(errors, `${path}.priority`, `priority ${rule.priority} is already used by rules[${first}]`);
+    if (first !== undefined)
+      add(errors, `${path}.priority`, `priority ${rule.priority} is already used by rules[${first}]`);
     else priorities.set(rule.priority, i);
   });
   return errors;

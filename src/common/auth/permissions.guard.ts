@@ -21,10 +21,13 @@ export class PermissionsGuard implements CanActivate {
     if (!who) throw forbidden('The request is not authenticated.');
     const kinds = this.reflector.getAllAndOverride<KeyKind[] | undefined>(KEY_KINDS_METADATA, targets);
     if (kinds && !kinds.includes(who.keyKind)) {
-      throw forbidden(`This operation needs a ${kinds.join(' or ')} key; the key given is a ${who.keyKind} key.`);
+      throw forbidden(
+        `This operation needs a ${kinds.join(' or ')} key; the key given is a ${who.keyKind} key.`,
+      );
     }
     if (!who.authorized) throw forbidden('The session has not been authorized.');
-    const needed = this.reflector.getAllAndOverride<string[] | undefined>(PERMISSIONS_METADATA, targets) ?? [];
+    const needed =
+      this.reflector.getAllAndOverride<string[] | undefined>(PERMISSIONS_METADATA, targets) ?? [];
     const missing = needed.filter((permission) => !mayHoldPermission(who, permission));
     if (missing.length) throw forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
     return true;

@@ -9,25 +9,77 @@ export interface PermissionDefinition {
 
 /** The permission catalog (contract section 2): which application types may hold each permission. */
 export const PERMISSIONS: readonly PermissionDefinition[] = [
-  { type: 'token:create', description: 'Create tokens (tokenize, create token)', application_types: ['public', 'private'] },
+  {
+    type: 'token:create',
+    description: 'Create tokens (tokenize, create token)',
+    application_types: ['public', 'private'],
+  },
   { type: 'token:read', description: 'Get and list tokens (masked)', application_types: ['private'] },
-  { type: 'token:update', description: 'Update token metadata, search indexes and expiry', application_types: ['public', 'private'] },
+  {
+    type: 'token:update',
+    description: 'Update token metadata, search indexes and expiry',
+    application_types: ['public', 'private'],
+  },
   { type: 'token:delete', description: 'Delete tokens', application_types: ['private'] },
   { type: 'token:search', description: 'Search tokens', application_types: ['private'] },
-  { type: 'token:use', description: 'Create and void transactions with a token', application_types: ['private'] },
-  { type: 'log:read', description: 'List audit logs and their entity types', application_types: ['management'] },
+  {
+    type: 'token:use',
+    description: 'Create and void transactions with a token',
+    application_types: ['private'],
+  },
+  {
+    type: 'log:read',
+    description: 'List audit logs and their entity types',
+    application_types: ['management'],
+  },
   { type: 'tenant:read', description: 'Read the tenant', application_types: ['management'] },
   { type: 'application:create', description: 'Create applications', application_types: ['management'] },
-  { type: 'application:read', description: 'Get and list applications and their keys', application_types: ['management'] },
-  { type: 'application:update', description: 'Update applications and create or revoke their keys', application_types: ['management'] },
+  {
+    type: 'application:read',
+    description: 'Get and list applications and their keys',
+    application_types: ['management'],
+  },
+  {
+    type: 'application:update',
+    description: 'Update applications and create or revoke their keys',
+    application_types: ['management'],
+  },
   { type: 'application:delete', description: 'Delete applications', application_types: ['management'] },
-  { type: 'orchestration:connection_formulas', description: 'List connection formulas', application_types: ['private'] },
-  { type: 'orchestration:connections:create', description: 'Create connections', application_types: ['private'] },
-  { type: 'orchestration:connections:update', description: 'Update, list and get connections', application_types: ['private'] },
-  { type: 'orchestration:connections:delete', description: 'Delete connections', application_types: ['private'] },
-  { type: 'orchestration:transactions:read', description: 'Get and list transactions', application_types: ['private'] },
-  { type: 'orchestration:transaction:capture', description: 'Capture transactions', application_types: ['private'] },
-  { type: 'orchestration:transaction:refund', description: 'Refund transactions', application_types: ['private'] },
+  {
+    type: 'orchestration:connection_formulas',
+    description: 'List connection formulas',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:connections:create',
+    description: 'Create connections',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:connections:update',
+    description: 'Update, list and get connections',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:connections:delete',
+    description: 'Delete connections',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:transactions:read',
+    description: 'Get and list transactions',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:transaction:capture',
+    description: 'Capture transactions',
+    application_types: ['private'],
+  },
+  {
+    type: 'orchestration:transaction:refund',
+    description: 'Refund transactions',
+    application_types: ['private'],
+  },
 ];
 
 export type Permission =

@@ -33,5 +33,7 @@ export const Principal = createParamDecorator((_: unknown, ctx: ExecutionContext
 
 /** True when the principal holds the permission flat or through at least one of its rules. */
 export function mayHoldPermission(who: Principal, permission: string): boolean {
-  return who.permissions.includes(permission) || who.rules.some((rule) => rule.permissions.includes(permission));
+  return (
+    who.permissions.includes(permission) || who.rules.some((rule) => rule.permissions.includes(permission))
+  );
 }

@@ -9,17 +9,21 @@ export const PERMISSIONS_METADATA = 'vault:permissions';
 export const KEY_KINDS_METADATA = 'vault:key-kinds';
 export const PUBLIC_METADATA = 'vault:public';
 
-
 /**
  * Marks a route as needing a valid `BT-API-KEY` holding every listed permission (none listed: any
  * valid key). One decorator feeds the guards and the OpenAPI document (security, 401 and 403).
  */
 export function RequirePermissions(...permissions: Permission[]): MethodDecorator & ClassDecorator {
-  const needs = permissions.length ? `Requires the permission${permissions.length > 1 ? 's' : ''} ${permissions.join(', ')}.` : 'Any valid key.';
+  const needs = permissions.length
+    ? `Requires the permission${permissions.length > 1 ? 's' : ''} ${permissions.join(', ')}.`
+    : 'Any valid key.';
   return applyDecorators(
     SetMetadata(PERMISSIONS_METADATA, permissions),
     ApiSecurity(API_KEY_SECURITY),
-    ApiUnauthorizedResponse({ description: 'BT-API-KEY is missing, unknown, revoked or expired.', content: problemContent() }),
+    ApiUnauthorizedResponse({
+      description: 'BT-API-KEY is missing, unknown, revoked or expired.',
+      content: problemContent(),
+    }),
     ApiForbiddenResponse({ description: `The key may not do this. ${needs}`, content: problemContent() }),
   );
 }

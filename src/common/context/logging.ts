@@ -21,9 +21,14 @@ export function loggerParams(config: AppConfig, stream?: DestinationStream): Par
       stream,
       genReqId: (req: IncomingMessage, res: ServerResponse) => assignTraceId(req, res),
       customProps: (req: IncomingMessage) => ({ trace_id: (req as IncomingMessage & { id?: string }).id }),
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      customLogLevel: (_req, res, err) =>
+        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
       serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        req: (req: { id: string; method: string; url: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url,
+        }),
         res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
       },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },

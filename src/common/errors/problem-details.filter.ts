@@ -18,7 +18,12 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const traceId = traceIdOf(req);
     const { body, headers, unexpected } = toProblem(exception, traceId);
     if (unexpected) {
-      this.logger.error({ err: exception, trace_id: traceId }, 'unexpected error while serving %s %s', req.method, req.path);
+      this.logger.error(
+        { err: exception, trace_id: traceId },
+        'unexpected error while serving %s %s',
+        req.method,
+        req.path,
+      );
     }
     if (res.headersSent) {
       res.end();

@@ -54,8 +54,12 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
-    if (status >= 500 && status !== HttpStatus.SERVICE_UNAVAILABLE) {
-      return { body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }), headers: {}, unexpected: true };
+    if (status >= 500 && status !== Number(HttpStatus.SERVICE_UNAVAILABLE)) {
+      return {
+        body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }),
+        headers: {},
+        unexpected: true,
+      };
     }
     return {
       body: problem(status, messageOf(exception.getResponse(), exception.message)),
@@ -67,14 +71,26 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
   const http = (exception ?? {}) as HttpLikeError;
   const status = http.status ?? http.statusCode;
   if (http.type === 'entity.parse.failed') {
-    return { body: problem(400, 'The request body is not valid JSON.', { code: 'malformed_json' }), headers: {}, unexpected: false };
+    return {
+      body: problem(400, 'The request body is not valid JSON.', { code: 'malformed_json' }),
+      headers: {},
+      unexpected: false,
+    };
   }
   if (http.type === 'entity.too.large' || status === 413) {
-    return { body: problem(413, 'The request body exceeds the 1 MiB limit.', { code: 'payload_too_large' }), headers: {}, unexpected: false };
+    return {
+      body: problem(413, 'The request body exceeds the 1 MiB limit.', { code: 'payload_too_large' }),
+      headers: {},
+      unexpected: false,
+    };
   }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const detail = http.expose && http.message ? http.message : (STATUS_CODES[status] ?? 'Bad request');
     return { body: problem(status, detail), headers: {}, unexpected: false };
   }
-  return { body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }), headers: {}, unexpected: true };
+  return {
+    body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }),
+    headers: {},
+    unexpected: true,
+  };
 }

@@ -31,12 +31,16 @@ export const badRequest = (detail: string, errors?: FieldErrors, code?: string):
 
 /** A 400 for a single bad field, with its path in `errors`. */
 export const invalidField = (path: string, message: string): ProblemException =>
-  new ProblemException(400, `${path}: ${message}`, { errors: { [path]: [message] }, code: 'validation_failed' });
+  new ProblemException(400, `${path}: ${message}`, {
+    errors: { [path]: [message] },
+    code: 'validation_failed',
+  });
 
 export const unauthorized = (detail: string): ProblemException =>
   new ProblemException(401, detail, { code: 'unauthorized' });
 
-export const forbidden = (detail: string): ProblemException => new ProblemException(403, detail, { code: 'forbidden' });
+export const forbidden = (detail: string): ProblemException =>
+  new ProblemException(403, detail, { code: 'forbidden' });
 
 /** 404 for a resource that is absent or belongs to another tenant (the two are never told apart). */
 export const notFound = (what: string): ProblemException =>

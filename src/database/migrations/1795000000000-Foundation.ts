@@ -34,7 +34,9 @@ export class Foundation1795000000000 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX api_keys_key_hash_key ON api_keys (key_hash)`);
-    await q.query(`CREATE INDEX api_keys_tenant_application_idx ON api_keys (tenant_id, application_id, created_at)`);
+    await q.query(
+      `CREATE INDEX api_keys_tenant_application_idx ON api_keys (tenant_id, application_id, created_at)`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

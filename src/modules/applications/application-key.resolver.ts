@@ -16,7 +16,11 @@ interface KeyRow {
   rules: AccessRule[] | null;
 }
 
-const TYPE_OF_KIND: Partial<Record<KeyKind, ApplicationType>> = { public: 'public', private: 'private', management: 'management' };
+const TYPE_OF_KIND: Partial<Record<KeyKind, ApplicationType>> = {
+  public: 'public',
+  private: 'private',
+  management: 'management',
+};
 
 /** Resolves public, private and management keys: one indexed lookup by the key's SHA-256 digest. */
 @Injectable()

@@ -18,7 +18,11 @@ export class ApplicationsController {
 
   @Post()
   @RequirePermissions('application:create')
-  @ApiOperation({ operationId: 'createApplication', summary: 'Create an application', description: 'The response holds the new key in clear; it is never shown again.' })
+  @ApiOperation({
+    operationId: 'createApplication',
+    summary: 'Create an application',
+    description: 'The response holds the new key in clear; it is never shown again.',
+  })
   @ApiCreatedResponse({ type: ApplicationDto })
   create(@Principal() who: Principal, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
     return this.applications.create(who, body);
@@ -52,21 +56,32 @@ export class ApplicationsController {
   @RequirePermissions('application:update')
   @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application' })
   @ApiOkResponse({ type: ApplicationDto })
-  update(@Principal() who: Principal, @AppId() id: string, @Body() body: UpdateApplicationDto): Promise<ApplicationDto> {
+  update(
+    @Principal() who: Principal,
+    @AppId() id: string,
+    @Body() body: UpdateApplicationDto,
+  ): Promise<ApplicationDto> {
     return this.applications.update(who, id, body);
   }
 
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('application:delete')
-  @ApiOperation({ operationId: 'deleteApplication', summary: 'Delete an application', description: 'Its keys stop working at once.' })
+  @ApiOperation({
+    operationId: 'deleteApplication',
+    summary: 'Delete an application',
+    description: 'Its keys stop working at once.',
+  })
   delete(@Principal() who: Principal, @AppId() id: string): Promise<void> {
     return this.applications.delete(who, id);
   }
 
   @Get(':id/keys')
   @RequirePermissions('application:read')
-  @ApiOperation({ operationId: 'listApplicationKeys', summary: "List an application's keys (never in clear)" })
+  @ApiOperation({
+    operationId: 'listApplicationKeys',
+    summary: "List an application's keys (never in clear)",
+  })
   @ApiOkResponse({ type: ApiKeyDto, isArray: true })
   listKeys(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto[]> {
     return this.applications.listKeys(who, id);
@@ -74,7 +89,11 @@ export class ApplicationsController {
 
   @Post(':id/keys')
   @RequirePermissions('application:update')
-  @ApiOperation({ operationId: 'createApplicationKey', summary: 'Create a key (rotation)', description: 'Old keys keep working until deleted.' })
+  @ApiOperation({
+    operationId: 'createApplicationKey',
+    summary: 'Create a key (rotation)',
+    description: 'Old keys keep working until deleted.',
+  })
   @ApiCreatedResponse({ type: ApiKeyDto })
   createKey(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto> {
     return this.applications.createKey(who, id);

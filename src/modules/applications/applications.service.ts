@@ -18,7 +18,11 @@ import { UpdateApplicationDto } from './dto/update-application.dto';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import { ApplicationEntity } from './entities/application.entity';
 
-const KIND_OF_TYPE: Record<ApplicationType, KeyKind> = { public: 'public', private: 'private', management: 'management' };
+const KIND_OF_TYPE: Record<ApplicationType, KeyKind> = {
+  public: 'public',
+  private: 'private',
+  management: 'management',
+};
 
 export interface NewApplication {
   tenantId: string;
@@ -119,10 +123,18 @@ export class ApplicationsService {
       ...offsetOf(query),
     });
     const keys = apps.length
-      ? await this.keys().find({ where: { tenantId: who.tenantId, applicationId: In(apps.map((a) => a.id)) }, order: { createdAt: 'ASC' } })
+      ? await this.keys().find({
+          where: { tenantId: who.tenantId, applicationId: In(apps.map((a) => a.id)) },
+          order: { createdAt: 'ASC' },
+        })
       : [];
     return offsetPage(
-      apps.map((app) => applicationDto(app, keys.filter((k) => k.applicationId === app.id).map((k) => keyDto(k)))),
+      apps.map((app) =>
+        applicationDto(
+          app,
+          keys.filter((k) => k.applicationId === app.id).map((k) => keyDto(k)),
+        ),
+      ),
       total,
       query,
     );
@@ -137,8 +149,8 @@ export class ApplicationsService {
     return this.db.withTransaction(async () => {
       const app = await this.findOwned(who, id, true);
       const permissions = dto.permissions ?? app.permissions;
-      const rules = (dto.rules ?? app.rules ?? []) as AccessRule[];
-      const errors = checkGrants(app.type, dto.permissions, dto.rules as AccessRule[] | undefined);
+      const rules = dto.rules ?? app.rules ?? [];
+      const errors = checkGrants(app.type, dto.permissions, dto.rules);
       if (Object.keys(errors).length) throw validationProblem(errors);
       app.name = dto.name;
       app.permissions = [...new Set(permissions)];
@@ -205,4 +217,3 @@ export class ApplicationsService {
     return { entity, clear };
   }
 }
-

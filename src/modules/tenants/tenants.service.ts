@@ -19,7 +19,9 @@ export class TenantsService {
   /** A tenant with a management application holding every management permission, and its first key. */
   async createTenant(name: string): Promise<CreatedTenantDto> {
     return this.db.withTransaction(async () => {
-      const tenant = this.db.tx.getRepository(TenantEntity).create({ id: randomUUID(), name, createdAt: new Date() });
+      const tenant = this.db.tx
+        .getRepository(TenantEntity)
+        .create({ id: randomUUID(), name, createdAt: new Date() });
       await this.db.tx.getRepository(TenantEntity).insert(tenant);
       const app = await this.applications.createApplication({
         tenantId: tenant.id,
