@@ -15,13 +15,12 @@ describe('embedded PGlite database', () => {
   async function boot(): Promise<TestApp> {
     printed = '';
     const write = process.stdout.write.bind(process.stdout) as (...args: unknown[]) => boolean;
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation(((
-      chunk: string | Uint8Array,
-      ...rest: unknown[]
-    ) => {
-      printed += chunk.toString();
-      return write(chunk, ...rest);
-    }));
+    const spy = jest
+      .spyOn(process.stdout, 'write')
+      .mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+        printed += chunk.toString();
+        return write(chunk, ...rest);
+      });
     try {
       return await startApp(embedded);
     } finally {
