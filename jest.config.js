@@ -1,5 +1,4 @@
 /** @type {import('jest').Config} */
-const globalsCleanup = { globalsCleanup: 'off' };
 
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
@@ -37,7 +36,6 @@ module.exports = {
     {
       displayName: 'e2e',
       testEnvironment: 'node',
-      testEnvironmentOptions: globalsCleanup,
       rootDir: __dirname,
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.e2e-spec.ts'],
@@ -48,7 +46,6 @@ module.exports = {
     {
       displayName: 'openapi',
       testEnvironment: 'node',
-      testEnvironmentOptions: globalsCleanup,
       rootDir: __dirname,
       roots: ['<rootDir>/test/openapi'],
       testMatch: ['**/*.e2e-spec.ts'],
