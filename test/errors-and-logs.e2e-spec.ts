@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { ApplicationsService } from '../src/modules/applications/applications.service';
 import { expectProblem, newTenant, startApp, TestApp, TestTenant } from './support/app';
 
 describe('errors, trace ids and logs', () => {
@@ -91,6 +92,29 @@ describe('errors, trace ids and logs', () => {
     expectProblem(res, 400);
     expect(res.body.code).toBe('validation_failed');
     expect(Object.keys(res.body.errors).sort()).toEqual(['name', 'rules[0].priority']);
+  });
+
+  it('answers an unexpected failure with a 500 that hides internals, and logs it with the trace id', async () => {
+    const spy = jest
+      .spyOn(t.app.get(ApplicationsService), 'list')
+      .mockRejectedValueOnce(new Error('connection to db-internal.example:5432 refused'));
+    const res = await request(t.http)
+      .get('/applications')
+      .set('BT-API-KEY', tenant.managementKey)
+      .set('BT-TRACE-ID', 'trace-500');
+    spy.mockRestore();
+    expectProblem(res, 500);
+    expect(res.body).toEqual({
+      type: 'about:blank',
+      title: 'Internal Server Error',
+      status: 500,
+      detail: 'An unexpected error occurred.',
+      trace_id: 'trace-500',
+    });
+    expect(res.text).not.toContain('db-internal');
+    const logged = t.logs.filter((line) => line.includes('db-internal')).map((line) => JSON.parse(line));
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.every((line) => line.trace_id === 'trace-500')).toBe(true);
   });
 
   it('serves liveness and readiness without a key', async () => {
