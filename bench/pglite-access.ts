@@ -42,7 +42,7 @@ const WARMUP_TX = 20;
 
 interface Db {
   tx<T>(fn: (m: EntityManager) => Promise<T>): Promise<T>;
-  query<T = any>(sql: string, params?: unknown[]): Promise<T>;
+  query<T = unknown>(sql: string, params?: unknown[]): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -147,7 +147,7 @@ async function insertAndRead(db: Db): Promise<string> {
 }
 
 async function rowCount(db: Db): Promise<number> {
-  const rows: { n: number }[] = await db.query('SELECT count(*)::int AS n FROM t');
+  const rows: { n: number }[] = await db.query<{ n: number }[]>('SELECT count(*)::int AS n FROM t');
   return rows[0].n;
 }
 
@@ -163,7 +163,7 @@ interface Interleave {
 }
 
 /**
- * T1 inserts a row, sleeps in the database with pg_sleep(0.2) (optionally followed by one more statement) and rolls
+ * T1 inserts a row, sleeps in the database with pg_sleep(0.2) (optionally followed by a few more statements) and rolls
  * back. T2 is issued as soon as T1's INSERT has returned and counts that row (as a transaction, or as a plain query);
  * with `t2Writes` it also inserts and commits a row of its own. On a correct set-up T2 sees 0, T1's row is gone
  * afterwards and T2's row is there. A timer measures how long the event loop was blocked meanwhile.
@@ -171,7 +171,7 @@ interface Interleave {
 async function interleave(
   db: Db,
   trial: string,
-  opts: { t2: 'transaction' | 'plain query'; t1ExtraStatement?: boolean; t2Writes?: boolean },
+  opts: { t2: 'transaction' | 'plain query'; t1ExtraStatements?: number; t2Writes?: boolean },
 ): Promise<Interleave> {
   const id1 = randomUUID();
   const id2 = randomUUID();
@@ -191,7 +191,7 @@ async function interleave(
       await m.query(insert, [id1, TENANT, 'uncommitted']);
       signal();
       await m.query('SELECT pg_sleep(0.2)');
-      if (opts.t1ExtraStatement) await m.query('SELECT 1');
+      for (let i = 0; i < (opts.t1ExtraStatements ?? 0); i++) await m.query('SELECT 1');
       throw new Rollback();
     })
     .then(
@@ -214,6 +214,8 @@ async function interleave(
     );
   const [t1Error, t2Result] = await Promise.all([t1, t2]);
   clearInterval(timer);
+  // If the whole trial ran as one chain of microtasks the timer never fired: that is one stall from start to end.
+  maxLoopStallMs = Math.max(maxLoopStallMs, performance.now() - last);
   const count = async (id: string) => (await db.query<{ n: number }[]>(countSql, [id]))[0].n;
   const result: Interleave = {
     trial,
@@ -234,7 +236,14 @@ interface Result {
   warmStartMs: number;
   select: Lat;
   seqTx: Lat & { distinctXids: number };
-  concTx: Lat & { errors: number; firstError?: string; distinctXids: number; countOk: boolean; count: number; expected: number };
+  concTx: Lat & {
+    errors: number;
+    firstError?: string;
+    distinctXids: number;
+    countOk: boolean;
+    count: number;
+    expected: number;
+  };
   bulk: { rowsPerSec: number; p50: number; p99: number; countOk: boolean };
   interleave: Interleave[];
   maxRssMb: number;
@@ -355,10 +364,12 @@ async function runMode(mode: Mode): Promise<Result> {
       // 5. interleaving check
       const inter = [
         await interleave(db, 'T1: INSERT, pg_sleep, ROLLBACK; T2: tx counting', { t2: 'transaction' }),
-        await interleave(db, 'T1: INSERT, pg_sleep, ROLLBACK; T2: plain query counting', { t2: 'plain query' }),
-        await interleave(db, 'T1: INSERT, pg_sleep, SELECT 1, ROLLBACK; T2: tx counting + INSERT', {
+        await interleave(db, 'T1: INSERT, pg_sleep, ROLLBACK; T2: plain query counting', {
+          t2: 'plain query',
+        }),
+        await interleave(db, 'T1: INSERT, pg_sleep, 3 x SELECT 1, ROLLBACK; T2: tx counting + INSERT', {
           t2: 'transaction',
-          t1ExtraStatement: true,
+          t1ExtraStatements: 3,
           t2Writes: true,
         }),
       ];
@@ -401,7 +412,10 @@ function printTables(results: Result[]): void {
     [`${CONC_TX} tx, ${CONCURRENCY} in flight, tx/s`, (r) => f0(r.concTx.perSec)],
     ['  p99 ms (incl. queueing)', (r) => f2(r.concTx.p99)],
     ['  errors', (r) => String(r.concTx.errors)],
-    ['  final row count', (r) => `${r.concTx.count}/${r.concTx.expected} ${r.concTx.countOk ? 'ok' : 'WRONG'}`],
+    [
+      '  final row count',
+      (r) => `${r.concTx.count}/${r.concTx.expected} ${r.concTx.countOk ? 'ok' : 'WRONG'}`,
+    ],
     ['  distinct xids', (r) => `${r.concTx.distinctXids}/${CONC_TX}`],
     [`${BULK_REPEAT} x tx with ${BULK_ROWS}-row INSERT, rows/s`, (r) => f0(r.bulk.rowsPerSec)],
     ['  p50 / p99 ms per tx', (r) => `${f2(r.bulk.p50)} / ${f2(r.bulk.p99)}`],
@@ -410,10 +424,9 @@ function printTables(results: Result[]): void {
       [`interleave ${i + 1}: T2 saw T1's uncommitted row`, (r) => yesNo(r.interleave[i].t2Saw)],
       ["  T1's row present after T1's rollback", (r) => yesNo(r.interleave[i].t1RowAfterRollback)],
       ...(i === 2
-        ? ([["  T2's row present after T2's commit", (r) => yesNo(r.interleave[i].t2RowAfterCommit ?? -1)]] as [
-            string,
-            (r: Result) => string,
-          ][])
+        ? ([
+            ["  T2's row present after T2's commit", (r) => yesNo(r.interleave[i].t2RowAfterCommit ?? -1)],
+          ] as [string, (r: Result) => string][])
         : []),
     ]),
     ['longest event-loop stall during pg_sleep(0.2), ms', (r) => f0(r.interleave[0].maxLoopStallMs)],
@@ -461,7 +474,7 @@ async function main(): Promise<void> {
   }
   console.log(`node ${process.version}, concurrency ${CONCURRENCY}, payload 300 chars\n`);
   printTables(results);
-  console.log('\ninterleave trials (T2 issued as soon as T1\'s INSERT returned):');
+  console.log("\ninterleave trials (T2 issued as soon as T1's INSERT returned):");
   results[0].interleave.forEach((t, i) => console.log(`  ${i + 1}. ${t.trial}`));
 }
 

@@ -77,7 +77,9 @@ describe('embedded PGlite database', () => {
       .transaction(async (em) => {
         await em.query(`INSERT INTO tenants (id, name) VALUES (gen_random_uuid(), 'uncommitted')`);
         events.push('first inserted');
-        await em.query('SELECT pg_sleep(0.3)');
+        // Yield to the event loop (pg_sleep would block PGlite's thread and prove nothing).
+        await new Promise((r) => setTimeout(r, 200));
+        await em.query('SELECT 1');
         throw new Error('roll back');
       })
       .catch(() => events.push('first rolled back'));
