@@ -8,6 +8,8 @@ import { MIGRATIONS } from './migrations';
 export const LOCK_KEYS = {
   migrations: 72_001,
   bootstrap: 72_002,
+  jobExpiredTokens: 72_101,
+  jobCvcRetention: 72_102,
 } as const;
 
 /**

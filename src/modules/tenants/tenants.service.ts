@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { permissionsFor } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
 import { notFound } from '../../common/errors/problem.exception';
@@ -14,6 +15,7 @@ export class TenantsService {
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly applications: ApplicationsService,
+    private readonly tenantKeys: TenantKeysService,
   ) {}
 
   /** A tenant with a management application holding every management permission, and its first key. */

@@ -1,0 +1,125 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { BASE62 } from '../auth/api-key';
+import { open, seal } from './aead';
+import { MasterKeyRing } from './master-keys';
+
+/** The keys a tenant's data is protected with, all derived from its one wrapped root key. */
+export interface TenantKeys {
+  /** AES-256-GCM key for token data and CVCs. */
+  encryption: Buffer;
+  /** HMAC key for fingerprints. */
+  fingerprint: Buffer;
+  /** HMAC key for search index digests. */
+  searchIndex: Buffer;
+  /** HMAC key for idempotency request digests. */
+  idempotency: Buffer;
+}
+
+export interface WrappedTenantKey {
+  keyVersion: string;
+  wrappedKey: Buffer;
+}
+
+const CACHE_LIMIT = 10_000;
+
+function derive(root: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', root, Buffer.alloc(0), `vault:${purpose}`, 32));
+}
+
+const wrapAad = (tenantId: string): string => `tenant-key:${tenantId}`;
+
+export class UnknownMasterKeyError extends Error {
+  constructor(version: string) {
+    super(`tenant key is wrapped by master key ${version}, which is not configured`);
+  }
+}
+
+/**
+ * Per-tenant envelope encryption: a random 32-byte root key per tenant, wrapped (AES-256-GCM) by the
+ * active master key, unwrapped on first use and cached; purpose keys are derived from it with HKDF.
+ */
+@Injectable()
+export class TenantKeysService {
+  private readonly cache = new Map<string, TenantKeys>();
+
+  constructor(
+    private readonly ring: MasterKeyRing,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  /** A new root key for a tenant being created, wrapped under the active master key. */
+  newTenantKey(tenantId: string): WrappedTenantKey {
+    const { version, key } = this.ring.active;
+    return { keyVersion: version, wrappedKey: seal(key, randomBytes(32), wrapAad(tenantId)) };
+  }
+
+  async keysFor(tenantId: string): Promise<TenantKeys> {
+    const cached = this.cache.get(tenantId);
+    if (cached) return cached;
+    const rows: { key_version: string; wrapped_key: Buffer | null }[] = await this.db.tx.query(
+      'SELECT key_version, wrapped_key FROM tenants WHERE id = $1',
+      [tenantId],
+    );
+    if (!rows[0]) throw new Error(`tenant ${tenantId} does not exist`);
+    let { key_version: version, wrapped_key: wrapped } = rows[0];
+    if (!wrapped) {
+      // A tenant created before envelope encryption existed: give it a key now, once.
+      const fresh = this.newTenantKey(tenantId);
+      const updated: { key_version: string; wrapped_key: Buffer }[] = await this.db.tx.query(
+        `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
+          WHERE id = $1 RETURNING key_version, wrapped_key`,
+        [tenantId, fresh.keyVersion, fresh.wrappedKey],
+      );
+      ({ key_version: version, wrapped_key: wrapped } = updated[0]);
+    }
+    const root = this.unwrap(tenantId, version, wrapped);
+    const keys: TenantKeys = {
+      encryption: derive(root, 'encryption'),
+      fingerprint: derive(root, 'fingerprint'),
+      searchIndex: derive(root, 'search-index'),
+      idempotency: derive(root, 'idempotency'),
+    };
+    if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(tenantId, keys);
+    return keys;
+  }
+
+  /** Re-wraps every tenant root key not yet under the active master key; returns how many changed. */
+  async rotate(): Promise<{ rewrapped: number; active: string }> {
+    const active = this.ring.active;
+    return this.db.withTransaction(async () => {
+      const rows: { id: string; key_version: string; wrapped_key: Buffer }[] = await this.db.tx.query(
+        'SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1 FOR UPDATE',
+        [active.version],
+      );
+      for (const row of rows) {
+        const root = this.unwrap(row.id, row.key_version, row.wrapped_key);
+        await this.db.tx.query('UPDATE tenants SET key_version = $2, wrapped_key = $3 WHERE id = $1', [
+          row.id,
+          active.version,
+          seal(active.key, root, wrapAad(row.id)),
+        ]);
+      }
+      this.cache.clear();
+      return { rewrapped: rows.length, active: active.version };
+    });
+  }
+
+  private unwrap(tenantId: string, version: string, wrapped: Buffer): Buffer {
+    const master = this.ring.get(version);
+    if (!master) throw new UnknownMasterKeyError(version);
+    return open(master, wrapped, wrapAad(tenantId));
+  }
+}
+
+/** Keyed digest as base62 text: equal inputs give equal digests within one key, unrelated ones across keys. */
+export function hmacBase62(key: Buffer, value: string): string {
+  return BASE62.encode(createHmac('sha256', key).update(value, 'utf8').digest());
+}
+
+export function hmac(key: Buffer, value: string): Buffer {
+  return createHmac('sha256', key).update(value, 'utf8').digest();
+}

@@ -1,0 +1,144 @@
+import valid from 'card-validator';
+import luhn10 from 'card-validator/dist/luhn-10';
+import type { FieldErrors } from '../../common/errors/problem.exception';
+
+export const TOKEN_TYPES = ['token', 'card', 'bank'] as const;
+export type TokenType = (typeof TOKEN_TYPES)[number];
+
+export interface CardData {
+  number: string;
+  expiration_month: number;
+  expiration_year: number;
+  cvc?: string;
+}
+
+export interface BankData {
+  routing_number: string;
+  account_number: string;
+}
+
+export interface TypeDefaults {
+  containers: string[];
+  fingerprintExpression: string;
+}
+
+export const TYPE_DEFAULTS: Record<TokenType, TypeDefaults> = {
+  token: { containers: ['/general/high/'], fingerprintExpression: '{{ data | stringify }}' },
+  card: { containers: ['/pci/high/'], fingerprintExpression: '{{ data.number }}' },
+  bank: { containers: ['/bank/high/'], fingerprintExpression: '{{ data.account_number }}|{{ data.routing_number }}' },
+};
+
+/** What validation keeps of a token's data: the value to seal, its mask, and facts orchestration needs. */
+export interface ValidatedData {
+  /** The data to encrypt (for cards, without the CVC, which is sealed apart). */
+  data: unknown;
+  cvc?: string;
+  mask?: Record<string, unknown>;
+  /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
+  brand?: string;
+}
+
+const maskDigits = (digits: string): string => 'X'.repeat(Math.max(digits.length - 4, 0)) + digits.slice(-4);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function unknownFields(value: Record<string, unknown>, allowed: string[], path: string, errors: FieldErrors): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) (errors[`${path}.${key}`] ??= []).push(`${key} is not a field of this token type`);
+  }
+}
+
+function validateCard(value: unknown, path: string, now: Date, errors: FieldErrors): ValidatedData | undefined {
+  if (!isPlainObject(value)) {
+    errors[path] = ['card data must be an object with number, expiration_month, expiration_year and optional cvc'];
+    return undefined;
+  }
+  const start = Object.keys(errors).length;
+  unknownFields(value, ['number', 'expiration_month', 'expiration_year', 'cvc'], path, errors);
+  const { number, expiration_month: month, expiration_year: year, cvc } = value;
+  let digits = '';
+  if (typeof number !== 'string') errors[`${path}.number`] = ['number must be a string of 13 to 19 digits'];
+  else {
+    digits = number.replace(/[\s-]/g, '');
+    if (!/^\d{13,19}$/.test(digits)) errors[`${path}.number`] = ['number must be 13 to 19 digits'];
+    else if (!luhn10(digits)) errors[`${path}.number`] = ['card number fails the Luhn check'];
+  }
+  if (typeof month !== 'number' || !Number.isInteger(month) || month < 1 || month > 12) {
+    errors[`${path}.expiration_month`] = ['expiration_month must be an integer from 1 to 12'];
+  }
+  if (typeof year !== 'number' || !Number.isInteger(year) || year < 1000 || year > 9999) {
+    errors[`${path}.expiration_year`] = ['expiration_year must be a four-digit integer'];
+  }
+  if (!errors[`${path}.expiration_month`] && !errors[`${path}.expiration_year`]) {
+    const current = now.getUTCFullYear() * 12 + now.getUTCMonth();
+    if ((year as number) * 12 + (month as number) - 1 < current) {
+      errors[`${path}.expiration_year`] = ['the card expired (month and year are in the past)'];
+    }
+  }
+  const brand = digits ? (valid.number(digits).card ?? undefined) : undefined;
+  if (cvc !== undefined) {
+    const size = brand?.code.size ?? 3;
+    if (typeof cvc !== 'string' || !new RegExp(`^\\d{${size}}$`).test(cvc)) {
+      errors[`${path}.cvc`] = [`cvc must be ${size} digits${brand ? ` for ${brand.niceType}` : ''}`];
+    }
+  }
+  if (Object.keys(errors).length > start) return undefined;
+  return {
+    data: { number: digits, expiration_month: month, expiration_year: year },
+    cvc: cvc as string | undefined,
+    mask: { number: maskDigits(digits), expiration_month: month, expiration_year: year },
+    brand: brand?.type,
+  };
+}
+
+/** ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). */
+export function isAbaRoutingNumber(value: string): boolean {
+  if (!/^\d{9}$/.test(value)) return false;
+  const d = [...value].map(Number);
+  return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5] + d[8])) % 10 === 0;
+}
+
+function validateBank(value: unknown, path: string, errors: FieldErrors): ValidatedData | undefined {
+  if (!isPlainObject(value)) {
+    errors[path] = ['bank data must be an object with routing_number and account_number'];
+    return undefined;
+  }
+  const start = Object.keys(errors).length;
+  unknownFields(value, ['routing_number', 'account_number'], path, errors);
+  const { routing_number: routing, account_number: account } = value;
+  if (typeof routing !== 'string' || !isAbaRoutingNumber(routing)) {
+    errors[`${path}.routing_number`] = ['routing_number must be 9 digits with a valid ABA checksum'];
+  }
+  if (typeof account !== 'string' || !/^\d{4,17}$/.test(account)) {
+    errors[`${path}.account_number`] = ['account_number must be 4 to 17 digits'];
+  }
+  if (Object.keys(errors).length > start) return undefined;
+  return {
+    data: { routing_number: routing, account_number: account },
+    mask: { routing_number: routing, account_number: maskDigits(account as string) },
+  };
+}
+
+/** Validates `data` for its type; adds messages under `<path>...` and returns undefined when invalid. */
+export function validateData(
+  type: TokenType,
+  data: unknown,
+  path: string,
+  now: Date,
+  errors: FieldErrors,
+): ValidatedData | undefined {
+  switch (type) {
+    case 'card':
+      return validateCard(data, path, now, errors);
+    case 'bank':
+      return validateBank(data, path, errors);
+    case 'token':
+      if (data === undefined || data === null || data === '') {
+        errors[path] = ['data is required'];
+        return undefined;
+      }
+      return { data };
+  }
+}
