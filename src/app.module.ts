@@ -11,6 +11,8 @@ import { DataSource } from 'typeorm';
 import { AuthModule } from './common/auth/auth.module';
 import { loggerParams } from './common/context/logging';
 import { assignTraceId } from './common/context/trace-id';
+import { CryptoModule } from './common/crypto/crypto.module';
+import { JobsModule } from './common/jobs/jobs.module';
 import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -19,6 +21,7 @@ import { ApplicationsModule } from './modules/applications/applications.module';
 import { HealthModule } from './modules/health/health.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsModule } from './modules/tenants/tenants.module';
+import { TokensModule } from './modules/tokens/tokens.module';
 
 export interface AppModuleOptions {
   /** Where log lines go (stdout when absent); tests capture them to search for secrets. */
@@ -32,6 +35,8 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     LoggerModule.forRoot(loggerParams(config, options.logStream)),
     DatabaseModule,
     AuthModule,
+    CryptoModule,
+    JobsModule,
     ClsModule.forRoot({
       global: true,
       middleware: {
@@ -60,6 +65,7 @@ export class AppModule {
         ApplicationsModule,
         TenantsModule,
         HealthModule,
+        TokensModule,
       ],
       providers: [BootstrapService, { provide: APP_FILTER, useClass: ProblemDetailsFilter }],
     };

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config/app-config';
 import { openDatabase } from '../../src/database/data-source';
 import { createDatabase } from './test-database';
@@ -8,6 +9,8 @@ export default async function globalSetup(): Promise<void> {
   const { name, url } = await createDatabase();
   process.env.TEST_DATABASE_NAME = name;
   process.env.DATABASE_URL = url;
+  // One master key for the run, inherited by test workers and the processes they spawn.
+  process.env.ENCRYPTION_KEYS ??= `v1:${randomBytes(32).toString('base64')}`;
   const dataSource = await openDatabase(loadConfig({ DATABASE_URL: url }));
   await dataSource.destroy();
 }

@@ -9,7 +9,8 @@ import { TenantKeysService } from './tenant-keys.service';
     {
       provide: MasterKeyRing,
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => loadMasterKeys(config, (message) => new Logger('Encryption').warn(message)),
+      useFactory: (config: AppConfig) =>
+        loadMasterKeys(config, (message) => new Logger('Encryption').warn(message)),
     },
     TenantKeysService,
   ],

@@ -20,7 +20,8 @@ export class MasterKeyRing {
   ) {
     if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS: at least one master key is needed');
     this.byVersion = new Map(keys.map((k) => [k.version, k.key]));
-    if (this.byVersion.size !== keys.length) throw new ConfigError('ENCRYPTION_KEYS: key versions must be unique');
+    if (this.byVersion.size !== keys.length)
+      throw new ConfigError('ENCRYPTION_KEYS: key versions must be unique');
   }
 
   get active(): MasterKey {
@@ -52,7 +53,8 @@ export const KEY_FILE_NAME = 'master-keys';
  * generated once into DATA_DIR (mode 0600). In production, no keys is a refusal to start.
  */
 export function loadMasterKeys(config: AppConfig, warn: (message: string) => void): MasterKeyRing {
-  if (config.ENCRYPTION_KEYS) return new MasterKeyRing(parseMasterKeys(config.ENCRYPTION_KEYS), 'ENCRYPTION_KEYS');
+  if (config.ENCRYPTION_KEYS)
+    return new MasterKeyRing(parseMasterKeys(config.ENCRYPTION_KEYS), 'ENCRYPTION_KEYS');
   if (config.NODE_ENV === 'production') {
     throw new ConfigError('ENCRYPTION_KEYS: required when NODE_ENV=production (v1:<base64 of 32 bytes>)');
   }
@@ -61,7 +63,9 @@ export function loadMasterKeys(config: AppConfig, warn: (message: string) => voi
   if (!existsSync(file)) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(file, `v1:${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-    warn(`ENCRYPTION_KEYS is not set: generated a master key into ${file}. Set ENCRYPTION_KEYS in production.`);
+    warn(
+      `ENCRYPTION_KEYS is not set: generated a master key into ${file}. Set ENCRYPTION_KEYS in production.`,
+    );
   }
   chmodSync(file, 0o600);
   return new MasterKeyRing(parseMasterKeys(readFileSync(file, 'utf8').trim()), file);

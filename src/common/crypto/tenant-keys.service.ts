@@ -68,7 +68,7 @@ export class TenantKeysService {
     if (!wrapped) {
       // A tenant created before envelope encryption existed: give it a key now, once.
       const fresh = this.newTenantKey(tenantId);
-      const updated: { key_version: string; wrapped_key: Buffer }[] = await this.db.tx.query(
+      const [updated]: [{ key_version: string; wrapped_key: Buffer }[], number] = await this.db.tx.query(
         `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
           WHERE id = $1 RETURNING key_version, wrapped_key`,
         [tenantId, fresh.keyVersion, fresh.wrappedKey],

@@ -20,9 +20,10 @@ export class ExclusiveJobRunner {
     try {
       return await this.cls.run(() =>
         this.db.withTransaction(async () => {
-          const rows: { locked: boolean }[] = await this.db.tx.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [
-            lockKey,
-          ]);
+          const rows: { locked: boolean }[] = await this.db.tx.query(
+            'SELECT pg_try_advisory_xact_lock($1) AS locked',
+            [lockKey],
+          );
           if (!rows[0]?.locked) return undefined;
           return work();
         }),

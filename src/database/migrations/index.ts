@@ -1,4 +1,5 @@
 import { Foundation1795000000000 } from './1795000000000-Foundation';
+import { TokenVault1795000000001 } from './1795000000001-TokenVault';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
-export const MIGRATIONS = [Foundation1795000000000];
+export const MIGRATIONS = [Foundation1795000000000, TokenVault1795000000001];

@@ -21,9 +21,11 @@ export class TenantsService {
   /** A tenant with a management application holding every management permission, and its first key. */
   async createTenant(name: string): Promise<CreatedTenantDto> {
     return this.db.withTransaction(async () => {
+      const id = randomUUID();
+      const { keyVersion, wrappedKey } = this.tenantKeys.newTenantKey(id);
       const tenant = this.db.tx
         .getRepository(TenantEntity)
-        .create({ id: randomUUID(), name, createdAt: new Date() });
+        .create({ id, name, keyVersion, wrappedKey, createdAt: new Date() });
       await this.db.tx.getRepository(TenantEntity).insert(tenant);
       const app = await this.applications.createApplication({
         tenantId: tenant.id,

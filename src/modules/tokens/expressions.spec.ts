@@ -18,7 +18,11 @@ describe('ExpressionEngine', () => {
     ['{{ data | to_number | plus: 1 }}', '41', '42'],
     ['{{ data | to_string | append: "!" }}', 5, '5!'],
     ['{{ data | to_boolean }}', 'true', 'true'],
-    ['{{ data.account_number }}|{{ data.routing_number }}', { account_number: '123', routing_number: '021000021' }, '123|021000021'],
+    [
+      '{{ data.account_number }}|{{ data.routing_number }}',
+      { account_number: '123', routing_number: '021000021' },
+      '123|021000021',
+    ],
     ['{{ data | upcase }}', 'abc', 'ABC'],
   ])('%s', (template, data, expected) => {
     expect(engine.evaluate(template, data)).toBe(expected);
@@ -38,7 +42,9 @@ describe('ExpressionEngine', () => {
 
   it('bounds the output and the work', () => {
     expect(() => engine.evaluate('{{ data | pad_left: 100000, "x" }}', 'a')).toThrow(/exceeds/);
-    expect(() => engine.evaluate('{% for i in (1..100000000) %}{{ i }}{% endfor %}', 'a')).toThrow(ExpressionError);
+    expect(() => engine.evaluate('{% for i in (1..100000000) %}{{ i }}{% endfor %}', 'a')).toThrow(
+      ExpressionError,
+    );
     expect(() => engine.parse('x'.repeat(2000))).toThrow(/longer/);
   });
 

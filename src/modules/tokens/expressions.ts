@@ -57,8 +57,10 @@ export class ExpressionEngine {
         const digits = text(value).replace(/\D/g, '');
         return digits.slice(0, digits.length >= 16 ? 8 : 6);
       },
-      pad_left: (value, length, char = ' ') => text(value).padStart(Math.min(Number(length) || 0, MAX_OUTPUT_LENGTH + 1), text(char) || ' '),
-      pad_right: (value, length, char = ' ') => text(value).padEnd(Math.min(Number(length) || 0, MAX_OUTPUT_LENGTH + 1), text(char) || ' '),
+      pad_left: (value, length, char = ' ') =>
+        text(value).padStart(Math.min(Number(length) || 0, MAX_OUTPUT_LENGTH + 1), text(char) || ' '),
+      pad_right: (value, length, char = ' ') =>
+        text(value).padEnd(Math.min(Number(length) || 0, MAX_OUTPUT_LENGTH + 1), text(char) || ' '),
       to_string: (value) => text(value),
       to_number: (value) => Number(value),
       to_boolean: (value) => value === true || value === 'true' || value === 1 || value === '1',
@@ -80,7 +82,8 @@ export class ExpressionEngine {
   parse(template: string): Template[] {
     const cached = this.parsed.get(template);
     if (cached) return cached;
-    if (template.length > MAX_TEMPLATE_LENGTH) throw new ExpressionError(`expression is longer than ${MAX_TEMPLATE_LENGTH} characters`);
+    if (template.length > MAX_TEMPLATE_LENGTH)
+      throw new ExpressionError(`expression is longer than ${MAX_TEMPLATE_LENGTH} characters`);
     let templates: Template[];
     try {
       templates = this.liquid.parse(template);
@@ -102,7 +105,8 @@ export class ExpressionEngine {
       throw new ExpressionError(`expression cannot be evaluated: ${describe(error)}`);
     }
     const result = text(output);
-    if (result.length > MAX_OUTPUT_LENGTH) throw new ExpressionError(`expression output exceeds ${MAX_OUTPUT_LENGTH} characters`);
+    if (result.length > MAX_OUTPUT_LENGTH)
+      throw new ExpressionError(`expression output exceeds ${MAX_OUTPUT_LENGTH} characters`);
     return result;
   }
 }

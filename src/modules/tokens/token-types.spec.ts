@@ -44,7 +44,12 @@ describe('card validation', () => {
   });
 
   it('accepts an American Express card with a 4-digit CVC', () => {
-    const { result } = check('card', { number: '378282246310005', expiration_month: 1, expiration_year: 2031, cvc: '1234' });
+    const { result } = check('card', {
+      number: '378282246310005',
+      expiration_month: 1,
+      expiration_year: 2031,
+      cvc: '1234',
+    });
     expect(result?.brand).toBe('american-express');
     expect(result?.mask).toMatchObject({ number: 'XXXXXXXXXXX0005' });
   });

@@ -25,7 +25,10 @@ export interface TypeDefaults {
 export const TYPE_DEFAULTS: Record<TokenType, TypeDefaults> = {
   token: { containers: ['/general/high/'], fingerprintExpression: '{{ data | stringify }}' },
   card: { containers: ['/pci/high/'], fingerprintExpression: '{{ data.number }}' },
-  bank: { containers: ['/bank/high/'], fingerprintExpression: '{{ data.account_number }}|{{ data.routing_number }}' },
+  bank: {
+    containers: ['/bank/high/'],
+    fingerprintExpression: '{{ data.account_number }}|{{ data.routing_number }}',
+  },
 };
 
 /** What validation keeps of a token's data: the value to seal, its mask, and facts orchestration needs. */
@@ -44,15 +47,28 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function unknownFields(value: Record<string, unknown>, allowed: string[], path: string, errors: FieldErrors): void {
+function unknownFields(
+  value: Record<string, unknown>,
+  allowed: string[],
+  path: string,
+  errors: FieldErrors,
+): void {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) (errors[`${path}.${key}`] ??= []).push(`${key} is not a field of this token type`);
+    if (!allowed.includes(key))
+      (errors[`${path}.${key}`] ??= []).push(`${key} is not a field of this token type`);
   }
 }
 
-function validateCard(value: unknown, path: string, now: Date, errors: FieldErrors): ValidatedData | undefined {
+function validateCard(
+  value: unknown,
+  path: string,
+  now: Date,
+  errors: FieldErrors,
+): ValidatedData | undefined {
   if (!isPlainObject(value)) {
-    errors[path] = ['card data must be an object with number, expiration_month, expiration_year and optional cvc'];
+    errors[path] = [
+      'card data must be an object with number, expiration_month, expiration_year and optional cvc',
+    ];
     return undefined;
   }
   const start = Object.keys(errors).length;

@@ -1,0 +1,40 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { Cron, CronExpression } from '@nestjs/schedule';
+import { Clock } from '../../common/jobs/clock';
+import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
+import { LOCK_KEYS } from '../../database/data-source';
+
+/** Scheduled clean-up of the vault: expired tokens and retained CVCs. Once per tick across instances. */
+@Injectable()
+export class TokenJobsService {
+  constructor(
+    private readonly jobs: ExclusiveJobRunner,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly clock: Clock,
+  ) {}
+
+  @Cron(CronExpression.EVERY_MINUTE)
+  async purgeExpiredTokens(): Promise<number | undefined> {
+    return this.jobs.run('expired-tokens', LOCK_KEYS.jobExpiredTokens, async () => {
+      const [, count]: [unknown, number] = await this.db.tx.query(
+        'DELETE FROM tokens WHERE expires_at <= $1',
+        [this.clock.now()],
+      );
+      return count;
+    });
+  }
+
+  /** CVCs are kept one hour at most (they are also deleted on first use in an authorization). */
+  @Cron(CronExpression.EVERY_MINUTE)
+  async purgeExpiredCvcs(): Promise<number | undefined> {
+    return this.jobs.run('cvc-retention', LOCK_KEYS.jobCvcRetention, async () => {
+      const [, count]: [unknown, number] = await this.db.tx.query(
+        'DELETE FROM token_cvcs WHERE expires_at <= $1',
+        [this.clock.now()],
+      );
+      return count;
+    });
+  }
+}

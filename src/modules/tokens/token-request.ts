@@ -1,0 +1,289 @@
+import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
+import type { FieldErrors } from '../../common/errors/problem.exception';
+import { ExpressionEngine, ExpressionError } from './expressions';
+import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
+
+export const MAX_TOKENS_PER_REQUEST = 100;
+const MAX_DEPTH = 32;
+const ELEMENT_FIELDS = [
+  'type',
+  'data',
+  'id',
+  'metadata',
+  'search_indexes',
+  'fingerprint_expression',
+  'containers',
+  'expires_at',
+  'deduplicate_token',
+];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One token to create, validated, with its expressions already evaluated (values stay in memory only). */
+export interface ParsedElement {
+  path: string;
+  id?: string;
+  type: TokenType;
+  validated: ValidatedData;
+  metadata: Record<string, string> | null;
+  searchIndexes: string[] | null;
+  fingerprintExpression: string;
+  containers: string[];
+  expiresAt: Date | null;
+  deduplicate: boolean;
+  /** Plain results of the expressions; turned into HMAC digests before anything is stored. */
+  fingerprintInput: string;
+  indexValues: string[];
+}
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An object is a token request element when it has both `type` and `data`. */
+export const isElement = (value: unknown): value is Record<string, unknown> =>
+  isPlainObject(value) && 'type' in value && 'data' in value;
+
+export const childPath = (parent: string, key: string | number): string =>
+  typeof key === 'number' ? `${parent}[${key}]` : parent ? `${parent}.${key}` : key;
+
+const add = (errors: FieldErrors, path: string, message: string): void => {
+  (errors[path] ??= []).push(message);
+};
+
+/** A slot of the request: a plain string (a `token` token whose id replaces it) or an element. */
+export interface Slot {
+  path: string;
+  raw: string | Record<string, unknown>;
+}
+
+/** Walks any body shape in document order, collecting token slots; reports bad leaves by path. */
+export function collectSlots(body: unknown, errors: FieldErrors): Slot[] {
+  const slots: Slot[] = [];
+  const walk = (value: unknown, path: string, depth: number): void => {
+    if (depth > MAX_DEPTH) return add(errors, path, `nesting deeper than ${MAX_DEPTH} levels`);
+    if (typeof value === 'string') slots.push({ path, raw: value });
+    else if (isElement(value)) slots.push({ path, raw: value });
+    else if (Array.isArray(value)) value.forEach((item, i) => walk(item, childPath(path, i), depth + 1));
+    else if (isPlainObject(value))
+      for (const [key, item] of Object.entries(value)) walk(item, childPath(path, key), depth + 1);
+    else
+      add(
+        errors,
+        path || '(body)',
+        'expected a string, a token request (type and data), or an object or array of them',
+      );
+  };
+  walk(body, '', 0);
+  return slots;
+}
+
+/** Rebuilds the request's shape, putting each slot's result where the slot was (same traversal order). */
+export function rebuild(body: unknown, results: unknown[]): unknown {
+  let next = 0;
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string' || isElement(value)) return results[next++];
+    if (Array.isArray(value)) return value.map(walk);
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, walk(v)]));
+  };
+  return walk(body);
+}
+
+export function parseMetadata(
+  value: unknown,
+  path: string,
+  errors: FieldErrors,
+): Record<string, string> | null {
+  if (value === undefined || value === null) return null;
+  if (!isPlainObject(value)) {
+    add(errors, path, 'metadata must be an object of strings');
+    return null;
+  }
+  const entries = Object.entries(value);
+  if (entries.length > 20) add(errors, path, 'metadata has more than 20 keys');
+  for (const [key, item] of entries) {
+    if (key.length < 1 || key.length > 128)
+      add(errors, path, `metadata key names must be 1 to 128 characters`);
+    if (typeof item !== 'string' || item.length > 1024)
+      add(errors, childPath(path, key), 'must be a string of at most 1024 characters');
+  }
+  return value as Record<string, string>;
+}
+
+export function parseExpiresAt(value: unknown, path: string, now: Date, errors: FieldErrors): Date | null {
+  if (value === undefined || value === null) return null;
+  const date = typeof value === 'string' ? new Date(value) : undefined;
+  if (!date || Number.isNaN(date.getTime()) || !/^\d{4}-\d\d-\d\dT/.test(value as string)) {
+    add(errors, path, 'expires_at must be an ISO 8601 date-time');
+    return null;
+  }
+  if (date.getTime() <= now.getTime()) add(errors, path, 'expires_at must be in the future');
+  return date;
+}
+
+/** Data as expressions see it: everything but the card CVC (a digest of 3 digits would give it away). */
+const expressionData = (validated: ValidatedData): unknown => validated.data;
+
+export function evaluateExpressions(
+  engine: ExpressionEngine,
+  element: { validated: ValidatedData; fingerprintExpression: string; searchIndexes: string[] | null },
+  path: string,
+  errors: FieldErrors,
+): { fingerprintInput: string; indexValues: string[] } {
+  const data = expressionData(element.validated);
+  let fingerprintInput = '';
+  try {
+    fingerprintInput = engine.evaluate(element.fingerprintExpression, data);
+  } catch (error) {
+    add(
+      errors,
+      childPath(path, 'fingerprint_expression'),
+      error instanceof ExpressionError ? error.message : 'invalid expression',
+    );
+  }
+  const indexValues: string[] = [];
+  (element.searchIndexes ?? []).forEach((expression, i) => {
+    try {
+      const value = engine.evaluate(expression, data);
+      if (value !== '') indexValues.push(value);
+    } catch (error) {
+      add(
+        errors,
+        childPath(childPath(path, 'search_indexes'), i),
+        error instanceof ExpressionError ? error.message : 'invalid expression',
+      );
+    }
+  });
+  return { fingerprintInput, indexValues };
+}
+
+export function parseSearchIndexes(
+  value: unknown,
+  path: string,
+  engine: ExpressionEngine,
+  errors: FieldErrors,
+): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (
+    !Array.isArray(value) ||
+    value.length > 20 ||
+    value.some((v) => typeof v !== 'string' || v.length === 0)
+  ) {
+    add(errors, path, 'search_indexes must be an array of at most 20 non-empty expressions');
+    return null;
+  }
+  (value as string[]).forEach((expression, i) => {
+    try {
+      engine.parse(expression);
+    } catch (error) {
+      add(
+        errors,
+        childPath(path, i),
+        error instanceof ExpressionError ? error.message : 'invalid expression',
+      );
+    }
+  });
+  return value as string[];
+}
+
+export function parseFingerprintExpression(
+  value: unknown,
+  type: TokenType,
+  path: string,
+  engine: ExpressionEngine,
+  errors: FieldErrors,
+): string {
+  if (value === undefined || value === null) return TYPE_DEFAULTS[type].fingerprintExpression;
+  if (typeof value !== 'string' || value.length === 0) {
+    add(errors, path, 'fingerprint_expression must be a non-empty expression');
+    return '';
+  }
+  try {
+    engine.parse(value);
+  } catch (error) {
+    add(errors, path, error instanceof ExpressionError ? error.message : 'invalid expression');
+  }
+  return value;
+}
+
+/** Validates one element (from tokenize or POST /tokens); every problem is reported under `path`. */
+export function parseElement(
+  raw: string | Record<string, unknown>,
+  path: string,
+  now: Date,
+  engine: ExpressionEngine,
+  errors: FieldErrors,
+): ParsedElement | undefined {
+  const element: Record<string, unknown> = typeof raw === 'string' ? { type: 'token', data: raw } : raw;
+  const start = Object.keys(errors).length;
+  for (const key of Object.keys(element)) {
+    if (!ELEMENT_FIELDS.includes(key)) add(errors, childPath(path, key), `property ${key} should not exist`);
+  }
+  const type = element.type as TokenType;
+  if (!TOKEN_TYPES.includes(type)) {
+    add(errors, childPath(path, 'type'), `type must be one of ${TOKEN_TYPES.join(', ')}`);
+    return undefined;
+  }
+  const validated = validateData(type, element.data, childPath(path, 'data'), now, errors);
+  let id: string | undefined;
+  if (element.id !== undefined) {
+    if (typeof element.id !== 'string' || !UUID.test(element.id))
+      add(errors, childPath(path, 'id'), 'id must be a uuid');
+    else id = element.id.toLowerCase();
+  }
+  const metadata = parseMetadata(element.metadata, childPath(path, 'metadata'), errors);
+  const searchIndexes = parseSearchIndexes(
+    element.search_indexes,
+    childPath(path, 'search_indexes'),
+    engine,
+    errors,
+  );
+  const fingerprintExpression = parseFingerprintExpression(
+    element.fingerprint_expression,
+    type,
+    childPath(path, 'fingerprint_expression'),
+    engine,
+    errors,
+  );
+  let containers = TYPE_DEFAULTS[type].containers;
+  if (element.containers !== undefined) {
+    const value = element.containers;
+    if (!Array.isArray(value) || value.length === 0 || value.length > 10) {
+      add(errors, childPath(path, 'containers'), 'containers must be an array of 1 to 10 container paths');
+    } else {
+      value.forEach((c, i) => {
+        if (typeof c !== 'string' || !CONTAINER_PATTERN.test(c)) {
+          add(
+            errors,
+            childPath(childPath(path, 'containers'), i),
+            'container must look like /name/ or /name/child/ (lower case, digits, _ and -)',
+          );
+        }
+      });
+      containers = [...new Set(value as string[])];
+    }
+  }
+  const expiresAt = parseExpiresAt(element.expires_at, childPath(path, 'expires_at'), now, errors);
+  if (element.deduplicate_token !== undefined && typeof element.deduplicate_token !== 'boolean') {
+    add(errors, childPath(path, 'deduplicate_token'), 'deduplicate_token must be a boolean');
+  }
+  if (!validated || Object.keys(errors).length > start) return undefined;
+  const evaluated = evaluateExpressions(
+    engine,
+    { validated, fingerprintExpression, searchIndexes },
+    path,
+    errors,
+  );
+  if (Object.keys(errors).length > start) return undefined;
+  return {
+    path,
+    id,
+    type,
+    validated,
+    metadata,
+    searchIndexes,
+    fingerprintExpression,
+    containers,
+    expiresAt,
+    deduplicate: element.deduplicate_token === true,
+    ...evaluated,
+  };
+}

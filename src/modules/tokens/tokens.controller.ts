@@ -1,0 +1,109 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Principal } from '../../common/auth/principal';
+import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import type { OffsetPage } from '../../common/pagination/offset-pagination';
+import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
+import { SearchTokensDto } from './dto/search-tokens.dto';
+import { TokenDto, TokensService } from './tokens.service';
+
+const TokenId = () => Param('id', new ParseIdPipe('Token'));
+const FREE_FORM = {
+  description:
+    'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
+    '`token` token) and token request elements, nested to any depth. At most 100 tokens.',
+  schema: {
+    oneOf: [
+      { type: 'object', additionalProperties: true },
+      { type: 'array', items: {} },
+    ],
+    example: {
+      card: {
+        type: 'card',
+        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' },
+      },
+      email: 'jane@example.com',
+    },
+  },
+};
+
+@ApiTags('Tokens')
+@Controller()
+export class TokensController {
+  constructor(private readonly tokens: TokensService) {}
+
+  @Post('tokenize')
+  @RequirePermissions('token:create')
+  @ApiOperation({
+    operationId: 'tokenize',
+    summary: 'Tokenize one value or a whole structure',
+    description: 'The response has the shape of the request.',
+  })
+  @ApiBody(FREE_FORM)
+  @ApiCreatedResponse({
+    description: 'The request shape with each value replaced by a token id or a token object.',
+  })
+  tokenize(@Principal() who: Principal, @Body() body: unknown): Promise<unknown> {
+    return this.tokens.tokenize(who, body);
+  }
+
+  @Post('tokens')
+  @RequirePermissions('token:create')
+  @ApiOperation({ operationId: 'createToken', summary: 'Create one token' })
+  @ApiBody({ schema: { type: 'object', additionalProperties: true, required: ['type', 'data'] } })
+  @ApiCreatedResponse({ description: 'The token object, with `mask` for cards and banks.' })
+  create(@Principal() who: Principal, @Body() body: unknown): Promise<TokenDto> {
+    return this.tokens.createOne(who, body);
+  }
+
+  @Get('tokens')
+  @RequirePermissions('token:read')
+  @ApiOperation({
+    operationId: 'listTokens',
+    summary: 'List tokens',
+    description: 'Also filters by `metadata.<name>=<value>`.',
+  })
+  @ApiQuery({ name: 'type', required: false })
+  @ApiQuery({ name: 'container', required: false })
+  @ApiQuery({ name: 'fingerprint', required: false })
+  @ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 } })
+  @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
+  list(@Principal() who: Principal, @Query() query: Record<string, unknown>): Promise<OffsetPage<TokenDto>> {
+    return this.tokens.list(who, query);
+  }
+
+  @Post('tokens/search')
+  @HttpCode(200)
+  @RequirePermissions('token:search')
+  @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens' })
+  @ApiOkResponse({ description: 'An offset page of token objects.' })
+  search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
+    return this.tokens.search(who, body);
+  }
+
+  @Get('tokens/:id')
+  @RequirePermissions('token:read')
+  @ApiOperation({ operationId: 'getToken', summary: 'Get a token (masked)' })
+  get(@Principal() who: Principal, @TokenId() id: string): Promise<TokenDto> {
+    return this.tokens.get(who, id);
+  }
+
+  @Patch('tokens/:id')
+  @RequirePermissions('token:update')
+  @ApiOperation({
+    operationId: 'updateToken',
+    summary: 'Update metadata, search indexes, fingerprint expression or expiry',
+  })
+  @ApiBody({ schema: { type: 'object', additionalProperties: true } })
+  update(@Principal() who: Principal, @TokenId() id: string, @Body() body: unknown): Promise<TokenDto> {
+    return this.tokens.update(who, id, body);
+  }
+
+  @Delete('tokens/:id')
+  @HttpCode(204)
+  @RequirePermissions('token:delete')
+  @ApiOperation({ operationId: 'deleteToken', summary: 'Delete a token and destroy its data' })
+  delete(@Principal() who: Principal, @TokenId() id: string): Promise<void> {
+    return this.tokens.delete(who, id);
+  }
+}
