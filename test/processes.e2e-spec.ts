@@ -90,6 +90,9 @@ describe('running the service as processes', () => {
       } finally {
         await stop(server);
       }
+      const rotate = spawnTs('src/cli.ts', ['keys', 'rotate'], { DATABASE_URL: db.url });
+      expect(await rotate.exited).toBe(0);
+      expect(JSON.parse(rotate.stdout())).toEqual({ active_version: 'v1', rewrapped_tenants: 0 });
       const bad = spawnTs('src/cli.ts', ['tenant', 'create'], { DATABASE_URL: db.url });
       expect(await bad.exited).not.toBe(0);
       expect(bad.stdout()).toBe('');

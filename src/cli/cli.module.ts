@@ -3,6 +3,7 @@ import pino from 'pino';
 import { coreImports } from '../app.module';
 import { AppConfig } from '../config/app-config';
 import { TenantsModule } from '../modules/tenants/tenants.module';
+import { KeysCommand, KeysRotateCommand } from './keys.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
 
 /** The command-line application: same config, database and services as the server; logs on stderr. */
@@ -12,7 +13,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [...(coreImports(config, { logStream: pino.destination(2) }) ?? []), TenantsModule],
-      providers: [TenantCommand, TenantCreateCommand],
+      providers: [TenantCommand, TenantCreateCommand, KeysCommand, KeysRotateCommand],
     };
   }
 }

@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../../config/app-config';
+import { KEY_FILE_NAME, loadMasterKeys, parseMasterKeys } from './master-keys';
+
+const b64 = () => randomBytes(32).toString('base64');
+
+describe('master keys', () => {
+  it('parses versions and makes the last one active', () => {
+    const ring = loadMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()},v2:${b64()}` }), () => undefined);
+    expect(ring.active.version).toBe('v2');
+    expect(ring.get('v1')).toHaveLength(32);
+    expect(ring.get('v3')).toBeUndefined();
+  });
+
+  it('rejects duplicate versions', () => {
+    expect(() =>
+      loadMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()},v1:${b64()}` }), () => undefined),
+    ).toThrow(ConfigError);
+    expect(() => parseMasterKeys('v1:AAAA')).toThrow(/32 bytes/);
+  });
+
+  it('refuses to start in production without keys', () => {
+    expect(() => loadMasterKeys(loadConfig({ NODE_ENV: 'production' }), () => undefined)).toThrow(
+      /ENCRYPTION_KEYS/,
+    );
+  });
+
+  it('generates a key file (mode 0600) into DATA_DIR once, with a warning, and reuses it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vault-keys-'));
+    try {
+      const warnings: string[] = [];
+      const first = loadMasterKeys(loadConfig({ DATA_DIR: dir }), (m) => warnings.push(m));
+      const file = join(dir, KEY_FILE_NAME);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(warnings).toHaveLength(1);
+      const second = loadMasterKeys(loadConfig({ DATA_DIR: dir }), (m) => warnings.push(m));
+      expect(second.active.key.equals(first.active.key)).toBe(true);
+      expect(warnings).toHaveLength(1);
+      expect(readFileSync(file, 'utf8')).toMatch(/^v1:/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,199 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { ClsService } from 'nestjs-cls';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
+import type { Principal } from '../src/common/auth/principal';
+import { DecryptionError } from '../src/common/crypto/aead';
+import { TenantKeysService, UnknownMasterKeyError } from '../src/common/crypto/tenant-keys.service';
+import { TokensService } from '../src/modules/tokens/tokens.service';
+import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { createDatabase, dropDatabase } from './support/test-database';
+
+const CARDS = [
+  { number: '4242424242424242', cvc: '731' },
+  { number: '5555555555554444', cvc: '482' },
+  { number: '378282246310005', cvc: '6194' },
+  { number: '6011111111111117', cvc: '905' },
+];
+const ACCOUNTS = ['000123456789', '98765432101234'];
+const INDEX_VALUE = 'index-value-Zq81';
+
+function dumpTables(url: string): { text: string; fields: string[] } {
+  const text = execFileSync('pg_dump', ['--data-only', '--no-owner', url], {
+    encoding: 'utf8',
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  // COPY ... FROM stdin rows are tab-separated: every column value on its own, to compare short values exactly.
+  const fields = text.split('\n').flatMap((line) => line.split('\t'));
+  return { text, fields };
+}
+
+const principalOf = (tenantId: string): Principal => ({
+  tenantId,
+  applicationId: tenantId,
+  applicationType: 'private',
+  keyKind: 'private',
+  keyId: 'test',
+  authorized: true,
+  permissions: ['token:use'],
+  rules: [],
+});
+
+describe('sensitive data at rest', () => {
+  let t: TestApp;
+  let tenant: TestTenant;
+  let key: string;
+
+  beforeAll(async () => {
+    t = await startApp({ LOG_LEVEL: 'trace' });
+    tenant = await newTenant(t);
+    key = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read', 'token:use', 'token:search'],
+      })
+    ).key;
+  });
+  afterAll(() => t.close());
+
+  it('keeps no card number, CVC, account number, search index value or key in clear in the database or the logs', async () => {
+    const body = {
+      cards: CARDS.map((c) => ({
+        type: 'card',
+        data: { number: c.number, expiration_month: 1, expiration_year: 2031, cvc: c.cvc },
+        search_indexes: ['{{ data.number }}'],
+      })),
+      banks: ACCOUNTS.map((a) => ({
+        type: 'bank',
+        data: { routing_number: '021000021', account_number: a },
+      })),
+      secret: { type: 'token', data: INDEX_VALUE, search_indexes: ['{{ data }}'] },
+    };
+    const res = await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(body).expect(201);
+    const found = await request(t.http)
+      .post('/tokens/search')
+      .set('BT-API-KEY', key)
+      .send({ query: `data:${CARDS[0].number}` })
+      .expect(200);
+    expect(found.body.data).toHaveLength(1);
+    const responses = JSON.stringify([res.body, found.body]);
+
+    const { text, fields } = dumpTables(process.env.DATABASE_URL!);
+    expect(text).toContain(res.body.secret.id);
+    const logs = t.logs.join('\n');
+    for (const secret of [
+      ...CARDS.map((c) => c.number),
+      ...ACCOUNTS,
+      INDEX_VALUE,
+      key,
+      tenant.managementKey,
+    ]) {
+      expect({ secret, inDump: text.includes(secret) }).toEqual({ secret, inDump: false });
+      expect({ secret, inLogs: logs.includes(secret) }).toEqual({ secret, inLogs: false });
+      expect({ secret, inResponses: responses.includes(secret) }).toEqual({ secret, inResponses: false });
+    }
+    for (const { cvc } of CARDS) {
+      expect({ cvc, asColumn: fields.includes(cvc) }).toEqual({ cvc, asColumn: false });
+      expect(text).not.toContain(`"cvc"`);
+      expect(responses).not.toContain(`"${cvc}"`);
+    }
+  });
+
+  it('tokenizes 100 cards with a constant number of SQL statements', async () => {
+    const spy = jest.spyOn(PostgresQueryRunner.prototype, 'query');
+    const statementsFor = async (n: number): Promise<number> => {
+      spy.mockClear();
+      const cards = Array.from({ length: n }, () => ({
+        type: 'card',
+        data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031, cvc: '123' },
+        search_indexes: ['{{ data.number | last4 }}'],
+      }));
+      await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(cards).expect(201);
+      return spy.mock.calls.length;
+    };
+    try {
+      const ten = await statementsFor(10);
+      const hundred = await statementsFor(100);
+      process.stdout.write(`SQL statements: 10 cards -> ${ten}, 100 cards -> ${hundred}\n`);
+      expect(hundred).toBe(ten);
+      expect(hundred).toBeLessThanOrEqual(10);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('fails to decrypt a tampered ciphertext or one moved to another row', async () => {
+    const res = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', key)
+      .send([
+        { type: 'card', data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 } },
+        { type: 'card', data: { number: '5555555555554444', expiration_month: 1, expiration_year: 2031 } },
+      ])
+      .expect(201);
+    const [a, b] = res.body.map((x: { id: string }) => x.id);
+    const tokens = t.app.get(TokensService);
+    const cls = t.app.get(ClsService);
+    const use = (id: string) => cls.run(() => tokens.loadForUse(principalOf(tenant.tenantId), id));
+    expect((await use(a)).data).toMatchObject({ number: '4242424242424242' });
+
+    const db = t.app.get(DataSource);
+    await db.query('UPDATE tokens SET data = (SELECT data FROM tokens WHERE id = $2) WHERE id = $1', [a, b]);
+    await expect(use(a)).rejects.toBeInstanceOf(DecryptionError);
+    await expect(use(b)).resolves.toMatchObject({ data: { number: '5555555555554444' } });
+    await db.query(
+      `UPDATE tokens SET data = overlay(data placing '\\x00'::bytea from 20 for 1) WHERE id = $1`,
+      [b],
+    );
+    await expect(use(b)).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
+describe('master key rotation', () => {
+  it('re-wraps tenant keys under the new master key; every token still decrypts; an unknown version fails closed', async () => {
+    const db = await createDatabase('vault_test_rotation');
+    const v1 = `v1:${randomBytes(32).toString('base64')}`;
+    const v2 = `v2:${randomBytes(32).toString('base64')}`;
+    const boot = (keys: string) => startApp({ DATABASE_URL: db.url, ENCRYPTION_KEYS: keys });
+    try {
+      let t = await boot(v1);
+      const tenant = await newTenant(t);
+      const key = (
+        await newApplication(t, tenant.managementKey, {
+          type: 'private',
+          permissions: ['token:create', 'token:use'],
+        })
+      ).key;
+      const created = await request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .send({
+          type: 'card',
+          data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 },
+        })
+        .expect(201);
+      await t.close();
+
+      t = await boot(`${v1},${v2}`);
+      const rotated = await t.app.get(ClsService).run(() => t.app.get(TenantKeysService).rotate());
+      expect(rotated).toEqual({ rewrapped: 1, active: 'v2' });
+      await t.close();
+
+      t = await boot(v2);
+      const use = () =>
+        t.app
+          .get(ClsService)
+          .run(() => t.app.get(TokensService).loadForUse(principalOf(tenant.tenantId), created.body.id));
+      await expect(use()).resolves.toMatchObject({ data: { number: '4242424242424242' } });
+      await t.close();
+
+      t = await boot(v1);
+      await expect(use()).rejects.toBeInstanceOf(UnknownMasterKeyError);
+      await t.close();
+    } finally {
+      await dropDatabase(db.name);
+    }
+  });
+});
