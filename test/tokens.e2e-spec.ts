@@ -137,6 +137,33 @@ describe('token vault', () => {
     });
   });
 
+  describe('POST /tokens', () => {
+    it('creates one token and returns it with its mask', async () => {
+      const res = await request(t.http)
+        .post('/tokens')
+        .set('BT-API-KEY', pvt)
+        .send({ ...card(), metadata: { order: '42' }, containers: ['/pci/cards/'] })
+        .expect(201);
+      expect(res.body).toMatchObject({
+        type: 'card',
+        mask: { number: 'XXXXXXXXXXXX4242' },
+        metadata: { order: '42' },
+        containers: ['/pci/cards/'],
+      });
+      const bad = await request(t.http)
+        .post('/tokens')
+        .set('BT-API-KEY', pvt)
+        .send({ type: 'card', data: { number: '1' } });
+      expectProblem(bad, 400);
+      expect(Object.keys(bad.body.errors).sort()).toEqual([
+        'data.expiration_month',
+        'data.expiration_year',
+        'data.number',
+      ]);
+      expectProblem(await request(t.http).post('/tokens').set('BT-API-KEY', pvt).send(['x']), 400);
+    });
+  });
+
   describe('fingerprints and deduplication', () => {
     it('gives the same card the same fingerprint within a tenant and an unrelated one in another', async () => {
       const a = await tokenize(card()).expect(201);
@@ -363,6 +390,8 @@ describe('token vault', () => {
       .send({ query: `id:${created.body.id}` })
       .expect(200);
     expect(search.body.data).toEqual([]);
+    const listed = await request(t.http).get('/tokens?size=100').set('BT-API-KEY', key).expect(200);
+    expect(listed.body.data.map((x: { id: string }) => x.id)).not.toContain(created.body.id);
     const byData = await request(t.http)
       .post('/tokens/search')
       .set('BT-API-KEY', key)
