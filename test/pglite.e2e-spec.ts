@@ -1,14 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { TokensService } from '../src/modules/tokens/tokens.service';
 import { newApplication, startApp, TestApp } from './support/app';
 
 /** The embedded default: PGlite under DATA_DIR, reached through pg over a private socket. */
 describe('embedded PGlite database', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-pglite-test-'));
-  const embedded = { DATABASE_URL: '', DATA_DIR: dataDir, BOOTSTRAP: 'true' };
+  // No ENCRYPTION_KEYS: the embedded default generates its master key file into DATA_DIR.
+  const embedded = { DATABASE_URL: '', DATA_DIR: dataDir, BOOTSTRAP: 'true', ENCRYPTION_KEYS: '' };
   let printed = '';
   let t: TestApp;
 
@@ -96,6 +99,26 @@ describe('embedded PGlite database', () => {
     expect(events).toEqual(['first inserted', 'first rolled back', 'second started']);
   });
 
+  let cardTokenId: string;
+  let cardKey: string;
+  it('tokenizes a card with the generated master key', async () => {
+    expect(existsSync(join(dataDir, 'master-keys'))).toBe(true);
+    const app = await newApplication(t, managementKey, {
+      type: 'private',
+      permissions: ['token:create', 'token:use'],
+    });
+    cardKey = app.key;
+    const res = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', cardKey)
+      .send({
+        type: 'card',
+        data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 },
+      })
+      .expect(201);
+    cardTokenId = res.body.id;
+  });
+
   it('keeps everything across a restart, without bootstrapping again', async () => {
     await t.close();
     t = await boot();
@@ -103,6 +126,24 @@ describe('embedded PGlite database', () => {
     await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
     await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
     const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
-    expect(list.body.pagination.total_items).toBe(2 + 12);
+    expect(list.body.pagination.total_items).toBe(3 + 12);
+    const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
+      .body;
+    const token = await t.app.get(ClsService).run(() =>
+      t.app.get(TokensService).loadForUse(
+        {
+          tenantId: principal.tenant_id,
+          applicationId: principal.id,
+          applicationType: 'private',
+          keyKind: 'private',
+          keyId: 'test',
+          authorized: true,
+          permissions: principal.permissions,
+          rules: [],
+        },
+        cardTokenId,
+      ),
+    );
+    expect(token.data).toMatchObject({ number: '4242424242424242' });
   });
 });
