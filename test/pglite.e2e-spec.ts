@@ -5,7 +5,7 @@ import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { TokensService } from '../src/modules/tokens/tokens.service';
-import { newApplication, startApp, TestApp } from './support/app';
+import { newApplication, privatePrincipal, startApp, TestApp } from './support/app';
 
 /** The embedded default: PGlite under DATA_DIR, reached through pg over a private socket. */
 describe('embedded PGlite database', () => {
@@ -129,21 +129,13 @@ describe('embedded PGlite database', () => {
     expect(list.body.pagination.total_items).toBe(3 + 12);
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
-    const token = await t.app.get(ClsService).run(() =>
-      t.app.get(TokensService).loadForUse(
-        {
-          tenantId: principal.tenant_id,
-          applicationId: principal.id,
-          applicationType: 'private',
-          keyKind: 'private',
-          keyId: 'test',
-          authorized: true,
-          permissions: principal.permissions,
-          rules: [],
-        },
-        cardTokenId,
-      ),
-    );
+    const token = await t.app
+      .get(ClsService)
+      .run(() =>
+        t.app
+          .get(TokensService)
+          .loadForUse(privatePrincipal(principal.tenant_id, principal.permissions), cardTokenId),
+      );
     expect(token.data).toMatchObject({ number: '4242424242424242' });
   });
 });

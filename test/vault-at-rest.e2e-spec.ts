@@ -4,11 +4,10 @@ import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
-import type { Principal } from '../src/common/auth/principal';
 import { DecryptionError } from '../src/common/crypto/aead';
 import { TenantKeysService, UnknownMasterKeyError } from '../src/common/crypto/tenant-keys.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
-import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { newApplication, newTenant, privatePrincipal, startApp, TestApp, TestTenant } from './support/app';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 const CARDS = [
@@ -29,17 +28,6 @@ function dumpTables(url: string): { text: string; fields: string[] } {
   const fields = text.split('\n').flatMap((line) => line.split('\t'));
   return { text, fields };
 }
-
-const principalOf = (tenantId: string): Principal => ({
-  tenantId,
-  applicationId: tenantId,
-  applicationType: 'private',
-  keyKind: 'private',
-  keyId: 'test',
-  authorized: true,
-  permissions: ['token:use'],
-  rules: [],
-});
 
 describe('sensitive data at rest', () => {
   let t: TestApp;
@@ -136,7 +124,7 @@ describe('sensitive data at rest', () => {
     const [a, b] = res.body.map((x: { id: string }) => x.id);
     const tokens = t.app.get(TokensService);
     const cls = t.app.get(ClsService);
-    const use = (id: string) => cls.run(() => tokens.loadForUse(principalOf(tenant.tenantId), id));
+    const use = (id: string) => cls.run(() => tokens.loadForUse(privatePrincipal(tenant.tenantId), id));
     expect((await use(a)).data).toMatchObject({ number: '4242424242424242' });
 
     const db = t.app.get(DataSource);
@@ -185,7 +173,7 @@ describe('master key rotation', () => {
       const use = () =>
         t.app
           .get(ClsService)
-          .run(() => t.app.get(TokensService).loadForUse(principalOf(tenant.tenantId), created.body.id));
+          .run(() => t.app.get(TokensService).loadForUse(privatePrincipal(tenant.tenantId), created.body.id));
       await expect(use()).resolves.toMatchObject({ data: { number: '4242424242424242' } });
       await t.close();
 

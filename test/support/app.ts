@@ -5,6 +5,7 @@ import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { createApp } from '../../src/app.setup';
 import { loadConfig } from '../../src/config/app-config';
+import type { Principal } from '../../src/common/auth/principal';
 import { TenantsService } from '../../src/modules/tenants/tenants.service';
 
 export interface TestApp {
@@ -69,4 +70,18 @@ export function expectProblem(res: request.Response, status: number): void {
   expect(res.body).toMatchObject({ type: 'about:blank', status });
   expect(typeof res.body.title).toBe('string');
   expect(typeof res.body.detail).toBe('string');
+}
+
+/** A private-application principal, for calling services directly (as a handler would). */
+export function privatePrincipal(tenantId: string, permissions: string[] = ['token:use']): Principal {
+  return {
+    tenantId,
+    applicationId: tenantId,
+    applicationType: 'private',
+    keyKind: 'private',
+    keyId: 'test',
+    authorized: true,
+    permissions,
+    rules: [],
+  };
 }
