@@ -1,10 +1,8 @@
-import type { FieldErrors } from '../errors/problem.exception';
+import { addFieldError, type FieldErrors } from '../errors/problem.exception';
 import type { AccessRule } from './access-rule';
 import { ApplicationType, isKnownPermission, isPermissionAllowedFor } from './permissions';
 
-function add(errors: FieldErrors, path: string, message: string): void {
-  (errors[path] ??= []).push(message);
-}
+const add = addFieldError;
 
 function checkPermission(errors: FieldErrors, path: string, permission: string, type: ApplicationType): void {
   if (!isKnownPermission(permission)) add(errors, path, `unknown permission ${permission}`);

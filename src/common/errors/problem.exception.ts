@@ -3,6 +3,11 @@ import { HttpException } from '@nestjs/common';
 /** JSON paths of bad fields mapped to their messages (`data.number`, `[3].data.cvc`, `rules[0].priority`). */
 export type FieldErrors = Record<string, string[]>;
 
+/** Adds a message for a field path to a FieldErrors map. */
+export function addFieldError(errors: FieldErrors, path: string, message: string): void {
+  (errors[path] ??= []).push(message);
+}
+
 export interface ProblemExtras {
   /** Per-field validation messages; present on validation failures only. */
   errors?: FieldErrors;

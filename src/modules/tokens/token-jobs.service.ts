@@ -16,22 +16,25 @@ export class TokenJobsService {
   ) {}
 
   @Cron(CronExpression.EVERY_MINUTE)
-  async purgeExpiredTokens(): Promise<number | undefined> {
-    return this.jobs.run('expired-tokens', LOCK_KEYS.jobExpiredTokens, async () => {
-      const [, count]: [unknown, number] = await this.db.tx.query(
-        'DELETE FROM tokens WHERE expires_at <= $1',
-        [this.clock.now()],
-      );
-      return count;
-    });
+  purgeExpiredTokens(): Promise<number | undefined> {
+    return this.deleteExpired('expired-tokens', LOCK_KEYS.jobExpiredTokens, 'tokens');
   }
 
   /** CVCs are kept one hour at most (they are also deleted on first use in an authorization). */
   @Cron(CronExpression.EVERY_MINUTE)
-  async purgeExpiredCvcs(): Promise<number | undefined> {
-    return this.jobs.run('cvc-retention', LOCK_KEYS.jobCvcRetention, async () => {
+  purgeExpiredCvcs(): Promise<number | undefined> {
+    return this.deleteExpired('cvc-retention', LOCK_KEYS.jobCvcRetention, 'token_cvcs');
+  }
+
+  /** One set-based DELETE of the rows whose `expires_at` has passed, under the job's lock. */
+  private deleteExpired(
+    job: string,
+    lockKey: number,
+    table: 'tokens' | 'token_cvcs',
+  ): Promise<number | undefined> {
+    return this.jobs.run(job, lockKey, async () => {
       const [, count]: [unknown, number] = await this.db.tx.query(
-        'DELETE FROM token_cvcs WHERE expires_at <= $1',
+        `DELETE FROM ${table} WHERE expires_at <= $1`,
         [this.clock.now()],
       );
       return count;

@@ -1,5 +1,5 @@
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
-import type { FieldErrors } from '../../common/errors/problem.exception';
+import { addFieldError, type FieldErrors } from '../../common/errors/problem.exception';
 import { ExpressionEngine, ExpressionError } from './expressions';
 import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
 
@@ -45,9 +45,7 @@ export const isElement = (value: unknown): value is Record<string, unknown> =>
 export const childPath = (parent: string, key: string | number): string =>
   typeof key === 'number' ? `${parent}[${key}]` : parent ? `${parent}.${key}` : key;
 
-const add = (errors: FieldErrors, path: string, message: string): void => {
-  (errors[path] ??= []).push(message);
-};
+const add = addFieldError;
 
 /** A slot of the request: a plain string (a `token` token whose id replaces it) or an element. */
 export interface Slot {

@@ -301,9 +301,10 @@ export class TokensService {
     id: string,
     permission: string,
     lock = false,
-  ): Promise<{ row: TokenRow; transform: RuleTransform }> {
-    const rows: TokenRow[] = await this.db.tx.query(
-      `SELECT ${COLUMNS} FROM tokens t WHERE t.tenant_id = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)${lock ? ' FOR UPDATE' : ''}`,
+  ): Promise<{ row: TokenRow & { data: Buffer }; transform: RuleTransform }> {
+    // The sealed data comes along (one round trip); it is opened only by the callers that need it.
+    const rows: (TokenRow & { data: Buffer })[] = await this.db.tx.query(
+      `SELECT ${COLUMNS}, t.data FROM tokens t WHERE t.tenant_id = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)${lock ? ' FOR UPDATE' : ''}`,
       [who.tenantId, id, this.clock.now()],
     );
     const row = rows[0];
@@ -375,8 +376,9 @@ export class TokensService {
       }
       if (Object.keys(errors).length) throw validationProblem(errors);
       const keys = await this.tenantKeys.keysFor(who.tenantId);
+      const { data: _sealed, ...stored } = row;
       const next: TokenRow = {
-        ...row,
+        ...stored,
         metadata,
         search_indexes: searchIndexes === undefined ? row.search_indexes : searchIndexes,
         fingerprint_expression: fingerprintExpression,
@@ -386,7 +388,7 @@ export class TokensService {
       };
       const recompute = searchIndexes !== undefined || fingerprintExpression !== row.fingerprint_expression;
       if (recompute) {
-        const data = await this.decryptData(keys, row);
+        const data = this.decryptData(keys, row);
         const evaluated = evaluateExpressions(
           this.expressions,
           { validated: { data }, fingerprintExpression, searchIndexes: next.search_indexes },
@@ -518,12 +520,9 @@ export class TokensService {
     );
   }
 
-  private async decryptData(keys: TenantKeys, row: TokenRow): Promise<unknown> {
-    const [{ data }]: { data: Buffer }[] = await this.db.tx.query('SELECT data FROM tokens WHERE id = $1', [
-      row.id,
-    ]);
+  private decryptData(keys: TenantKeys, row: TokenRow & { data: Buffer }): unknown {
     return JSON.parse(
-      open(keys.encryption, data, dataAad(row.tenant_id, row.id)).toString('utf8'),
+      open(keys.encryption, row.data, dataAad(row.tenant_id, row.id)).toString('utf8'),
     ) as unknown;
   }
 
@@ -532,9 +531,10 @@ export class TokensService {
    * rule evaluator), with its CVC if still retained. Never leaves the process.
    */
   async loadForUse(who: Principal, id: string): Promise<UsableToken> {
-    const { row } = await this.findAccessible(who, id, 'token:use');
+    const { row: found } = await this.findAccessible(who, id, 'token:use');
     const keys = await this.tenantKeys.keysFor(who.tenantId);
-    const data = await this.decryptData(keys, row);
+    const data = this.decryptData(keys, found);
+    const { data: _sealed, ...row } = found;
     const cvcs: { cvc: Buffer }[] = await this.db.tx.query(
       'SELECT cvc FROM token_cvcs WHERE token_id = $1 AND expires_at > $2',
       [row.id, this.clock.now()],
