@@ -21,6 +21,7 @@ import { ApplicationsModule } from './modules/applications/applications.module';
 import { HealthModule } from './modules/health/health.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsModule } from './modules/tenants/tenants.module';
+import { SessionsModule } from './modules/sessions/sessions.module';
 import { TokensModule } from './modules/tokens/tokens.module';
 
 export interface AppModuleOptions {
@@ -66,6 +67,7 @@ export class AppModule {
         TenantsModule,
         HealthModule,
         TokensModule,
+        SessionsModule,
       ],
       providers: [BootstrapService, { provide: APP_FILTER, useClass: ProblemDetailsFilter }],
     };

@@ -10,6 +10,7 @@ export const LOCK_KEYS = {
   bootstrap: 72_002,
   jobExpiredTokens: 72_101,
   jobCvcRetention: 72_102,
+  jobExpiredSessions: 72_103,
 } as const;
 
 /**

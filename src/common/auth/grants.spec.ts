@@ -1,4 +1,4 @@
-import { checkGrants } from './grants';
+import { checkGrants, escalations } from './grants';
 
 describe('checkGrants', () => {
   it('accepts permissions allowed for the type', () => {
@@ -48,5 +48,70 @@ describe('checkGrants', () => {
       },
     ];
     expect(checkGrants('private', [], rules, { allowConditions: true })).toEqual({});
+  });
+});
+
+describe('escalations', () => {
+  const flat = { permissions: ['token:create', 'token:read'], rules: [] };
+
+  it('allows flat and rule grants the holder has flat', () => {
+    expect(
+      escalations(flat, ['token:create'], [{ priority: 1, container: '/pci/', permissions: ['token:read'] }]),
+    ).toEqual({});
+    expect(
+      escalations(
+        flat,
+        [],
+        [
+          {
+            priority: 1,
+            conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
+            permissions: ['token:read'],
+          },
+        ],
+      ),
+    ).toEqual({});
+  });
+
+  it('names each permission the holder lacks', () => {
+    expect(
+      escalations(flat, ['token:delete'], [{ priority: 1, container: '/a/', permissions: ['token:use'] }]),
+    ).toEqual({
+      'permissions[0]': [
+        'permission token:delete is not held by the authorizing application on every container',
+      ],
+      'rules[0].permissions[0]': ['permission token:use is not held by the authorizing application on /a/'],
+    });
+  });
+
+  it('allows a container grant only inside a container the holder covers, honouring rule priority', () => {
+    const holder = {
+      permissions: [],
+      rules: [
+        { priority: 1, container: '/pci/high/', permissions: ['token:create'] },
+        { priority: 2, container: '/pci/', permissions: ['token:read', 'token:create'] },
+      ],
+    };
+    const grant = (container: string) =>
+      escalations(holder, [], [{ priority: 1, container, permissions: ['token:read'] }]);
+    expect(grant('/pci/low/')).toEqual({});
+    // /pci/ includes /pci/high/, where the holder's first matching rule refuses token:read.
+    expect(Object.keys(grant('/pci/'))).toEqual(['rules[0].permissions[0]']);
+    expect(Object.keys(grant('/bank/'))).toEqual(['rules[0].permissions[0]']);
+    expect(escalations(holder, ['token:read'])).toHaveProperty(['permissions[0]']);
+    // A container condition confines a session rule like a container does.
+    expect(
+      escalations(
+        holder,
+        [],
+        [
+          {
+            priority: 1,
+            conditions: [{ attribute: 'container', operator: 'starts_with', value: '/pci/low/' }],
+            permissions: ['token:create'],
+          },
+        ],
+      ),
+    ).toEqual({});
   });
 });

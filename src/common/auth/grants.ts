@@ -1,5 +1,5 @@
 import { addFieldError, type FieldErrors } from '../errors/problem.exception';
-import type { AccessRule } from './access-rule';
+import { type AccessRule, CONTAINER_PATTERN } from './access-rule';
 import { ApplicationType, isKnownPermission, isPermissionAllowedFor } from './permissions';
 
 const add = addFieldError;
@@ -43,6 +43,76 @@ export function checkGrants(
     if (first !== undefined)
       add(errors, `${path}.priority`, `priority ${rule.priority} is already used by rules[${first}]`);
     else priorities.set(rule.priority, i);
+  });
+  return errors;
+}
+
+/** What an application holds: flat permissions and container rules. */
+export interface Holdings {
+  permissions: string[];
+  rules: AccessRule[];
+}
+
+/** The container a rule is confined to: its container, or a `container` condition naming a container path. */
+function confinement(rule: AccessRule): string | undefined {
+  if (rule.container !== undefined) return rule.container;
+  const scoped = (rule.conditions ?? []).find(
+    (c) => c.attribute === 'container' && CONTAINER_PATTERN.test(c.value),
+  );
+  return scoped?.value;
+}
+
+/**
+ * True when `holder` may `permission` on every token in `container` and below it. Rules are walked by
+ * ascending priority as the evaluator would: a rule overlapping the container that refuses the
+ * permission means some token below it is refused; the first rule covering the whole container decides.
+ */
+function holdsOnContainer(holder: Holdings, permission: string, container: string): boolean {
+  if (holder.permissions.includes(permission)) return true;
+  const ordered = [...holder.rules].sort((a, b) => a.priority - b.priority);
+  for (const rule of ordered) {
+    const own = rule.container;
+    if (own === undefined) continue;
+    const covers = container.startsWith(own);
+    const below = own.startsWith(container);
+    if (!covers && !below) continue;
+    if (!rule.permissions.includes(permission)) return false;
+    if (covers) return true;
+  }
+  return false;
+}
+
+/**
+ * Privilege escalation check for a session (contract section 4): every permission granted, flat or
+ * through a rule, must be held by the authorizing application at least as widely. Flat grants need the
+ * permission flat; a rule confined to a container needs it on that whole container.
+ */
+export function escalations(
+  holder: Holdings,
+  permissions: string[] = [],
+  rules: AccessRule[] = [],
+): FieldErrors {
+  const errors: FieldErrors = {};
+  const notHeld = (permission: string, where: string): string =>
+    `permission ${permission} is not held by the authorizing application${where}`;
+  permissions.forEach((permission, i) => {
+    if (!holder.permissions.includes(permission))
+      add(errors, `permissions[${i}]`, notHeld(permission, ' on every container'));
+  });
+  rules.forEach((rule, i) => {
+    const container = confinement(rule);
+    rule.permissions.forEach((permission, j) => {
+      const held =
+        container === undefined
+          ? holder.permissions.includes(permission)
+          : holdsOnContainer(holder, permission, container);
+      if (!held)
+        add(
+          errors,
+          `rules[${i}].permissions[${j}]`,
+          notHeld(permission, container === undefined ? ' on every container' : ` on ${container}`),
+        );
+    });
   });
   return errors;
 }

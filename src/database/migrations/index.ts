@@ -1,5 +1,6 @@
 import { Foundation1795000000000 } from './1795000000000-Foundation';
 import { TokenVault1795000000001 } from './1795000000001-TokenVault';
+import { Sessions1795000000002 } from './1795000000002-Sessions';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
-export const MIGRATIONS = [Foundation1795000000000, TokenVault1795000000001];
+export const MIGRATIONS = [Foundation1795000000000, TokenVault1795000000001, Sessions1795000000002];

@@ -1,0 +1,55 @@
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { Principal } from '../../common/auth/principal';
+import { RequireKeyKind, RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { problemContent } from '../../common/errors/problem-details.dto';
+import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
+import { SessionsService } from './sessions.service';
+
+@ApiTags('Sessions')
+@Controller('sessions')
+export class SessionsController {
+  constructor(private readonly sessions: SessionsService) {}
+
+  @Post()
+  @RequirePermissions()
+  @RequireKeyKind('public')
+  @ApiOperation({
+    operationId: 'createSession',
+    summary: 'Create a session',
+    description:
+      'Called with a public application key, without a body. The session has no access until a private ' +
+      'application authorizes it with the nonce. It expires 3 minutes after creation.',
+  })
+  @ApiCreatedResponse({ type: CreateSessionResponseDto })
+  async create(@Principal() who: Principal): Promise<CreateSessionResponseDto> {
+    const { session_key, nonce, expires_at } = await this.sessions.create(who);
+    return { session_key, nonce, expires_at };
+  }
+
+  @Post('authorize')
+  @HttpCode(204)
+  @RequirePermissions()
+  @RequireKeyKind('private')
+  @ApiOperation({
+    operationId: 'authorizeSession',
+    summary: 'Authorize a session',
+    description:
+      'Called with a private application key. Grants the session permissions and/or rules, never more than ' +
+      'the private application holds. The nonce works once.',
+  })
+  @ApiNoContentResponse({ description: 'The session is authorized.' })
+  @ApiBadRequestResponse({
+    description: 'Unknown, expired or used nonce; nothing granted; a grant the caller does not hold.',
+    content: problemContent(),
+  })
+  async authorize(@Principal() who: Principal, @Body() body: AuthorizeSessionDto): Promise<void> {
+    await this.sessions.authorize(who, body);
+  }
+}
