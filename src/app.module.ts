@@ -1,13 +1,15 @@
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Request } from 'express';
 import { ClsModule } from 'nestjs-cls';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { DataSource } from 'typeorm';
+import { AuditModule } from './common/audit/audit.module';
+import { AuditInterceptor } from './common/audit/audit.interceptor';
 import { AuthModule } from './common/auth/auth.module';
 import { loggerParams } from './common/context/logging';
 import { assignTraceId } from './common/context/trace-id';
@@ -19,6 +21,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { ApplicationsModule } from './modules/applications/applications.module';
 import { HealthModule } from './modules/health/health.module';
+import { LogsModule } from './modules/logs/logs.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsModule } from './modules/tenants/tenants.module';
 import { SessionsModule } from './modules/sessions/sessions.module';
@@ -38,6 +41,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     AuthModule,
     CryptoModule,
     JobsModule,
+    AuditModule,
     ClsModule.forRoot({
       global: true,
       middleware: {
@@ -68,8 +72,13 @@ export class AppModule {
         HealthModule,
         TokensModule,
         SessionsModule,
+        LogsModule,
       ],
-      providers: [BootstrapService, { provide: APP_FILTER, useClass: ProblemDetailsFilter }],
+      providers: [
+        BootstrapService,
+        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        { provide: APP_INTERCEPTOR, useExisting: AuditInterceptor },
+      ],
     };
   }
 }

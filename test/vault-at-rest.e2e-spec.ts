@@ -70,6 +70,14 @@ describe('sensitive data at rest', () => {
 
     const { text, fields } = dumpTables(process.env.DATABASE_URL!);
     expect(text).toContain(res.body.secret.id);
+    // The dump holds the audit log of this tokenize and search, so the scan below covers log messages.
+    const audit: { message: string }[] = await t.app
+      .get(DataSource)
+      .query(`SELECT message FROM audit_logs WHERE tenant_id = $1 AND entity_type = 'token'`, [
+        tenant.tenantId,
+      ]);
+    expect(audit.length).toBe(CARDS.length + ACCOUNTS.length + 2);
+    for (const { message } of audit) expect(text).toContain(message);
     const logs = t.logs.join('\n');
     for (const secret of [
       ...CARDS.map((c) => c.number),

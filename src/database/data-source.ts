@@ -11,6 +11,7 @@ export const LOCK_KEYS = {
   jobExpiredTokens: 72_101,
   jobCvcRetention: 72_102,
   jobExpiredSessions: 72_103,
+  jobLogRetention: 72_104,
 } as const;
 
 /**

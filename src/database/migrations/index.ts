@@ -1,6 +1,12 @@
 import { Foundation1795000000000 } from './1795000000000-Foundation';
 import { TokenVault1795000000001 } from './1795000000001-TokenVault';
 import { Sessions1795000000002 } from './1795000000002-Sessions';
+import { AuditLogs1795000000003 } from './1795000000003-AuditLogs';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
-export const MIGRATIONS = [Foundation1795000000000, TokenVault1795000000001, Sessions1795000000002];
+export const MIGRATIONS = [
+  Foundation1795000000000,
+  TokenVault1795000000001,
+  Sessions1795000000002,
+  AuditLogs1795000000003,
+];

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
@@ -18,6 +19,7 @@ export class ApplicationsController {
 
   @Post()
   @RequirePermissions('application:create')
+  @Audited('application', 'create')
   @ApiOperation({
     operationId: 'createApplication',
     summary: 'Create an application',
@@ -30,6 +32,7 @@ export class ApplicationsController {
 
   @Get()
   @RequirePermissions('application:read')
+  @Audited('application', 'read')
   @ApiOperation({ operationId: 'listApplications', summary: 'List applications' })
   @ApiOkResponse({ type: ApplicationPageDto })
   list(@Principal() who: Principal, @Query() query: ListApplicationsQueryDto): Promise<ApplicationPageDto> {
@@ -38,6 +41,7 @@ export class ApplicationsController {
 
   @Get('key')
   @RequirePermissions()
+  @Audited('application', 'read')
   @ApiOperation({ operationId: 'getApplicationByKey', summary: 'Get the application of the calling key' })
   @ApiOkResponse({ type: ApplicationDto })
   getByKey(@Principal() who: Principal): Promise<ApplicationDto> {
@@ -46,6 +50,7 @@ export class ApplicationsController {
 
   @Get(':id')
   @RequirePermissions('application:read')
+  @Audited('application', 'read')
   @ApiOperation({ operationId: 'getApplication', summary: 'Get an application' })
   @ApiOkResponse({ type: ApplicationDto })
   get(@Principal() who: Principal, @AppId() id: string): Promise<ApplicationDto> {
@@ -54,6 +59,7 @@ export class ApplicationsController {
 
   @Put(':id')
   @RequirePermissions('application:update')
+  @Audited('application', 'update')
   @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application' })
   @ApiOkResponse({ type: ApplicationDto })
   update(
@@ -67,6 +73,7 @@ export class ApplicationsController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('application:delete')
+  @Audited('application', 'delete')
   @ApiOperation({
     operationId: 'deleteApplication',
     summary: 'Delete an application',
@@ -78,6 +85,7 @@ export class ApplicationsController {
 
   @Get(':id/keys')
   @RequirePermissions('application:read')
+  @Audited('application', 'read', { message: 'Application keys listed' })
   @ApiOperation({
     operationId: 'listApplicationKeys',
     summary: "List an application's keys (never in clear)",
@@ -89,6 +97,9 @@ export class ApplicationsController {
 
   @Post(':id/keys')
   @RequirePermissions('application:update')
+  @Audited('application', 'update', {
+    message: (_req, result) => `Application key ${(result as ApiKeyDto).id} created`,
+  })
   @ApiOperation({
     operationId: 'createApplicationKey',
     summary: 'Create a key (rotation)',
@@ -102,6 +113,9 @@ export class ApplicationsController {
   @Delete(':id/keys/:keyId')
   @HttpCode(204)
   @RequirePermissions('application:update')
+  @Audited('application', 'update', {
+    message: (req) => `Application key ${String(req.params.keyId)} revoked`,
+  })
   @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key' })
   deleteKey(
     @Principal() who: Principal,

@@ -6,6 +6,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
+import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequireKeyKind, RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
@@ -20,6 +21,7 @@ export class SessionsController {
   @Post()
   @RequirePermissions()
   @RequireKeyKind('public')
+  @Audited('session', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'createSession',
     summary: 'Create a session',
@@ -37,6 +39,7 @@ export class SessionsController {
   @HttpCode(204)
   @RequirePermissions()
   @RequireKeyKind('private')
+  @Audited('session', 'update', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'authorizeSession',
     summary: 'Authorize a session',

@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AccessRule } from '../../common/auth/access-rule';
 import { BASE62, generateApiKey, hashApiKey } from '../../common/auth/api-key';
 import { checkGrants, escalations } from '../../common/auth/grants';
@@ -30,6 +31,7 @@ export class SessionsService {
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly clock: Clock,
     private readonly jobs: ExclusiveJobRunner,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** A new session without access; the key and nonce are returned once and stored as digests. */
@@ -44,6 +46,12 @@ export class SessionsService {
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [id, who.tenantId, who.applicationId, hashApiKey(sessionKey), hashApiKey(nonce), expiresAt, now],
     );
+    this.audit.record({
+      entityType: 'session',
+      entityId: id,
+      operation: 'create',
+      message: 'Session created',
+    });
     return { id, session_key: sessionKey, nonce, expires_at: expiresAt.toISOString() };
   }
 
@@ -90,6 +98,16 @@ export class SessionsService {
           WHERE id = $1`,
         [session.id, permissions, JSON.stringify(rules), who.applicationId, now, expiresAt],
       );
+      const granted = [
+        permissions.length ? `permissions ${permissions.join(', ')}` : '',
+        rules.length ? `${rules.length} rule${rules.length > 1 ? 's' : ''}` : '',
+      ].filter(Boolean);
+      this.audit.record({
+        entityType: 'session',
+        entityId: session.id,
+        operation: 'update',
+        message: `Session authorized with ${granted.join(' and ')}`,
+      });
       return { id: session.id };
     });
   }

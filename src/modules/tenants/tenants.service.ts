@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { AuditTrail } from '../../common/audit/audit-trail.service';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { permissionsFor } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
@@ -16,6 +17,7 @@ export class TenantsService {
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly applications: ApplicationsService,
     private readonly tenantKeys: TenantKeysService,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** A tenant with a management application holding every management permission, and its first key. */
@@ -36,6 +38,15 @@ export class TenantsService {
         createdBy: null,
         createKey: true,
       });
+      await this.audit.write({ tenantId: tenant.id, applicationId: app.id }, [
+        { entityType: 'tenant', entityId: tenant.id, operation: 'create', message: 'Tenant created' },
+        {
+          entityType: 'application',
+          entityId: app.id,
+          operation: 'create',
+          message: 'Management application created with the tenant',
+        },
+      ]);
       return { tenant_id: tenant.id, management_application_id: app.id, management_key: app.key! };
     });
   }

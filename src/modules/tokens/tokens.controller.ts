@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
@@ -34,6 +35,7 @@ export class TokensController {
 
   @Post('tokenize')
   @RequirePermissions('token:create')
+  @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'tokenize',
     summary: 'Tokenize one value or a whole structure',
@@ -49,6 +51,7 @@ export class TokensController {
 
   @Post('tokens')
   @RequirePermissions('token:create')
+  @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({ operationId: 'createToken', summary: 'Create one token' })
   @ApiBody({ schema: { type: 'object', additionalProperties: true, required: ['type', 'data'] } })
   @ApiCreatedResponse({ description: 'The token object, with `mask` for cards and banks.' })
@@ -58,6 +61,7 @@ export class TokensController {
 
   @Get('tokens')
   @RequirePermissions('token:read')
+  @Audited('token', 'read')
   @ApiOperation({
     operationId: 'listTokens',
     summary: 'List tokens',
@@ -75,6 +79,7 @@ export class TokensController {
   @Post('tokens/search')
   @HttpCode(200)
   @RequirePermissions('token:search')
+  @Audited('token', 'search')
   @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens' })
   @ApiOkResponse({ description: 'An offset page of token objects.' })
   search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
@@ -83,6 +88,7 @@ export class TokensController {
 
   @Get('tokens/:id')
   @RequirePermissions('token:read')
+  @Audited('token', 'read')
   @ApiOperation({ operationId: 'getToken', summary: 'Get a token (masked)' })
   get(@Principal() who: Principal, @TokenId() id: string): Promise<TokenDto> {
     return this.tokens.get(who, id);
@@ -90,6 +96,7 @@ export class TokensController {
 
   @Patch('tokens/:id')
   @RequirePermissions('token:update')
+  @Audited('token', 'update')
   @ApiOperation({
     operationId: 'updateToken',
     summary: 'Update metadata, search indexes, fingerprint expression or expiry',
@@ -102,6 +109,7 @@ export class TokensController {
   @Delete('tokens/:id')
   @HttpCode(204)
   @RequirePermissions('token:delete')
+  @Audited('token', 'delete')
   @ApiOperation({ operationId: 'deleteToken', summary: 'Delete a token and destroy its data' })
   delete(@Principal() who: Principal, @TokenId() id: string): Promise<void> {
     return this.tokens.delete(who, id);

@@ -1,3 +1,4 @@
+import { AuditTrail } from '../../common/audit/audit-trail.service';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -101,6 +102,7 @@ export class TokensService {
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
@@ -190,6 +192,13 @@ export class TokensService {
         rows.push(row);
       });
       await this.insertTokens(keys, fresh, now);
+      for (const { row } of fresh)
+        this.audit.record({
+          entityType: 'token',
+          entityId: row.id,
+          operation: 'create',
+          message: `Token created (${row.type})`,
+        });
       return rows;
     });
   }

@@ -1,0 +1,72 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { defer, lastValueFrom, Observable } from 'rxjs';
+import type { RequestWithPrincipal } from '../auth/principal';
+import { AuditTrail } from './audit-trail.service';
+import { ENTITY_TYPES, type AuditEntry } from './audit.types';
+import { AUDIT_METADATA, type AuditSpec } from './audited.decorator';
+
+const PAST: Record<AuditEntry['operation'], string> = {
+  create: 'created',
+  read: 'read',
+  update: 'updated',
+  delete: 'deleted',
+  search: 'searched',
+};
+
+function resultId(result: unknown): string | null {
+  if (result && typeof result === 'object' && 'id' in result && typeof result.id === 'string')
+    return result.id;
+  return null;
+}
+
+/**
+ * Writes the audit log of every handler marked `@Audited`. A change runs in one transaction with its
+ * log rows (services' own transactions join it), so a failed change leaves no log and a committed one
+ * always has its log. A read is logged once it has succeeded.
+ */
+@Injectable()
+export class AuditInterceptor implements NestInterceptor {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly trail: AuditTrail,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const spec = this.reflector.get<AuditSpec | undefined>(AUDIT_METADATA, context.getHandler());
+    if (!spec || context.getType() !== 'http') return next.handle();
+    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    const run = async (): Promise<unknown> => {
+      const pending = this.trail.begin();
+      const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      const who = req.principal;
+      if (!who) return result;
+      const entries: AuditEntry[] =
+        spec.entries === 'recorded' ? pending : [...pending, this.defaultEntry(spec, req, result)];
+      await this.trail.write(
+        { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
+        entries,
+      );
+      return result;
+    };
+    const changes = spec.operation !== 'read' && spec.operation !== 'search';
+    return defer(() => (changes ? this.db.withTransaction(run) : run()));
+  }
+
+  private defaultEntry(spec: AuditSpec, req: RequestWithPrincipal, result: unknown): AuditEntry {
+    const param = req.params?.id;
+    const entityId = typeof param === 'string' ? param : resultId(result);
+    const display = ENTITY_TYPES[spec.entityType];
+    const message =
+      typeof spec.message === 'function'
+        ? spec.message(req, result)
+        : (spec.message ??
+          (entityId
+            ? `${display} ${PAST[spec.operation]}`
+            : `${display}s ${spec.operation === 'read' ? 'listed' : PAST[spec.operation]}`));
+    return { entityType: spec.entityType, entityId, operation: spec.operation, message };
+  }
+}

@@ -1,0 +1,28 @@
+/** The entity types the service writes logs for (contract section 6), with their display names. */
+export const ENTITY_TYPES = {
+  token: 'Token',
+  application: 'Application',
+  tenant: 'Tenant',
+  session: 'Session',
+  connection: 'Connection',
+  transaction: 'Transaction',
+} as const;
+export type EntityType = keyof typeof ENTITY_TYPES;
+
+export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** One audit log entry before it is written; the message must never hold sensitive data. */
+export interface AuditEntry {
+  entityType: EntityType;
+  entityId: string | null;
+  operation: Operation;
+  message: string;
+}
+
+/** Who an entry is attributed to: the application (for a session key, the public application that made it). */
+export interface AuditActor {
+  tenantId: string;
+  applicationId: string | null;
+  sessionId?: string;
+}

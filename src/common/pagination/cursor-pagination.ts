@@ -1,0 +1,39 @@
+import { invalidField } from '../errors/problem.exception';
+
+/** The `pagination` member of a cursor-paginated list: `after` is absent on the last page. */
+export interface CursorPagination {
+  page_size: number;
+  after?: string;
+}
+
+export interface CursorPage<T> {
+  pagination: CursorPagination;
+  data: T[];
+}
+
+/** An opaque cursor: the keyset values of the last row of a page, base64url-encoded. */
+export function encodeCursor(values: string[]): string {
+  return Buffer.from(JSON.stringify(values), 'utf8').toString('base64url');
+}
+
+/**
+ * Decodes a cursor made by `encodeCursor`, checking each value against its pattern; anything else is a
+ * 400 naming the `start` parameter.
+ */
+export function decodeCursor(cursor: string, patterns: RegExp[]): string[] {
+  const bad = () => invalidField('start', 'start is not a cursor returned by this list');
+  if (!/^[A-Za-z0-9_-]{1,500}$/.test(cursor)) throw bad();
+  let values: unknown;
+  try {
+    values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (
+    !Array.isArray(values) ||
+    values.length !== patterns.length ||
+    !values.every((v, i) => typeof v === 'string' && patterns[i].test(v))
+  )
+    throw bad();
+  return values as string[];
+}

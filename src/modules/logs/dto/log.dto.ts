@@ -1,0 +1,90 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Max, MaxLength, Min } from 'class-validator';
+import { ENTITY_TYPES, type EntityType, OPERATIONS, type Operation } from '../../../common/audit/audit.types';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../common/pagination/offset-pagination.dto';
+
+const ISO = { strict: true, strictSeparator: true };
+
+export class ListLogsQueryDto {
+  /** Only logs of this entity type. */
+  @IsOptional()
+  @IsIn(Object.keys(ENTITY_TYPES))
+  entity_type?: EntityType;
+
+  /** Only logs of this entity. */
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  entity_id?: string;
+
+  /** Logs created at or after this time (ISO 8601). */
+  @IsOptional()
+  @IsISO8601(ISO, { message: 'start_date must be an ISO 8601 date-time' })
+  start_date?: string;
+
+  /** Logs created before this time (ISO 8601). */
+  @IsOptional()
+  @IsISO8601(ISO, { message: 'end_date must be an ISO 8601 date-time' })
+  end_date?: string;
+
+  /** The cursor from `pagination.after` of the previous page. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  start?: string;
+
+  /** Page number, for clients that page by number (costlier than `start` on deep pages). */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  page?: number;
+
+  /** Results per page, 1 to 100. */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_PAGE_SIZE)
+  size: number = DEFAULT_PAGE_SIZE;
+}
+
+export class LogDto {
+  id: string;
+  tenant_id: string;
+  /** The application that acted (for a session key, the public application that created the session). */
+  actor_id: string | null;
+  @ApiProperty({ enum: ['application'] })
+  actor_type: string;
+  @ApiProperty({ enum: Object.keys(ENTITY_TYPES) })
+  entity_type: EntityType;
+  entity_id: string | null;
+  @ApiProperty({ enum: OPERATIONS })
+  operation: Operation;
+  message: string;
+  created_at: string;
+}
+
+export class LogPaginationDto {
+  page_size: number;
+  /** Cursor of the next page; absent on the last page. */
+  after?: string;
+  /** With `page` only. */
+  total_items?: number;
+  page_number?: number;
+  total_pages?: number;
+}
+
+export class LogPageDto {
+  pagination: LogPaginationDto;
+  @ApiProperty({ type: [LogDto] })
+  data: LogDto[];
+}
+
+export class EntityTypeDto {
+  /** @example "Token" */
+  display_name: string;
+  /** @example "token" */
+  value: string;
+}
