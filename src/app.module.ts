@@ -21,6 +21,8 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { ApplicationsModule } from './modules/applications/applications.module';
 import { HealthModule } from './modules/health/health.module';
+import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
+import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsModule } from './modules/tenants/tenants.module';
@@ -73,10 +75,13 @@ export class AppModule {
         TokensModule,
         SessionsModule,
         LogsModule,
+        IdempotencyModule,
       ],
       providers: [
         BootstrapService,
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        // Order matters: idempotency wraps the audited operation, so both share its transaction.
+        { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useExisting: AuditInterceptor },
       ],
     };

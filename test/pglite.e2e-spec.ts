@@ -119,6 +119,35 @@ describe('embedded PGlite database', () => {
     cardTokenId = res.body.id;
   });
 
+  it('sessions, audit logs and idempotent retries work on the embedded database', async () => {
+    const pub = await newApplication(t, managementKey, { type: 'public', permissions: ['token:create'] });
+    const session = (await request(t.http).post('/sessions').set('BT-API-KEY', pub.key).expect(201)).body;
+    await request(t.http)
+      .post('/sessions/authorize')
+      .set('BT-API-KEY', cardKey)
+      .send({ nonce: session.nonce, permissions: ['token:create'] })
+      .expect(204);
+    const send = () =>
+      request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', session.session_key)
+        .set('BT-IDEMPOTENCY-KEY', 'embedded-retry')
+        .send({ type: 'token', data: 'embedded' });
+    const responses = await Promise.all([send(), send(), send(), send()]);
+    const processed = responses.filter((r) => r.status === 201 && !r.headers['bt-idempotency-replayed']);
+    expect(processed).toHaveLength(1);
+    expect(responses.every((r) => r.status === 201 || r.status === 409)).toBe(true);
+    const replay = await send().expect(201);
+    expect(replay.text).toBe(processed[0].text);
+    const logs = await request(t.http)
+      .get('/logs')
+      .query({ entity_id: processed[0].body.id })
+      .set('BT-API-KEY', managementKey)
+      .expect(200);
+    expect(logs.body.data).toHaveLength(1);
+    expect(logs.body.data[0]).toMatchObject({ operation: 'create', actor_id: pub.id });
+  });
+
   it('keeps everything across a restart, without bootstrapping again', async () => {
     await t.close();
     t = await boot();
@@ -126,7 +155,7 @@ describe('embedded PGlite database', () => {
     await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
     await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
     const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
-    expect(list.body.pagination.total_items).toBe(3 + 12);
+    expect(list.body.pagination.total_items).toBe(4 + 12);
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
     const token = await t.app

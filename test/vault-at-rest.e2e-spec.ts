@@ -59,7 +59,13 @@ describe('sensitive data at rest', () => {
       })),
       secret: { type: 'token', data: INDEX_VALUE, search_indexes: ['{{ data }}'] },
     };
-    const res = await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(body).expect(201);
+    // With an idempotency key, so that the stored record (and its sealed response) is in the dump too.
+    const res = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', key)
+      .set('BT-IDEMPOTENCY-KEY', 'at-rest-1')
+      .send(body)
+      .expect(201);
     const found = await request(t.http)
       .post('/tokens/search')
       .set('BT-API-KEY', key)
@@ -77,6 +83,10 @@ describe('sensitive data at rest', () => {
         tenant.tenantId,
       ]);
     expect(audit.length).toBe(CARDS.length + ACCOUNTS.length + 2);
+    const records = await t.app
+      .get(DataSource)
+      .query('SELECT 1 FROM idempotency_records WHERE tenant_id = $1', [tenant.tenantId]);
+    expect(records).toHaveLength(1);
     for (const { message } of audit) expect(text).toContain(message);
     const logs = t.logs.join('\n');
     for (const secret of [

@@ -22,10 +22,49 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       API_KEY_SECURITY,
     )
     .build();
-  return SwaggerModule.createDocument(app, config, {
+  const document = SwaggerModule.createDocument(app, config, {
     extraModels: [ProblemDetailsDto],
     operationIdFactory: (_controller, method) => method,
   });
+  return documentIdempotency(document);
+}
+
+const problem = {
+  'application/problem+json': { schema: { $ref: '#/components/schemas/ProblemDetailsDto' } },
+};
+
+/**
+ * Every authenticated POST, PUT and PATCH accepts `BT-IDEMPOTENCY-KEY` (the interceptor applies to all of
+ * them), so the header and its 409 and 422 answers are added here rather than on each route.
+ */
+function documentIdempotency(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths)) {
+    for (const method of ['post', 'put', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation?.security?.length) continue;
+      operation.parameters = [
+        ...(operation.parameters ?? []),
+        {
+          name: 'BT-IDEMPOTENCY-KEY',
+          in: 'header',
+          required: false,
+          description:
+            'Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored ' +
+            'response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+      ];
+      operation.responses['409'] ??= {
+        description: 'A request with this idempotency key is still being processed (see Retry-After).',
+        content: problem,
+      };
+      operation.responses['422'] ??= {
+        description: 'The idempotency key was used with a different request.',
+        content: problem,
+      };
+    }
+  }
+  return document;
 }
 
 /** Swagger UI at /docs and the document at /openapi.json, both without a key. */

@@ -12,6 +12,7 @@ export const LOCK_KEYS = {
   jobCvcRetention: 72_102,
   jobExpiredSessions: 72_103,
   jobLogRetention: 72_104,
+  jobIdempotencyRecords: 72_105,
 } as const;
 
 /**

@@ -2,6 +2,7 @@ import { Foundation1795000000000 } from './1795000000000-Foundation';
 import { TokenVault1795000000001 } from './1795000000001-TokenVault';
 import { Sessions1795000000002 } from './1795000000002-Sessions';
 import { AuditLogs1795000000003 } from './1795000000003-AuditLogs';
+import { Idempotency1795000000004 } from './1795000000004-Idempotency';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   TokenVault1795000000001,
   Sessions1795000000002,
   AuditLogs1795000000003,
+  Idempotency1795000000004,
 ];

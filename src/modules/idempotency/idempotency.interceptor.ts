@@ -1,0 +1,99 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, StreamableFile } from '@nestjs/common';
+import type { Response } from 'express';
+import { defer, lastValueFrom, Observable } from 'rxjs';
+import type { RequestWithPrincipal } from '../../common/auth/principal';
+import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
+import { IdempotencyService, StoredResponse } from './idempotency.service';
+
+export const IDEMPOTENCY_HEADER = 'bt-idempotency-key';
+export const REPLAYED_HEADER = 'BT-IDEMPOTENCY-REPLAYED';
+const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
+const METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** What the handler returned, as the bytes sent and stored: the first response and every replay are identical. */
+function serialize(result: unknown, res: Response): StoredResponse {
+  const headers: Record<string, string> = {};
+  const location = res.getHeader('location');
+  if (typeof location === 'string') headers.location = location;
+  if (result === undefined || result === null)
+    return { status: res.statusCode, headers, body: Buffer.alloc(0) };
+  headers['content-type'] = JSON_TYPE;
+  return { status: res.statusCode, headers, body: Buffer.from(JSON.stringify(result), 'utf8') };
+}
+
+function send(response: StoredResponse, res: Response): StreamableFile | undefined {
+  res.status(response.status);
+  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
+  if (!response.body.length) return undefined;
+  return new StreamableFile(response.body, {
+    type: response.headers['content-type'],
+    length: response.body.length,
+  });
+}
+
+/**
+ * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH (contract section 8). The key is claimed before the
+ * handler runs; the handler runs in one transaction with the storing of its 2xx response, so a change
+ * is never committed without its record; a failure releases the key. The header is ignored on other
+ * methods and on routes without a caller.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(
+    private readonly idempotency: IdempotencyService,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    const res = context.switchToHttp().getResponse<Response>();
+    const header = req.headers[IDEMPOTENCY_HEADER];
+    if (header === undefined || !METHODS.has(req.method) || !req.principal) return next.handle();
+    const who = req.principal;
+    return defer(async () => {
+      const key = Array.isArray(header) ? header.join(',') : header;
+      if (!KEY_FORMAT.test(key))
+        throw invalidField('BT-IDEMPOTENCY-KEY', 'must be 1 to 255 printable ASCII characters');
+      const scope = await this.idempotency.scopeFor(who, key, {
+        method: req.method,
+        path: req.originalUrl,
+        body: req.body as unknown,
+      });
+      const outcome = await this.idempotency.claim(scope);
+      switch (outcome.kind) {
+        case 'mismatch':
+          throw new ProblemException(
+            422,
+            'This idempotency key was used with a different request (method, path or body).',
+            { code: 'idempotency_key_reused' },
+          );
+        case 'in-flight':
+          throw conflict('A request with this idempotency key is still being processed; retry shortly.', {
+            'Retry-After': '1',
+          });
+        case 'replay':
+          res.setHeader(REPLAYED_HEADER, 'true');
+          return send(outcome.response, res);
+      }
+      try {
+        const response = await this.db.withTransaction(async () => {
+          const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
+          const stored = serialize(result, res);
+          if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
+            throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
+              'Retry-After': '1',
+            });
+          return stored;
+        });
+        return send(response, res);
+      } catch (error) {
+        await this.idempotency.release(scope, outcome.claimId);
+        throw error;
+      }
+    });
+  }
+}
