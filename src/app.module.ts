@@ -24,6 +24,7 @@ import { HealthModule } from './modules/health/health.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
+import { OrchestrationModule } from './modules/orchestration/orchestration.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsModule } from './modules/tenants/tenants.module';
 import { SessionsModule } from './modules/sessions/sessions.module';
@@ -76,6 +77,7 @@ export class AppModule {
         SessionsModule,
         LogsModule,
         IdempotencyModule,
+        OrchestrationModule,
       ],
       providers: [
         BootstrapService,

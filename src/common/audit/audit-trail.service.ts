@@ -57,7 +57,7 @@ export class AuditTrail {
         randomUUID(),
         actor.tenantId,
         actor.applicationId,
-        'application',
+        actor.applicationId === null ? 'buyer' : 'application',
         e.entityType,
         e.entityId,
         e.operation,

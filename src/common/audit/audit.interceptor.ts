@@ -4,6 +4,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../auth/principal';
+import { ownsTransactions } from '../context/own-transactions.decorator';
 import { AuditTrail } from './audit-trail.service';
 import { ENTITY_TYPES, type AuditEntry } from './audit.types';
 import { AUDIT_METADATA, type AuditSpec } from './audited.decorator';
@@ -52,7 +53,8 @@ export class AuditInterceptor implements NestInterceptor {
       );
       return result;
     };
-    const changes = spec.operation !== 'read' && spec.operation !== 'search';
+    const changes =
+      spec.operation !== 'read' && spec.operation !== 'search' && !ownsTransactions(this.reflector, context);
     return defer(() => (changes ? this.db.withTransaction(run) : run()));
   }
 

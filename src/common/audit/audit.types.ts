@@ -23,6 +23,7 @@ export interface AuditEntry {
 /** Who an entry is attributed to: the application (for a session key, the public application that made it). */
 export interface AuditActor {
   tenantId: string;
+  /** Null for the buyer acting on a payment approval page (actor_type `buyer`). */
   applicationId: string | null;
   sessionId?: string;
 }

@@ -13,6 +13,11 @@ export const REDACTED_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+/** The approval page's one-time token is a capability: it never reaches a log line. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/orchestration\/approvals\/)[^/?#]+/, '$1[redacted]');
+}
+
 /** nestjs-pino settings: JSON lines, the request's trace id on every line, secrets redacted. */
 export function loggerParams(config: AppConfig, stream?: DestinationStream): Params {
   return {
@@ -27,7 +32,7 @@ export function loggerParams(config: AppConfig, stream?: DestinationStream): Par
         req: (req: { id: string; method: string; url: string }) => ({
           id: req.id,
           method: req.method,
-          url: req.url,
+          url: redactUrl(req.url),
         }),
         res: (res: { statusCode: number }) => ({ status_code: res.statusCode }),
       },

@@ -3,6 +3,7 @@ import { TokenVault1795000000001 } from './1795000000001-TokenVault';
 import { Sessions1795000000002 } from './1795000000002-Sessions';
 import { AuditLogs1795000000003 } from './1795000000003-AuditLogs';
 import { Idempotency1795000000004 } from './1795000000004-Idempotency';
+import { Orchestration1795000000005 } from './1795000000005-Orchestration';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   Sessions1795000000002,
   AuditLogs1795000000003,
   Idempotency1795000000004,
+  Orchestration1795000000005,
 ];

@@ -1,9 +1,18 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor, StreamableFile } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  Logger,
+  NestInterceptor,
+  StreamableFile,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
+import { ownsTransactions } from '../../common/context/own-transactions.decorator';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
@@ -42,9 +51,12 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Idempotency');
+
   constructor(
     private readonly idempotency: IdempotencyService,
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly reflector: Reflector,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -78,6 +90,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
         case 'replay':
           res.setHeader(REPLAYED_HEADER, 'true');
           return send(outcome.response, res);
+      }
+      if (ownsTransactions(this.reflector, context)) {
+        // The handler commits its own work (it calls a processor); the record is completed after it.
+        let stored: StoredResponse;
+        try {
+          stored = serialize(await lastValueFrom(next.handle(), { defaultValue: undefined }), res);
+        } catch (error) {
+          await this.idempotency.release(scope, outcome.claimId);
+          throw error;
+        }
+        if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
+          this.logger.warn(
+            'an idempotency claim was taken over while its request ran past the claim timeout',
+          );
+        return send(stored, res);
       }
       try {
         const response = await this.db.withTransaction(async () => {

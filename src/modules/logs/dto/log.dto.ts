@@ -55,7 +55,8 @@ export class LogDto {
   tenant_id: string;
   /** The application that acted (for a session key, the public application that created the session). */
   actor_id: string | null;
-  @ApiProperty({ enum: ['application'] })
+  /** `buyer` for a shopper's choice on a payment approval page (no actor id). */
+  @ApiProperty({ enum: ['application', 'buyer'] })
   actor_type: string;
   @ApiProperty({ enum: Object.keys(ENTITY_TYPES) })
   entity_type: EntityType;

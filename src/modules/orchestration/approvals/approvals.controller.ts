@@ -1,0 +1,106 @@
+import { Controller, Get, Param, Post, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Public } from '../../../common/auth/require-permissions.decorator';
+import { TransactionRow, TransactionsService } from '../transactions/transactions.service';
+import { ApprovalView, formatAmount, renderApprovalPage } from './approval-page';
+
+const TOKEN_FORMAT = /^[0-9A-Za-z]{40,50}$/;
+
+const MESSAGES = {
+  unknown: { status: 404, title: 'Link not found', message: 'This approval link is not valid.' },
+  used: {
+    status: 409,
+    title: 'Already answered',
+    message: 'This payment has already been approved or declined.',
+  },
+  expired: {
+    status: 410,
+    title: 'Link expired',
+    message: 'This approval link has expired. The payment was not made.',
+  },
+  approved: { status: 200, title: 'Payment approved', message: 'Thank you: the payment is approved.' },
+  declined: {
+    status: 200,
+    title: 'Payment declined',
+    message: 'The payment was declined. You were not charged.',
+  },
+  failed: {
+    status: 200,
+    title: 'Payment failed',
+    message: 'The payment could not be completed. You were not charged.',
+  },
+} as const;
+
+function payment(row: TransactionRow): ApprovalView['payment'] {
+  return {
+    merchant: row.c_display_name,
+    amount: formatAmount(Number(row.amount), row.currency),
+    currency: row.currency,
+    card: `•••• ${row.payment_method.label}`,
+  };
+}
+
+/**
+ * The buyer approval page (3-D Secure challenge): no API key, an unguessable one-time token in the URL,
+ * plain HTML forms. The token never reaches the logs (see redactUrl).
+ */
+@ApiExcludeController()
+@Controller('orchestration/approvals')
+@Public()
+export class ApprovalsController {
+  constructor(private readonly transactions: TransactionsService) {}
+
+  @Get(':token')
+  async show(@Param('token') token: string, @Res() res: Response): Promise<void> {
+    const found = TOKEN_FORMAT.test(token)
+      ? await this.transactions.findForApproval(token)
+      : { state: 'unknown' as const };
+    if (found.state !== 'pending' || !found.row)
+      return this.page(res, found.state === 'pending' ? 'unknown' : found.state, found.row);
+    const base = `/orchestration/approvals/${token}`;
+    return this.send(res, 200, {
+      title: 'Approve your payment',
+      payment: payment(found.row),
+      actions: { approve: `${base}/approve`, decline: `${base}/decline` },
+    });
+  }
+
+  @Post(':token/approve')
+  approve(@Param('token') token: string, @Res() res: Response): Promise<void> {
+    return this.decide(token, true, res);
+  }
+
+  @Post(':token/decline')
+  decline(@Param('token') token: string, @Res() res: Response): Promise<void> {
+    return this.decide(token, false, res);
+  }
+
+  private async decide(token: string, approved: boolean, res: Response): Promise<void> {
+    if (!TOKEN_FORMAT.test(token)) return this.page(res, 'unknown');
+    const { outcome, row } = await this.transactions.decideApproval(token, approved);
+    return this.page(res, outcome, row);
+  }
+
+  private page(res: Response, state: keyof typeof MESSAGES, row?: TransactionRow): void {
+    const { status, title, message } = MESSAGES[state];
+    return this.send(res, status, {
+      title,
+      message,
+      ...(row && state !== 'unknown' ? { payment: payment(row) } : {}),
+    });
+  }
+
+  private send(res: Response, status: number, view: ApprovalView): void {
+    res.status(status);
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    res.send(renderApprovalPage(view));
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The one interface between orchestration and a payment vendor. A vendor integration is one class
+ * implementing it and registered for its formula id (see processor.registry.ts); nothing else changes.
+ * Implementations receive clear card data and credentials: they must never log them.
+ */
+export interface ProcessorPort {
+  /** The formula (vendor) this processor serves, e.g. `stripe-card`. */
+  readonly formulaId: string;
+  verifyCredentials(credentials: Credentials): Promise<VerificationResult>;
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
+  /** Completes a 3-D Secure challenge the buyer approved or declined on the approval page. */
+  completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult>;
+  capture(request: CaptureRequest): Promise<OperationResult>;
+  void(request: OperationRequest): Promise<OperationResult>;
+  refund(request: RefundRequest): Promise<OperationResult>;
+  /** Where an operation stands at the vendor: used to settle asynchronous and interrupted operations. */
+  pollStatus(request: PollRequest): Promise<OperationResult | { status: 'not_found' }>;
+}
+
+export type Credentials = Record<string, string>;
+
+export interface VerificationResult {
+  ok: boolean;
+  /** Why the vendor refused the credentials (never the credentials themselves). */
+  reason?: string;
+}
+
+export interface CardData {
+  number: string;
+  expiration_month: number;
+  expiration_year: number;
+}
+
+export interface AuthorizeRequest {
+  credentials: Credentials;
+  reconciliationId: string;
+  amount: number;
+  currency: string;
+  country: string | null;
+  intent: 'authorize' | 'capture';
+  card: CardData;
+  /** Sent for `ecommerce` payments only, and only on the first authorization with the token. */
+  cvc?: string;
+  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  merchantInitiated: boolean;
+  isSubsequentPayment: boolean;
+  previousSchemeTransactionId: string | null;
+  /** A 3-D Secure authentication completed elsewhere. */
+  threeDSessionId: string | null;
+  threeDSecureEnabled: boolean;
+}
+
+export interface ThreeDSecureResult {
+  version: string;
+  status: 'setup_error' | 'error' | 'declined' | 'cancelled' | 'complete';
+  method: 'challenge' | 'frictionless';
+  error_data?: {
+    code: string;
+    description: string;
+    detail: Record<string, unknown>;
+    component: Record<string, unknown>;
+  };
+}
+
+export interface AuthorizeResult {
+  /** `challenge`: the buyer must approve (3-D Secure) before the vendor decides. */
+  outcome: 'approved' | 'declined' | 'failed' | 'challenge';
+  /** With intent `capture`, an approval is captured at once. */
+  captured: boolean;
+  connectionTransactionId: string | null;
+  schemeTransactionId: string | null;
+  authResponseCode: string | null;
+  cvvResponseCode: 'match' | 'no_match' | 'unavailable' | 'not_provided';
+  errorCode: string | null;
+  threeDSecure: ThreeDSecureResult | null;
+}
+
+export interface ChallengeRequest {
+  credentials: Credentials;
+  reconciliationId: string;
+  connectionTransactionId: string;
+  intent: 'authorize' | 'capture';
+  approved: boolean;
+}
+
+export interface OperationRequest {
+  credentials: Credentials;
+  reconciliationId: string;
+  connectionTransactionId: string;
+  /** The card's last four digits, which sandbox processors use to pick an outcome. */
+  cardLast4: string;
+}
+
+export interface CaptureRequest extends OperationRequest {
+  amount: number;
+  currency: string;
+}
+
+export interface RefundRequest extends CaptureRequest {
+  refundId: string;
+}
+
+export interface OperationResult {
+  /** `pending`: the vendor completes asynchronously; poll later. */
+  status: 'succeeded' | 'pending' | 'failed';
+  /** The vendor's id for this operation (refund id, capture id), when it has one. */
+  vendorId?: string;
+  errorCode?: string;
+}
+
+export interface PollRequest extends OperationRequest {
+  operation: 'authorize' | 'capture' | 'void' | 'refund';
+  /** When the operation was sent (asynchronous sandbox operations settle some seconds later). */
+  requestedAt: Date;
+  amount: number;
+  currency: string;
+}

@@ -1,0 +1,195 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import type {
+  AuthorizeRequest,
+  AuthorizeResult,
+  CaptureRequest,
+  ChallengeRequest,
+  Credentials,
+  OperationRequest,
+  OperationResult,
+  PollRequest,
+  ProcessorPort,
+  RefundRequest,
+  VerificationResult,
+} from './processor.port';
+
+const ALNUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const LOWER = '0123456789abcdefghijklmnopqrstuvwxyz';
+const UPPER = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+const DIGITS = '0123456789';
+const HEX = '0123456789abcdef';
+
+/** `n` characters drawn uniformly from `alphabet` (rejection-free: randomInt is unbiased). */
+export function randomChars(alphabet: string, n: number): string {
+  let out = '';
+  for (let i = 0; i < n; i++) out += alphabet[randomInt(alphabet.length)];
+  return out;
+}
+
+export const ids = {
+  alnum: (n: number) => randomChars(ALNUM, n),
+  lower: (n: number) => randomChars(LOWER, n),
+  upper: (n: number) => randomChars(UPPER, n),
+  digits: (n: number) => randomChars(DIGITS, n).replace(/^0/, '1'),
+  hex: (n: number) => randomChars(HEX, n),
+  uuid: () => randomUUID(),
+};
+
+/** How long an asynchronous sandbox operation (card 4000000000000259) takes to complete. */
+export const SANDBOX_ASYNC_MS = 2_000;
+
+const ASYNC_CARD_LAST4 = '0259';
+
+/** What the sandbox decides for a test card number (contract section 7). */
+interface CardBehaviour {
+  decline?: { errorCode: string; authResponseCode: string };
+  failure?: string;
+  cvvCheckFails?: boolean;
+  challenge?: boolean;
+  threeDSecureError?: boolean;
+}
+
+const TEST_CARDS: Record<string, CardBehaviour> = {
+  '4000000000000002': { decline: { errorCode: 'declined', authResponseCode: '05' } },
+  '4000000000009995': { decline: { errorCode: 'insufficient_funds', authResponseCode: '51' } },
+  '4000000000000069': { decline: { errorCode: 'expired_card', authResponseCode: '54' } },
+  '4000000000000127': { cvvCheckFails: true },
+  '4000000000000119': { failure: 'service_error' },
+  '4000000000003220': { challenge: true },
+  '4000000000003063': { threeDSecureError: true },
+};
+
+/**
+ * A vendor's test mode: every formula processes through one of these unless a live integration is
+ * registered for it. Outcomes follow the test card table; ids look like the vendor's.
+ */
+export abstract class SandboxProcessor implements ProcessorPort {
+  abstract readonly formulaId: string;
+  /** An id in the vendor's format for a payment. */
+  protected abstract transactionId(): string;
+  /** An id in the vendor's format for a refund. */
+  protected abstract refundId(): string;
+
+  verifyCredentials(credentials: Credentials): Promise<VerificationResult> {
+    const rejected = Object.entries(credentials).find(([, value]) => value.toLowerCase().includes('invalid'));
+    return Promise.resolve(
+      rejected ? { ok: false, reason: `the vendor rejected the value of ${rejected[0]}` } : { ok: true },
+    );
+  }
+
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
+    const behaviour = TEST_CARDS[request.card.number] ?? {};
+    const cvv = request.cvc === undefined ? 'not_provided' : 'match';
+    const base: AuthorizeResult = {
+      outcome: 'approved',
+      captured: false,
+      connectionTransactionId: this.transactionId(),
+      schemeTransactionId: ids.digits(15),
+      authResponseCode: '00',
+      cvvResponseCode: cvv,
+      errorCode: null,
+      threeDSecure: request.threeDSessionId
+        ? { version: '2.2.0', status: 'complete', method: 'frictionless' }
+        : null,
+    };
+    let result: AuthorizeResult = base;
+    if (behaviour.decline) {
+      result = {
+        ...base,
+        outcome: 'declined',
+        errorCode: behaviour.decline.errorCode,
+        authResponseCode: behaviour.decline.authResponseCode,
+        schemeTransactionId: null,
+      };
+    } else if (behaviour.failure) {
+      result = {
+        ...base,
+        outcome: 'failed',
+        errorCode: behaviour.failure,
+        authResponseCode: null,
+        schemeTransactionId: null,
+      };
+    } else if (behaviour.cvvCheckFails && request.cvc !== undefined) {
+      result = {
+        ...base,
+        outcome: 'declined',
+        errorCode: 'incorrect_cvv',
+        authResponseCode: 'N7',
+        cvvResponseCode: 'no_match',
+        schemeTransactionId: null,
+      };
+    } else if (behaviour.threeDSecureError) {
+      result = {
+        ...base,
+        outcome: 'failed',
+        errorCode: 'three_d_secure_failed',
+        authResponseCode: null,
+        schemeTransactionId: null,
+        threeDSecure: {
+          version: '2.2.0',
+          status: 'error',
+          method: 'challenge',
+          error_data: {
+            code: '305',
+            description: 'Cardholder authentication could not be performed',
+            detail: { acs_transaction_id: ids.uuid() },
+            component: { name: 'access_control_server' },
+          },
+        },
+      };
+    } else if (behaviour.challenge && !request.threeDSessionId) {
+      result = { ...base, outcome: 'challenge', authResponseCode: null, schemeTransactionId: null };
+    }
+    if (result.outcome === 'approved') result.captured = request.intent === 'capture';
+    return Promise.resolve(result);
+  }
+
+  completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult> {
+    const threeDSecure = {
+      version: '2.2.0',
+      status: request.approved ? 'complete' : 'declined',
+      method: 'challenge',
+    } as const;
+    return Promise.resolve({
+      outcome: request.approved ? 'approved' : 'declined',
+      captured: request.approved && request.intent === 'capture',
+      connectionTransactionId: request.connectionTransactionId,
+      schemeTransactionId: request.approved ? ids.digits(15) : null,
+      authResponseCode: request.approved ? '00' : '05',
+      cvvResponseCode: 'not_provided',
+      errorCode: request.approved ? null : 'three_d_secure_declined',
+      threeDSecure,
+    });
+  }
+
+  capture(request: CaptureRequest): Promise<OperationResult> {
+    return Promise.resolve({
+      status: this.isAsync(request) ? 'pending' : 'succeeded',
+      vendorId: this.transactionId(),
+    });
+  }
+
+  void(request: OperationRequest): Promise<OperationResult> {
+    return Promise.resolve({ status: this.isAsync(request) ? 'pending' : 'succeeded' });
+  }
+
+  refund(_request: RefundRequest): Promise<OperationResult> {
+    return Promise.resolve({ status: 'succeeded', vendorId: this.refundId() });
+  }
+
+  /**
+   * The sandbox keeps no state: an asynchronous operation has completed once SANDBOX_ASYNC_MS have
+   * passed; an authorization the sandbox never answered (the process died first) is unknown to it.
+   */
+  pollStatus(request: PollRequest): Promise<OperationResult | { status: 'not_found' }> {
+    if (request.operation === 'authorize' || !request.connectionTransactionId)
+      return Promise.resolve({ status: 'not_found' });
+    if (!this.isAsync(request)) return Promise.resolve({ status: 'not_found' });
+    const done = Date.now() - request.requestedAt.getTime() >= SANDBOX_ASYNC_MS;
+    return Promise.resolve({ status: done ? 'succeeded' : 'pending' });
+  }
+
+  private isAsync(request: OperationRequest): boolean {
+    return request.cardLast4 === ASYNC_CARD_LAST4;
+  }
+}

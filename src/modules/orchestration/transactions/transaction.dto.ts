@@ -1,0 +1,239 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Length,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+} from 'class-validator';
+import {
+  OffsetPaginationDto,
+  OffsetPaginationQueryDto,
+} from '../../../common/pagination/offset-pagination.dto';
+
+export const MAX_AMOUNT = 99_999_999;
+export const PAYMENT_SOURCES = ['ecommerce', 'card_on_file', 'recurring'] as const;
+export const INTENTS = ['authorize', 'capture'] as const;
+export const TRANSACTION_STATUSES = [
+  'processing',
+  'buyer_approval_pending',
+  'authorization_succeeded',
+  'authorization_failed',
+  'authorization_declined',
+  'capture_pending',
+  'capture_succeeded',
+  'authorization_void_pending',
+  'authorization_voided',
+] as const;
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+
+export class CreateTransactionDto {
+  /** In the currency's smallest unit; 0 only where the connection supports zero-amount authorization. */
+  @IsInt()
+  @Min(0)
+  @Max(MAX_AMOUNT)
+  amount: number;
+
+  @IsUUID()
+  connection_id: string;
+
+  /** ISO 4217, one of the connection's accepted currencies. @example "USD" */
+  @IsString()
+  @Matches(/^[A-Z]{3}$/, { message: 'currency must be a 3-letter ISO 4217 code in upper case' })
+  currency: string;
+
+  /** A card token of the tenant; `token:use` is checked on it through the caller's rules. */
+  @IsUUID()
+  token: string;
+
+  /** ISO 3166-1 alpha-2, one of the connection's accepted countries. @example "US" */
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Z]{2}$/, { message: 'country must be a 2-letter ISO 3166-1 code in upper case' })
+  country?: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  external_identifier?: string;
+
+  /** `authorize` (default; capture later) or `capture` (at once). */
+  @IsOptional()
+  @IsIn(INTENTS)
+  intent?: (typeof INTENTS)[number];
+
+  @IsOptional()
+  @IsBoolean()
+  is_subsequent_payment?: boolean;
+
+  @IsOptional()
+  @IsBoolean()
+  merchant_initiated?: boolean;
+
+  /** At most 20 string values. */
+  @IsOptional()
+  @IsObject()
+  metadata?: Record<string, string>;
+
+  @IsOptional()
+  @IsIn(PAYMENT_SOURCES)
+  payment_source?: (typeof PAYMENT_SOURCES)[number];
+
+  /** Required with `is_subsequent_payment`. */
+  @IsOptional()
+  @IsString()
+  @Length(1, 100)
+  previous_scheme_transaction_id?: string;
+
+  /** A 3-D Secure session completed elsewhere: its id, or an object with an `id`. */
+  @IsOptional()
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } } }],
+  })
+  three_d_session_id?: unknown;
+}
+
+export class CaptureTransactionDto {
+  /** Defaults to the whole authorized amount; less needs the `partial_capture` feature. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_AMOUNT)
+  amount?: number;
+}
+
+export class CreateRefundDto {
+  /** Defaults to what is left to refund; less needs the `partial_refunds` feature. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_AMOUNT)
+  amount?: number;
+}
+
+export class ListTransactionsQueryDto extends OffsetPaginationQueryDto {
+  @IsOptional()
+  @IsIn(TRANSACTION_STATUSES)
+  status?: TransactionStatus;
+
+  @IsOptional()
+  @IsUUID()
+  connection_id?: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  external_identifier?: string;
+}
+
+export class PaymentMethodDto {
+  @ApiProperty({ enum: ['payment-method'] })
+  type: 'payment-method';
+  @ApiProperty({ enum: ['card'] })
+  method: 'card';
+  /** The card token. */
+  id: string;
+  /** @example "visa" */
+  scheme: string | null;
+  /** The card's last four digits. @example "4242" */
+  label: string;
+  /** @example "12/30" */
+  expiration_date: string;
+  fingerprint: string;
+  /** The buyer approval page, while the status is `buyer_approval_pending`. */
+  approval_url: string | null;
+}
+
+export class ConnectionSummaryDto {
+  id: string;
+  connection_formula_id: string;
+  display_name: string;
+  method: string;
+}
+
+export class ThreeDSecureDto {
+  version: string;
+  @ApiProperty({ enum: ['setup_error', 'error', 'declined', 'cancelled', 'complete'] })
+  status: string;
+  @ApiProperty({ enum: ['challenge', 'frictionless'] })
+  method: string;
+  error_data?: {
+    code: string;
+    description: string;
+    detail: Record<string, unknown>;
+    component: Record<string, unknown>;
+  };
+}
+
+export class TransactionDto {
+  @ApiProperty({ enum: ['transaction'] })
+  type: 'transaction';
+  id: string;
+  /** The id as a base62 integer, sent to vendors as the merchant reference. */
+  reconciliation_id: string;
+  @ApiProperty({ enum: TRANSACTION_STATUSES })
+  status: TransactionStatus;
+  @ApiProperty({ enum: INTENTS })
+  intent: string;
+  @ApiProperty({ enum: ['pending', 'succeeded', 'failed'] })
+  intent_outcome: 'pending' | 'succeeded' | 'failed';
+  amount: number;
+  currency: string;
+  authorized_amount: number;
+  captured_amount: number;
+  refunded_amount: number;
+  country: string | null;
+  external_identifier: string | null;
+  metadata: Record<string, string> | null;
+  @ApiProperty({ enum: PAYMENT_SOURCES })
+  payment_source: string;
+  merchant_initiated: boolean;
+  is_subsequent_payment: boolean;
+  previous_scheme_transaction_id: string | null;
+  payment_method: PaymentMethodDto;
+  connection: ConnectionSummaryDto;
+  scheme_transaction_id: string | null;
+  connection_transaction_id: string | null;
+  error_code: string | null;
+  auth_response_code: string | null;
+  @ApiProperty({ enum: ['match', 'no_match', 'unavailable', 'not_provided'], nullable: true })
+  cvv_response_code: string | null;
+  three_d_secure: ThreeDSecureDto | null;
+  authorized_at: string | null;
+  captured_at: string | null;
+  voided_at: string | null;
+  approval_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export class TransactionPageDto {
+  pagination: OffsetPaginationDto;
+  @ApiProperty({ type: [TransactionDto] })
+  data: TransactionDto[];
+}
+
+export class RefundDto {
+  @ApiProperty({ enum: ['refund'] })
+  type: 'refund';
+  id: string;
+  transaction_id: string;
+  amount: number;
+  currency: string;
+  @ApiProperty({ enum: ['processing', 'succeeded', 'failed'] })
+  status: 'processing' | 'succeeded' | 'failed';
+  created_at: string;
+}
+
+export class RefundPageDto {
+  pagination: OffsetPaginationDto;
+  @ApiProperty({ type: [RefundDto] })
+  data: RefundDto[];
+}

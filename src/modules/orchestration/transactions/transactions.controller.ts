@@ -1,0 +1,127 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Audited } from '../../../common/audit/audited.decorator';
+import { Principal } from '../../../common/auth/principal';
+import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
+import { OwnTransactions } from '../../../common/context/own-transactions.decorator';
+import type { OffsetPage } from '../../../common/pagination/offset-pagination';
+import { OffsetPaginationQueryDto } from '../../../common/pagination/offset-pagination.dto';
+import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
+import {
+  CaptureTransactionDto,
+  CreateRefundDto,
+  CreateTransactionDto,
+  ListTransactionsQueryDto,
+  RefundDto,
+  RefundPageDto,
+  TransactionDto,
+  TransactionPageDto,
+} from './transaction.dto';
+import { TransactionsService } from './transactions.service';
+
+const TransactionId = () => Param('id', new ParseIdPipe('Transaction'));
+
+@ApiTags('Orchestration')
+@Controller('orchestration/transactions')
+export class TransactionsController {
+  constructor(private readonly transactions: TransactionsService) {}
+
+  @Post()
+  @RequirePermissions('token:use')
+  @Audited('transaction', 'create', { entries: 'recorded' })
+  @OwnTransactions()
+  @ApiOperation({
+    operationId: 'createTransaction',
+    summary: 'Pay with a card token through a connection',
+    description:
+      '201 whatever the outcome: a declined payment is a created transaction. When the buyer must approve ' +
+      '(3-D Secure), the status is `buyer_approval_pending` and `payment_method.approval_url` is the page to send ' +
+      "the buyer to. `token:use` is checked on the token through the caller's rules.",
+  })
+  @ApiCreatedResponse({ type: TransactionDto })
+  create(@Principal() who: Principal, @Body() body: CreateTransactionDto): Promise<TransactionDto> {
+    return this.transactions.create(who, body);
+  }
+
+  @Get()
+  @RequirePermissions('orchestration:transactions:read')
+  @Audited('transaction', 'read')
+  @ApiOperation({ operationId: 'listTransactions', summary: 'List transactions, newest first' })
+  @ApiOkResponse({ type: TransactionPageDto })
+  list(
+    @Principal() who: Principal,
+    @Query() query: ListTransactionsQueryDto,
+  ): Promise<OffsetPage<TransactionDto>> {
+    return this.transactions.list(who, query);
+  }
+
+  @Get(':id')
+  @RequirePermissions('orchestration:transactions:read')
+  @Audited('transaction', 'read')
+  @ApiOperation({ operationId: 'getTransaction', summary: 'Get a transaction' })
+  @ApiOkResponse({ type: TransactionDto })
+  get(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
+    return this.transactions.get(who, id);
+  }
+
+  @Post(':id/capture')
+  @HttpCode(200)
+  @RequirePermissions('orchestration:transaction:capture')
+  @Audited('transaction', 'update', { entries: 'recorded' })
+  @OwnTransactions()
+  @ApiOperation({
+    operationId: 'captureTransaction',
+    summary: 'Capture an authorized transaction',
+    description: 'The whole authorized amount unless `amount` says less (which needs `partial_capture`).',
+  })
+  @ApiOkResponse({ type: TransactionDto })
+  capture(
+    @Principal() who: Principal,
+    @TransactionId() id: string,
+    @Body() body: CaptureTransactionDto,
+  ): Promise<TransactionDto> {
+    return this.transactions.capture(who, id, body.amount);
+  }
+
+  @Post(':id/void')
+  @HttpCode(200)
+  @RequirePermissions('token:use')
+  @Audited('transaction', 'update', { entries: 'recorded' })
+  @OwnTransactions()
+  @ApiOperation({ operationId: 'voidTransaction', summary: 'Void an authorized, uncaptured transaction' })
+  @ApiOkResponse({ type: TransactionDto })
+  void(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
+    return this.transactions.void(who, id);
+  }
+
+  @Post(':id/refunds')
+  @RequirePermissions('orchestration:transaction:refund')
+  @Audited('transaction', 'update', { entries: 'recorded' })
+  @OwnTransactions()
+  @ApiOperation({
+    operationId: 'createRefund',
+    summary: 'Refund a captured transaction',
+    description: 'What is left to refund unless `amount` says less (which needs `partial_refunds`).',
+  })
+  @ApiCreatedResponse({ type: RefundDto })
+  refund(
+    @Principal() who: Principal,
+    @TransactionId() id: string,
+    @Body() body: CreateRefundDto,
+  ): Promise<RefundDto> {
+    return this.transactions.refund(who, id, body.amount);
+  }
+
+  @Get(':id/refunds')
+  @RequirePermissions('orchestration:transactions:read')
+  @Audited('transaction', 'read', { message: 'Transaction refunds listed' })
+  @ApiOperation({ operationId: 'listRefunds', summary: "List a transaction's refunds" })
+  @ApiOkResponse({ type: RefundPageDto })
+  listRefunds(
+    @Principal() who: Principal,
+    @TransactionId() id: string,
+    @Query() query: OffsetPaginationQueryDto,
+  ): Promise<OffsetPage<RefundDto>> {
+    return this.transactions.listRefunds(who, id, query);
+  }
+}
