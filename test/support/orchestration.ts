@@ -1,0 +1,99 @@
+import request from 'supertest';
+import type { TestApp } from './app';
+
+export const ORCHESTRATION_PERMISSIONS = [
+  'token:create',
+  'token:read',
+  'token:use',
+  'orchestration:connection_formulas',
+  'orchestration:connections:create',
+  'orchestration:connections:update',
+  'orchestration:connections:delete',
+  'orchestration:transactions:read',
+  'orchestration:transaction:capture',
+  'orchestration:transaction:refund',
+];
+
+/** Field values that satisfy each formula's required fields (sandbox credentials). */
+export function sandboxFields(
+  formula: { fields: { key: string; required: boolean }[] },
+  secret = 'sk_test_ok',
+) {
+  return formula.fields.filter((f) => f.required).map((f) => ({ key: f.key, value: `${secret}_${f.key}` }));
+}
+
+export interface ConnectionOptions {
+  formulaId?: string;
+  secret?: string;
+  currencies?: string[];
+  countries?: string[];
+  active?: boolean;
+  wait?: boolean;
+}
+
+/** Creates a connection and, unless told not to, waits for its verification to finish. */
+export async function newConnection(t: TestApp, key: string, options: ConnectionOptions = {}) {
+  const formulaId = options.formulaId ?? 'stripe-card';
+  const formulas = await request(t.http)
+    .get('/orchestration/connection_formulas')
+    .set('BT-API-KEY', key)
+    .expect(200);
+  const formula = formulas.body.find((f: { id: string }) => f.id === formulaId);
+  const res = await request(t.http)
+    .post('/orchestration/connections')
+    .set('BT-API-KEY', key)
+    .send({
+      connection_formula_id: formulaId,
+      method: 'card',
+      display_name: `${formula.display_name} test`,
+      fields: sandboxFields(formula, options.secret),
+      accepted_countries: options.countries ?? formula.supported_countries.slice(0, 2),
+      accepted_currencies: options.currencies ?? formula.supported_currencies.slice(0, 2),
+      active: options.active ?? true,
+    })
+    .expect(201);
+  if (options.wait !== false) await waitForConnection(t, key, res.body.id);
+  return res.body as {
+    id: string;
+    status: string;
+    accepted_currencies: string[];
+    accepted_countries: string[];
+  };
+}
+
+export async function waitForConnection(
+  t: TestApp,
+  key: string,
+  id: string,
+  timeoutMs = 5000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await request(t.http)
+      .get(`/orchestration/connections/${id}`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    if (res.body.status !== 'pending' || Date.now() > deadline) return res.body.status as string;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Polls a transaction until `done` holds or the time is up. */
+export async function waitForTransaction(
+  t: TestApp,
+  key: string,
+  id: string,
+  done: (tx: { status: string }) => boolean,
+  timeoutMs = 8000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await request(t.http)
+      .get(`/orchestration/transactions/${id}`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    if (done(res.body) || Date.now() > deadline)
+      return res.body as { status: string; captured_amount: number };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
