@@ -6,6 +6,12 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { TokensService } from '../src/modules/tokens/tokens.service';
 import { newApplication, privatePrincipal, startApp, TestApp } from './support/app';
+import {
+  newConnection,
+  ORCHESTRATION_PERMISSIONS,
+  waitForConnection,
+  waitForTransaction,
+} from './support/orchestration';
 
 /** The embedded default: PGlite under DATA_DIR, reached through pg over a private socket. */
 describe('embedded PGlite database', () => {
@@ -148,6 +154,37 @@ describe('embedded PGlite database', () => {
     expect(logs.body.data[0]).toMatchObject({ operation: 'create', actor_id: pub.id });
   });
 
+  it('pays through a connection on the embedded database', async () => {
+    const app = await newApplication(t, managementKey, {
+      type: 'private',
+      permissions: ORCHESTRATION_PERMISSIONS,
+    });
+    const connection = await newConnection(t, app.key, { currencies: ['USD'], countries: ['US'] });
+    expect(await waitForConnection(t, app.key, connection.id)).toBe('available');
+    const token = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', app.key)
+      .send({
+        type: 'card',
+        data: { number: '4000000000000259', expiration_month: 1, expiration_year: 2031 },
+      })
+      .expect(201);
+    const tx = await request(t.http)
+      .post('/orchestration/transactions')
+      .set('BT-API-KEY', app.key)
+      .set('BT-IDEMPOTENCY-KEY', 'embedded-payment')
+      .send({ amount: 500, currency: 'USD', connection_id: connection.id, token: token.body.id })
+      .expect(201);
+    expect(tx.body.status).toBe('authorization_succeeded');
+    const captured = await request(t.http)
+      .post(`/orchestration/transactions/${tx.body.id}/capture`)
+      .set('BT-API-KEY', app.key)
+      .expect(200);
+    expect(captured.body.status).toBe('capture_pending');
+    const settled = await waitForTransaction(t, app.key, tx.body.id, (x) => x.status !== 'capture_pending');
+    expect(settled.status).toBe('capture_succeeded');
+  });
+
   it('keeps everything across a restart, without bootstrapping again', async () => {
     await t.close();
     t = await boot();
@@ -155,7 +192,7 @@ describe('embedded PGlite database', () => {
     await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
     await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
     const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
-    expect(list.body.pagination.total_items).toBe(4 + 12);
+    expect(list.body.pagination.total_items).toBe(5 + 12);
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
     const token = await t.app

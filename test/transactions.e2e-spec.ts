@@ -342,6 +342,15 @@ describe('transactions', () => {
     expect(settled).toMatchObject({ status: 'capture_succeeded', captured_amount: 1299 });
   });
 
+  it('an asynchronous void goes authorization_void_pending and settles to authorization_voided', async () => {
+    const tx = await payWith('4000000000000259');
+    const pending = await op(tx.id, 'void').expect(200);
+    expect(pending.body.status).toBe('authorization_void_pending');
+    expectProblem(await op(tx.id, 'capture'), 409);
+    const settled = await waitForTransaction(t, key, tx.id, (x) => x.status !== 'authorization_void_pending');
+    expect(settled).toMatchObject({ status: 'authorization_voided', voided_at: expect.any(String) });
+  });
+
   it('refuses bad input by field, creating nothing', async () => {
     const token = await cardToken('4242424242424242');
     const before = (
