@@ -17,6 +17,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle(OPENAPI_INFO.title)
     .setDescription(OPENAPI_INFO.description)
     .setVersion(OPENAPI_INFO.version)
+    .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')
+    .addServer('/', 'This server')
     .addApiKey(
       { type: 'apiKey', in: 'header', name: 'BT-API-KEY', description: 'An application or session key' },
       API_KEY_SECURITY,
@@ -26,7 +28,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     extraModels: [ProblemDetailsDto],
     operationIdFactory: (_controller, method) => method,
   });
-  return documentIdempotency(document);
+  return documentCommonResponses(documentIdempotency(document));
 }
 
 const problem = {
@@ -76,5 +78,31 @@ export function setupOpenApi(app: INestApplication): OpenAPIObject {
     customSiteTitle: OPENAPI_INFO.title,
     swaggerOptions: { persistAuthorization: true },
   });
+  return document;
+}
+
+const errorResponse = (description: string) => ({ description, content: problem });
+
+/**
+ * Responses every route can give, added where a route does not describe them itself: 400 for routes
+ * that take input, 404 for routes addressing one resource, 500 everywhere; public routes say that they
+ * need no key (`security: []`).
+ */
+function documentCommonResponses(document: OpenAPIObject): OpenAPIObject {
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      operation.security ??= [];
+      const takesInput =
+        Boolean(operation.requestBody) ||
+        (operation.parameters ?? []).some((p) => 'in' in p && p.in !== 'header');
+      if (takesInput)
+        operation.responses['400'] ??= errorResponse('Invalid input: `errors` names each bad field.');
+      if (/\{[^}]+\}/.test(path))
+        operation.responses['404'] ??= errorResponse('No such resource in your tenant.');
+      operation.responses['500'] ??= errorResponse('Unexpected error; the body says nothing of internals.');
+    }
+  }
   return document;
 }

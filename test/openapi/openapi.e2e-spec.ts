@@ -34,7 +34,7 @@ describe('OpenAPI document', () => {
     expect(body.paths['/applications'].post.security).toEqual([{ 'BT-API-KEY': [] }]);
     expect(body.paths['/applications'].post.responses).toHaveProperty('401');
     expect(body.paths['/applications'].post.responses).toHaveProperty('403');
-    expect(body.paths['/health/ready'].get.security).toBeUndefined();
+    expect(body.paths['/health/ready'].get.security).toEqual([]);
   });
 
   it('describes request bodies from the DTOs (swagger plugin applied)', async () => {
@@ -45,6 +45,38 @@ describe('OpenAPI document', () => {
     expect(schema.properties.type.enum).toEqual(['public', 'private', 'management']);
     const list = body.paths['/applications'].get.parameters.map((p: { name: string }) => p.name);
     expect(list).toEqual(expect.arrayContaining(['page', 'size', 'type']));
+  });
+
+  it('gives every operation an operationId, a tag, a summary and a documented error response', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    const ids = new Set<string>();
+    let operations = 0;
+    interface Operation {
+      operationId?: string;
+      tags?: string[];
+      summary?: string;
+      responses: Record<string, { content?: Record<string, unknown> }>;
+    }
+    for (const [path, item] of Object.entries(body.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        operations++;
+        const where = `${method.toUpperCase()} ${path}`;
+        expect({ where, operationId: typeof op.operationId }).toEqual({ where, operationId: 'string' });
+        expect({ where, unique: ids.has(op.operationId) }).toEqual({ where, unique: false });
+        ids.add(op.operationId);
+        expect({ where, tags: (op.tags ?? []).length > 0 }).toEqual({ where, tags: true });
+        expect({ where, summary: typeof op.summary }).toEqual({ where, summary: 'string' });
+        const errors = Object.keys(op.responses).filter((status) => /^[45]/.test(status));
+        expect({ where, errors: errors.length > 0 }).toEqual({ where, errors: true });
+        for (const status of errors.filter((s) => s !== '503'))
+          expect({ where, status, content: Object.keys(op.responses[status].content ?? {}) }).toEqual({
+            where,
+            status,
+            content: ['application/problem+json'],
+          });
+      }
+    }
+    expect(operations).toBeGreaterThan(35);
   });
 
   it('serves the Swagger UI at /docs', async () => {

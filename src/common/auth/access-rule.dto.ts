@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -17,9 +18,11 @@ import {
 import { CONDITION_ATTRIBUTES, CONDITION_OPERATORS, CONTAINER_PATTERN, RULE_TRANSFORMS } from './access-rule';
 
 export class RuleConditionDto {
+  @ApiProperty({ enum: CONDITION_ATTRIBUTES, type: 'string' })
   @IsIn(CONDITION_ATTRIBUTES)
   attribute: (typeof CONDITION_ATTRIBUTES)[number];
 
+  @ApiProperty({ enum: CONDITION_OPERATORS, type: 'string' })
   @IsIn(CONDITION_OPERATORS)
   operator: (typeof CONDITION_OPERATORS)[number];
 
@@ -65,6 +68,7 @@ export class AccessRuleDto {
   permissions: string[];
 
   /** `mask` (default) or `redact`; `reveal` is refused because data is never returned in the clear. */
+  @ApiPropertyOptional({ enum: RULE_TRANSFORMS, type: 'string', default: 'mask' })
   @IsOptional()
   @IsIn(RULE_TRANSFORMS, {
     message:

@@ -53,7 +53,24 @@ export class TokensController {
   @RequirePermissions('token:create')
   @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({ operationId: 'createToken', summary: 'Create one token' })
-  @ApiBody({ schema: { type: 'object', additionalProperties: true, required: ['type', 'data'] } })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      additionalProperties: true,
+      required: ['type', 'data'],
+      properties: {
+        type: { type: 'string', enum: ['token', 'card', 'bank'] },
+        data: {
+          description:
+            'A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`.',
+        },
+      },
+      example: {
+        type: 'card',
+        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
+      },
+    },
+  })
   @ApiCreatedResponse({ description: 'The token object, with `mask` for cards and banks.' })
   create(@Principal() who: Principal, @Body() body: unknown): Promise<TokenDto> {
     return this.tokens.createOne(who, body);

@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -18,6 +19,7 @@ export class CreateApplicationDto {
   @Length(1, 200)
   name: string;
 
+  @ApiProperty({ enum: APPLICATION_TYPES, type: 'string' })
   @IsIn(APPLICATION_TYPES)
   type: ApplicationType;
 

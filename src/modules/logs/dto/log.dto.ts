@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Max, MaxLength, Min } from 'class-validator';
 import { ENTITY_TYPES, type EntityType, OPERATIONS, type Operation } from '../../../common/audit/audit.types';
@@ -8,6 +8,7 @@ const ISO = { strict: true, strictSeparator: true };
 
 export class ListLogsQueryDto {
   /** Only logs of this entity type. */
+  @ApiPropertyOptional({ enum: Object.keys(ENTITY_TYPES), type: 'string' })
   @IsOptional()
   @IsIn(Object.keys(ENTITY_TYPES))
   entity_type?: EntityType;

@@ -65,6 +65,7 @@ export class CreateTransactionDto {
   external_identifier?: string;
 
   /** `authorize` (default; capture later) or `capture` (at once). */
+  @ApiPropertyOptional({ enum: INTENTS, type: 'string', default: 'authorize' })
   @IsOptional()
   @IsIn(INTENTS)
   intent?: (typeof INTENTS)[number];
@@ -82,6 +83,7 @@ export class CreateTransactionDto {
   @IsObject()
   metadata?: Record<string, string>;
 
+  @ApiPropertyOptional({ enum: PAYMENT_SOURCES, type: 'string', default: 'ecommerce' })
   @IsOptional()
   @IsIn(PAYMENT_SOURCES)
   payment_source?: (typeof PAYMENT_SOURCES)[number];
@@ -119,6 +121,7 @@ export class CreateRefundDto {
 }
 
 export class ListTransactionsQueryDto extends OffsetPaginationQueryDto {
+  @ApiPropertyOptional({ enum: TRANSACTION_STATUSES, type: 'string' })
   @IsOptional()
   @IsIn(TRANSACTION_STATUSES)
   status?: TransactionStatus;
