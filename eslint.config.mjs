@@ -4,7 +4,9 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'coverage/**', 'data/**', 'node_modules/**', 'eslint.config.mjs', '**/*.js'] },
+  {
+    ignores: ['dist/**', 'coverage/**', 'data/**', 'node_modules/**', 'test/generated/**', 'eslint.config.mjs', '**/*.js'],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   prettier,

@@ -6,6 +6,7 @@ import { RequirePermissions } from '../../common/auth/require-permissions.decora
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { SearchTokensDto } from './dto/search-tokens.dto';
+import { TokenObjectDto, TokenPageDto } from './dto/token.dto';
 import { TokenDto, TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseIdPipe('Token'));
@@ -43,7 +44,16 @@ export class TokensController {
   })
   @ApiBody(FREE_FORM)
   @ApiCreatedResponse({
-    description: 'The request shape with each value replaced by a token id or a token object.',
+    description:
+      'The request shape with each value replaced by a token id or a token object; a single element gives the ' +
+      'token object itself.',
+    schema: {
+      oneOf: [
+        { $ref: '#/components/schemas/TokenObjectDto' },
+        { type: 'object', additionalProperties: true },
+        { type: 'array', items: {} },
+      ],
+    },
   })
   tokenize(@Principal() who: Principal, @Body() body: unknown): Promise<unknown> {
     return this.tokens.tokenize(who, body);
@@ -71,7 +81,10 @@ export class TokensController {
       },
     },
   })
-  @ApiCreatedResponse({ description: 'The token object, with `mask` for cards and banks.' })
+  @ApiCreatedResponse({
+    description: 'The token object, with `mask` for cards and banks.',
+    type: TokenObjectDto,
+  })
   create(@Principal() who: Principal, @Body() body: unknown): Promise<TokenDto> {
     return this.tokens.createOne(who, body);
   }
@@ -84,6 +97,7 @@ export class TokensController {
     summary: 'List tokens',
     description: 'Also filters by `metadata.<name>=<value>`.',
   })
+  @ApiOkResponse({ type: TokenPageDto })
   @ApiQuery({ name: 'type', required: false })
   @ApiQuery({ name: 'container', required: false })
   @ApiQuery({ name: 'fingerprint', required: false })
@@ -98,7 +112,7 @@ export class TokensController {
   @RequirePermissions('token:search')
   @Audited('token', 'search')
   @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens' })
-  @ApiOkResponse({ description: 'An offset page of token objects.' })
+  @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
   search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
     return this.tokens.search(who, body);
   }
@@ -107,6 +121,7 @@ export class TokensController {
   @RequirePermissions('token:read')
   @Audited('token', 'read')
   @ApiOperation({ operationId: 'getToken', summary: 'Get a token (masked)' })
+  @ApiOkResponse({ type: TokenObjectDto })
   get(@Principal() who: Principal, @TokenId() id: string): Promise<TokenDto> {
     return this.tokens.get(who, id);
   }
@@ -118,6 +133,7 @@ export class TokensController {
     operationId: 'updateToken',
     summary: 'Update metadata, search indexes, fingerprint expression or expiry',
   })
+  @ApiOkResponse({ type: TokenObjectDto })
   @ApiBody({ schema: { type: 'object', additionalProperties: true } })
   update(@Principal() who: Principal, @TokenId() id: string, @Body() body: unknown): Promise<TokenDto> {
     return this.tokens.update(who, id, body);
