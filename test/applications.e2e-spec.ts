@@ -178,7 +178,13 @@ describe('applications', () => {
         .get('/applications?size=2')
         .set('BT-API-KEY', lister.managementKey)
         .expect(200);
-      expect(page1.body.pagination).toEqual({ total_items: 4, page_number: 1, page_size: 2, total_pages: 2 });
+      expect(page1.body.pagination).toEqual({
+        total_items: 4,
+        page_number: 1,
+        page_size: 2,
+        total_pages: 2,
+        after: expect.any(String),
+      });
       expect(page1.body.data).toHaveLength(2);
       const page2 = await request(t.http)
         .get('/applications?size=2&page=2')

@@ -92,7 +92,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Get one of an application's keys (never in clear) */
+        get: operations["getApplicationKey"];
         put?: never;
         post?: never;
         /** Revoke a key */
@@ -222,6 +223,43 @@ export interface paths {
         put?: never;
         /** Search tokens */
         post: operations["searchTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tokens (cursor pagination)
+         * @description Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object.
+         */
+        get: operations["listTokensV2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tokens/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search tokens (cursor pagination) */
+        post: operations["searchTokensV2"];
         delete?: never;
         options?: never;
         head?: never;
@@ -548,15 +586,16 @@ export interface components {
             modified_by: string | null;
             modified_at: string | null;
         };
-        Object: Record<string, never>;
-        OffsetPaginationDto: {
+        ApplicationPaginationDto: {
+            /** @description Cursor of the next page (pass it as `start`); absent on the last page. */
+            after?: string;
             total_items: number;
             page_number: number;
             page_size: number;
             total_pages: number;
         };
         ApplicationPageDto: {
-            pagination: components["schemas"]["OffsetPaginationDto"];
+            pagination: components["schemas"]["ApplicationPaginationDto"];
             data: components["schemas"]["ApplicationDto"][];
         };
         UpdateApplicationDto: {
@@ -566,6 +605,7 @@ export interface components {
             /** @description Replaces the rules when given; omitted keeps them. */
             rules?: components["schemas"]["AccessRuleDto"][];
         };
+        Object: Record<string, never>;
         PermissionDto: {
             application_types: ("public" | "private" | "management")[];
             /** @example token:create */
@@ -608,6 +648,12 @@ export interface components {
             modified_by?: string;
             modified_at?: string;
         };
+        OffsetPaginationDto: {
+            total_items: number;
+            page_number: number;
+            page_size: number;
+            total_pages: number;
+        };
         TokenPageDto: {
             data: components["schemas"]["TokenObjectDto"][];
             pagination: components["schemas"]["OffsetPaginationDto"];
@@ -628,6 +674,26 @@ export interface components {
              * @description Results per page, 1 to 100.
              * @default 20
              */
+            size: number;
+        };
+        TokenCursorPaginationDto: {
+            page_size: number;
+            /** @description Cursor of the next page (pass it as `start`); absent on the last page. */
+            next?: string;
+        };
+        TokenCursorPageDto: {
+            data: components["schemas"]["TokenObjectDto"][];
+            pagination: components["schemas"]["TokenCursorPaginationDto"];
+        };
+        SearchTokensV2Dto: {
+            /**
+             * @description The same query language as `POST /tokens/search`.
+             * @example type:card
+             */
+            query: string;
+            /** @description `pagination.next` of the previous page. */
+            start?: string;
+            /** @default 20 */
             size: number;
         };
         CreateSessionResponseDto: {
@@ -945,8 +1011,12 @@ export interface operations {
     listApplications: {
         parameters: {
             query: {
-                /** @description Only applications of this type. */
-                type?: components["schemas"]["Object"];
+                /** @description Only these applications (repeat the parameter for several). */
+                id?: string[];
+                /** @description Only applications of these types (repeat the parameter for several). */
+                type?: ("public" | "private" | "management")[];
+                /** @description `pagination.after` of the previous page: continue from there (instead of `page`). */
+                start?: string;
                 /** @description Page number, from 1. */
                 page: number;
                 /** @description Results per page, 1 to 100. */
@@ -1486,6 +1556,73 @@ export interface operations {
             };
             /** @description The idempotency key was used with a different request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getApplicationKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission application:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2189,6 +2326,149 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:search. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listTokensV2: {
+        parameters: {
+            query?: {
+                size?: number;
+                start?: unknown;
+                /** @description A JSON object of string values, e.g. {"k":"v"} */
+                metadata?: unknown;
+                fingerprint?: unknown;
+                container?: unknown;
+                type?: unknown;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenCursorPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    searchTokensV2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SearchTokensV2Dto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenCursorPageDto"];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */

@@ -11,6 +11,14 @@ export interface CursorPage<T> {
   data: T[];
 }
 
+/** Keyset cursor parts: a timestamp with microseconds (as Postgres keeps it) and a uuid. */
+export const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+export const CURSOR_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** SQL for a row's keyset timestamp, exact to the microsecond, to put in a cursor. */
+export const cursorTimeSql = (column: string): string =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 /** An opaque cursor: the keyset values of the last row of a page, base64url-encoded. */
 export function encodeCursor(values: string[]): string {
   return Buffer.from(JSON.stringify(values), 'utf8').toString('base64url');

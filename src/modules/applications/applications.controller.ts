@@ -95,6 +95,22 @@ export class ApplicationsController {
     return this.applications.listKeys(who, id);
   }
 
+  @Get(':id/keys/:keyId')
+  @RequirePermissions('application:read')
+  @Audited('application', 'read', { message: (req) => `Application key ${String(req.params.keyId)} read` })
+  @ApiOperation({
+    operationId: 'getApplicationKey',
+    summary: "Get one of an application's keys (never in clear)",
+  })
+  @ApiOkResponse({ type: ApiKeyDto })
+  getKey(
+    @Principal() who: Principal,
+    @AppId() id: string,
+    @Param('keyId', new ParseIdPipe('Application key')) keyId: string,
+  ): Promise<ApiKeyDto> {
+    return this.applications.getKey(who, id, keyId);
+  }
+
   @Post(':id/keys')
   @RequirePermissions('application:update')
   @Audited('application', 'update', {

@@ -10,8 +10,9 @@ import { ApplicationType, PERMISSIONS, PermissionDefinition } from '../../common
 import type { Principal } from '../../common/auth/principal';
 import { notFound } from '../../common/errors/problem.exception';
 import { validationProblem } from '../../common/errors/validation';
-import { offsetOf, offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
-import { ApiKeyDto, ApplicationDto } from './dto/application.dto';
+import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
+import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
 import { CreateApplicationDto } from './dto/create-application.dto';
 import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
 import { UpdateApplicationDto } from './dto/update-application.dto';
@@ -115,20 +116,35 @@ export class ApplicationsService {
     });
   }
 
-  async list(who: Principal, query: ListApplicationsQueryDto): Promise<OffsetPage<ApplicationDto>> {
-    const where = { tenantId: who.tenantId, ...(query.type ? { type: query.type } : {}) };
-    const [apps, total] = await this.apps().findAndCount({
-      where,
-      order: { createdAt: 'ASC', id: 'ASC' },
-      ...offsetOf(query),
-    });
+  /**
+   * Offset pages, oldest first; `pagination.after` is set whenever more applications follow, and
+   * `start` (a previous `after`) continues from there instead of `page`, as Basis Theory's SDK does.
+   */
+  async list(who: Principal, query: ListApplicationsQueryDto): Promise<ApplicationPageDto> {
+    const qb = this.apps()
+      .createQueryBuilder('a')
+      .where('a.tenant_id = :tenant', { tenant: who.tenantId })
+      .orderBy('a.created_at', 'ASC')
+      .addOrderBy('a.id', 'ASC');
+    if (query.type) qb.andWhere('a.type IN (:...types)', { types: query.type });
+    if (query.id) qb.andWhere('a.id IN (:...ids)', { ids: query.id });
+    const total = await qb.getCount();
+    if (query.start !== undefined) {
+      const [afterId] = decodeCursor(query.start, [CURSOR_UUID]);
+      qb.andWhere(
+        '(a.created_at, a.id) > (SELECT b.created_at, b.id FROM applications b WHERE b.id = :afterId AND b.tenant_id = :tenant)',
+        { afterId },
+      );
+    } else qb.skip(offsetOf(query).skip);
+    const rows = await qb.take(query.size + 1).getMany();
+    const apps = rows.slice(0, query.size);
     const keys = apps.length
       ? await this.keys().find({
           where: { tenantId: who.tenantId, applicationId: In(apps.map((a) => a.id)) },
           order: { createdAt: 'ASC' },
         })
       : [];
-    return offsetPage(
+    const page = offsetPage(
       apps.map((app) =>
         applicationDto(
           app,
@@ -138,6 +154,14 @@ export class ApplicationsService {
       total,
       query,
     );
+    const last = apps[apps.length - 1];
+    return {
+      pagination: {
+        ...page.pagination,
+        ...(rows.length > query.size && last ? { after: encodeCursor([last.id]) } : {}),
+      },
+      data: page.data,
+    };
   }
 
   async get(who: Principal, id: string): Promise<ApplicationDto> {
@@ -165,6 +189,13 @@ export class ApplicationsService {
   async delete(who: Principal, id: string): Promise<void> {
     const result = await this.apps().delete({ tenantId: who.tenantId, id });
     if (!result.affected) throw notFound('Application');
+  }
+
+  async getKey(who: Principal, id: string, keyId: string): Promise<ApiKeyDto> {
+    await this.findOwned(who, id);
+    const key = await this.keys().findOneBy({ tenantId: who.tenantId, applicationId: id, id: keyId });
+    if (!key) throw notFound('Application key');
+    return keyDto(key);
   }
 
   async listKeys(who: Principal, id: string): Promise<ApiKeyDto[]> {

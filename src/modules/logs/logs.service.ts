@@ -7,7 +7,13 @@ import type { Principal } from '../../common/auth/principal';
 import { badRequest } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
-import { decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
+import {
+  CURSOR_TIME,
+  CURSOR_UUID,
+  cursorTimeSql,
+  decodeCursor,
+  encodeCursor,
+} from '../../common/pagination/cursor-pagination';
 import { AppConfig } from '../../config/app-config';
 import { LOCK_KEYS } from '../../database/data-source';
 import { SqlParams } from '../../database/sql';
@@ -25,9 +31,6 @@ interface LogRow {
   created_at: Date;
   cursor_at: string;
 }
-
-const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface LogFilter {
   tenantId: string;
@@ -64,7 +67,7 @@ export function logPageQuery(
 ): { sql: string; params: unknown[] } {
   const p = new SqlParams();
   const sql = `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
-         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+         ${cursorTimeSql('created_at')} AS cursor_at
     FROM audit_logs
    WHERE ${logWhere(filter, p)}
    ORDER BY created_at DESC, id DESC
@@ -116,7 +119,7 @@ export class LogsService {
       endDate: query.end_date,
     };
     if (query.start !== undefined) {
-      const [createdAt, id] = decodeCursor(query.start, [CURSOR_TIME, UUID]);
+      const [createdAt, id] = decodeCursor(query.start, [CURSOR_TIME, CURSOR_UUID]);
       filter.before = { createdAt, id };
     }
     if (query.page !== undefined) return this.numberedPage(filter, query.page, query.size);

@@ -5,9 +5,9 @@ import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
-import { SearchTokensDto } from './dto/search-tokens.dto';
-import { TokenObjectDto, TokenPageDto } from './dto/token.dto';
-import { TokenDto, TokensService } from './tokens.service';
+import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
+import { TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
+import { CursorTokenPage, TokenDto, TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseIdPipe('Token'));
 const FREE_FORM = {
@@ -115,6 +115,40 @@ export class TokensController {
   @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
   search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
     return this.tokens.search(who, body);
+  }
+
+  @Get('v2/tokens')
+  @RequirePermissions('token:read')
+  @Audited('token', 'read')
+  @ApiOperation({
+    operationId: 'listTokensV2',
+    summary: 'List tokens (cursor pagination)',
+    description:
+      'Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object.',
+  })
+  @ApiQuery({ name: 'type', required: false })
+  @ApiQuery({ name: 'container', required: false })
+  @ApiQuery({ name: 'fingerprint', required: false })
+  @ApiQuery({
+    name: 'metadata',
+    required: false,
+    description: 'A JSON object of string values, e.g. {"k":"v"}',
+  })
+  @ApiQuery({ name: 'start', required: false })
+  @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
+  @ApiOkResponse({ type: TokenCursorPageDto })
+  listV2(@Principal() who: Principal, @Query() query: Record<string, unknown>): Promise<CursorTokenPage> {
+    return this.tokens.listV2(who, query);
+  }
+
+  @Post('v2/tokens/search')
+  @HttpCode(200)
+  @RequirePermissions('token:search')
+  @Audited('token', 'search')
+  @ApiOperation({ operationId: 'searchTokensV2', summary: 'Search tokens (cursor pagination)' })
+  @ApiOkResponse({ type: TokenCursorPageDto })
+  searchV2(@Principal() who: Principal, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
+    return this.tokens.searchV2(who, body);
   }
 
   @Get('tokens/:id')

@@ -1,4 +1,11 @@
 import { AuditTrail } from '../../common/audit/audit-trail.service';
+import {
+  CURSOR_TIME,
+  CURSOR_UUID,
+  cursorTimeSql,
+  decodeCursor,
+  encodeCursor,
+} from '../../common/pagination/cursor-pagination';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -72,6 +79,11 @@ const dataAad = (tenantId: string, tokenId: string): string => `${tenantId}:${to
 const cvcAad = (tenantId: string, tokenId: string): string => `${tenantId}:${tokenId}:cvc`;
 
 export type TokenDto = Record<string, unknown>;
+
+export interface CursorTokenPage {
+  pagination: { page_size: number; next?: string };
+  data: TokenDto[];
+}
 
 /** The token object (contract section 3): `mask` alone, `data` (masked) inside a composite response. */
 export function tokenDto(
@@ -483,13 +495,13 @@ export class TokensService {
     return this.findPage(who, 'token:search', filters, body);
   }
 
-  private async findPage(
+  /** The WHERE clause shared by lists and searches: filters plus exactly the tokens the caller may see. */
+  private async tokenConditions(
     who: Principal,
     permission: string,
     filters: TokenFilters,
-    paging: { page: number; size: number },
-  ): Promise<OffsetPage<TokenDto>> {
-    const p = new SqlParams();
+    p: SqlParams,
+  ): Promise<string> {
     const where = [
       `t.tenant_id = ${p.add(who.tenantId)}`,
       `(t.expires_at IS NULL OR t.expires_at > ${p.add(this.clock.now())})`,
@@ -513,7 +525,17 @@ export class TokensService {
       }
     }
     where.push(accessPredicate(who, permission, p.values));
-    const condition = where.join(' AND ');
+    return where.join(' AND ');
+  }
+
+  private async findPage(
+    who: Principal,
+    permission: string,
+    filters: TokenFilters,
+    paging: { page: number; size: number },
+  ): Promise<OffsetPage<TokenDto>> {
+    const p = new SqlParams();
+    const condition = await this.tokenConditions(who, permission, filters, p);
     const [{ total }]: { total: number }[] = await this.db.tx.query(
       `SELECT count(*)::int AS total FROM tokens t WHERE ${condition}`,
       p.values,
@@ -527,6 +549,91 @@ export class TokensService {
       total,
       paging,
     );
+  }
+
+  /**
+   * Keyset pages newest first, for the v2 list and search (Basis Theory's cursor-paginated token
+   * endpoints): `pagination.next` is the cursor of the next page, absent on the last one.
+   */
+  private async findCursorPage(
+    who: Principal,
+    permission: string,
+    filters: TokenFilters,
+    paging: { start?: string; size: number },
+  ): Promise<CursorTokenPage> {
+    const p = new SqlParams();
+    let condition = await this.tokenConditions(who, permission, filters, p);
+    if (paging.start !== undefined) {
+      const [createdAt, id] = decodeCursor(paging.start, [CURSOR_TIME, CURSOR_UUID]);
+      condition += ` AND (t.created_at, t.id) < (${p.add(createdAt)}::timestamptz, ${p.add(id)}::uuid)`;
+    }
+    const rows: (TokenRow & { cursor_at: string })[] = await this.db.tx.query(
+      `SELECT ${COLUMNS}, ${cursorTimeSql('t.created_at')} AS cursor_at
+         FROM tokens t WHERE ${condition} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(paging.size + 1)}`,
+      p.values,
+    );
+    const page = rows.slice(0, paging.size);
+    const last = page[page.length - 1];
+    return {
+      pagination: {
+        page_size: paging.size,
+        ...(rows.length > paging.size && last ? { next: encodeCursor([last.cursor_at, last.id]) } : {}),
+      },
+      data: page.map(({ cursor_at: _cursor, ...row }) =>
+        tokenDto(row, { transform: decide(who, permission, row).transform }),
+      ),
+    };
+  }
+
+  /** GET /v2/tokens: `type`, `container`, `fingerprint`, `metadata` (a JSON object), `start`, `size`. */
+  async listV2(who: Principal, query: Record<string, unknown>): Promise<CursorTokenPage> {
+    const errors: FieldErrors = {};
+    const filters = emptyFilters();
+    let size = DEFAULT_PAGE_SIZE;
+    let start: string | undefined;
+    for (const [key, raw] of Object.entries(query)) {
+      const values = Array.isArray(raw) ? raw : [raw];
+      if (values.some((v) => typeof v !== 'string')) {
+        (errors[key] ??= []).push(`${key} must be a plain value`);
+        continue;
+      }
+      const strings = values as string[];
+      if (key === 'size') {
+        const n = Number(strings[0]);
+        if (!/^\d+$/.test(strings[0]) || n < 1 || n > MAX_PAGE_SIZE)
+          (errors[key] ??= []).push(`size must be an integer from 1 to ${MAX_PAGE_SIZE}`);
+        else size = n;
+      } else if (key === 'start') start = strings[0];
+      else if (key === 'type') filters.types.push(...strings);
+      else if (key === 'container') filters.containers.push(...strings);
+      else if (key === 'fingerprint') filters.fingerprints.push(...strings);
+      else if (key === 'metadata') {
+        for (const text of strings) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          if (!isPlainObject(parsed) || Object.values(parsed).some((v) => typeof v !== 'string'))
+            (errors.metadata ??= []).push('metadata must be a JSON object of string values');
+          else filters.metadata.push(...Object.entries(parsed as Record<string, string>));
+        }
+      } else (errors[key] ??= []).push(`property ${key} should not exist`);
+    }
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    return this.findCursorPage(who, 'token:read', filters, { start, size });
+  }
+
+  /** POST /v2/tokens/search `{query, start?, size?}`. */
+  async searchV2(
+    who: Principal,
+    body: { query: string; start?: string; size: number },
+  ): Promise<CursorTokenPage> {
+    const errors: FieldErrors = {};
+    const filters = parseSearchQuery(body.query, errors);
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    return this.findCursorPage(who, 'token:search', filters, body);
   }
 
   private decryptData(keys: TenantKeys, row: TokenRow & { data: Buffer }): unknown {

@@ -36,8 +36,13 @@ export class ApplicationDto {
   modified_at: string | null;
 }
 
+export class ApplicationPaginationDto extends OffsetPaginationDto {
+  /** Cursor of the next page (pass it as `start`); absent on the last page. */
+  after?: string;
+}
+
 export class ApplicationPageDto {
-  pagination: OffsetPaginationDto;
+  pagination: ApplicationPaginationDto;
   data: ApplicationDto[];
 }
 

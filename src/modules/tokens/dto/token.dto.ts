@@ -42,3 +42,15 @@ export class TokenPageDto {
   @ApiProperty({ type: [TokenObjectDto] })
   data: TokenObjectDto[];
 }
+
+export class TokenCursorPaginationDto {
+  page_size: number;
+  /** Cursor of the next page (pass it as `start`); absent on the last page. */
+  next?: string;
+}
+
+export class TokenCursorPageDto {
+  pagination: TokenCursorPaginationDto;
+  @ApiProperty({ type: [TokenObjectDto] })
+  data: TokenObjectDto[];
+}
