@@ -5,7 +5,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'coverage/**', 'data/**', 'node_modules/**', 'test/generated/**', 'eslint.config.mjs', '**/*.js'],
+    ignores: [
+      'dist/**',
+      'coverage/**',
+      'data/**',
+      'node_modules/**',
+      'test/generated/**',
+      'eslint.config.mjs',
+      '**/*.js',
+    ],
   },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
