@@ -12,6 +12,8 @@ import { AppConfig } from './config/app-config';
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // Responses are computed per request; a weak ETag would hash every body for nothing.
+  app.set('etag', false);
   app.use(traceIdMiddleware);
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());

@@ -93,7 +93,7 @@ function validateCard(
       errors[`${path}.expiration_year`] = ['the card expired (month and year are in the past)'];
     }
   }
-  const brand = digits ? (valid.number(digits).card ?? undefined) : undefined;
+  const brand = digits ? brandOf(digits) : undefined;
   if (cvc !== undefined) {
     const size = brand?.code.size ?? 3;
     if (typeof cvc !== 'string' || !new RegExp(`^\\d{${size}}$`).test(cvc)) {
@@ -107,6 +107,23 @@ function validateCard(
     mask: { number: maskDigits(digits), expiration_month: month, expiration_year: year },
     brand: brand?.type,
   };
+}
+
+type Brand = NonNullable<ReturnType<typeof valid.number>['card']>;
+const brands = new Map<string, Brand | undefined>();
+
+/**
+ * The card's brand (card-validator). It depends only on the leading digits and the length, so it is
+ * memoised by the first eight digits and the length (both displayable under PCI DSS), bounded in size:
+ * brand detection was a tenth of the CPU time of a 100-card tokenize.
+ */
+function brandOf(digits: string): Brand | undefined {
+  const key = `${digits.slice(0, 8)}:${digits.length}`;
+  if (brands.has(key)) return brands.get(key);
+  const brand = valid.number(digits).card ?? undefined;
+  if (brands.size >= 10_000) brands.delete(brands.keys().next().value!);
+  brands.set(key, brand);
+  return brand;
 }
 
 /** ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). */

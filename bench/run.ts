@@ -1,0 +1,403 @@
+/**
+ * `npm run bench`: the built service under load, beside a floor doing the least the same work needs.
+ *
+ * 1. Builds (`nest build`), creates a database on the PostgreSQL at TEST_ADMIN_DATABASE_URL (default
+ *    postgres://postgres@127.0.0.1:5432/postgres), starts `node dist/main.js` on it and the floor
+ *    (bench/floor.ts) on the same database, and inserts 1,000,000 audit log rows for the bench tenant.
+ * 2. Runs each scenario with autocannon from a second process (bench/load.ts), floor and service
+ *    alternately, and prints requests/s, tokens/s, p50 and p99 latency and the ratio to the floor.
+ * 3. Starts the service again on the embedded PGlite database and runs the tokenize scenarios there.
+ *
+ * BENCH_DURATION (seconds per run, default 10) and BENCH_CONNECTIONS (default 10) tune the load.
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import type { LoadResult, LoadScenario } from './load';
+
+const ROOT = join(__dirname, '..');
+const ADMIN_URL = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const SERVICE_PORT = 4200;
+const FLOOR_PORT = 4100;
+const LOG_ROWS = 1_000_000;
+
+const card = (i: number) => ({
+  type: 'card',
+  data: { number: '4242424242424242', expiration_month: 1 + (i % 12), expiration_year: 2031 },
+});
+
+function dbUrl(name: string): string {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+interface Server {
+  child: ChildProcess;
+  output: () => string;
+}
+
+function start(command: string, args: string[], env: Record<string, string>): Server {
+  let output = '';
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (output.length < 100_000) output += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (output.length < 100_000) output += chunk.toString();
+  });
+  return { child, output: () => output };
+}
+
+async function waitFor(url: string, server: Server, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null) throw new Error(`server exited:\n${server.output()}`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${url} not ready:\n${server.output()}`);
+}
+
+async function stop(server: Server): Promise<void> {
+  if (server.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+  server.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  if (server.child.exitCode === null) server.child.kill('SIGKILL');
+}
+
+function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>): LoadResult {
+  const full: LoadScenario = { ...scenario, connections: CONNECTIONS, duration: DURATION };
+  const out = execFileSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules/ts-node/dist/bin.js'),
+      '--transpile-only',
+      join(ROOT, 'bench/load.ts'),
+      JSON.stringify(full),
+    ],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(out) as LoadResult;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- set-up calls read a few fields of JSON answers
+async function api(base: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'BT-API-KEY': key, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+interface Setup {
+  key: string;
+  managementKey: string;
+  tenantId: string;
+  tokenId: string;
+  connectionId: string;
+}
+
+async function startService(env: Record<string, string>): Promise<{ server: Server; setup: Setup }> {
+  const server = start(process.execPath, ['dist/main.js'], {
+    PORT: String(SERVICE_PORT),
+    BOOTSTRAP: 'true',
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'production',
+    ...env,
+  });
+  const base = `http://127.0.0.1:${SERVICE_PORT}`;
+  await waitFor(`${base}/health/ready`, server);
+  const managementKey = /(key_mgt_[0-9A-Za-z]+)/.exec(server.output())?.[1];
+  if (!managementKey) throw new Error(`no bootstrap key printed:\n${server.output()}`);
+  const tenantId = (await api(base, managementKey, 'GET', '/tenants/self')).id as string;
+  const app = await api(base, managementKey, 'POST', '/applications', {
+    name: 'bench',
+    type: 'private',
+    permissions: [
+      'token:create',
+      'token:read',
+      'token:use',
+      'orchestration:connection_formulas',
+      'orchestration:connections:create',
+      'orchestration:connections:update',
+    ],
+  });
+  const key = app.key as string;
+  const tokenId = (await api(base, key, 'POST', '/tokenize', card(0))).id as string;
+  const connection = await api(base, key, 'POST', '/orchestration/connections', {
+    connection_formula_id: 'stripe-card',
+    method: 'card',
+    display_name: 'Stripe',
+    fields: [{ key: 'secret_key', value: 'sk_test_bench' }],
+    accepted_countries: ['US'],
+    accepted_currencies: ['USD'],
+  });
+  for (let i = 0; i < 50; i++) {
+    const got = await api(base, key, 'GET', `/orchestration/connections/${connection.id}`);
+    if (got.status === 'available') break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { server, setup: { key, managementKey, tenantId, tokenId, connectionId: connection.id as string } };
+}
+
+interface Row {
+  scenario: string;
+  target: string;
+  result: LoadResult;
+  tokensPerRequest: number;
+  floor?: LoadResult;
+  floorTokensPerRequest?: number;
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function printTable(rows: Row[]): void {
+  const header = [
+    'scenario',
+    'target',
+    'req/s',
+    'tokens/s',
+    'p50 ms',
+    'p99 ms',
+    'non-2xx',
+    'vs floor (tokens/s | p99)',
+  ];
+  const lines = rows.map((r) => {
+    const tokens = r.result.rps * r.tokensPerRequest;
+    let ratio = '';
+    if (r.floor) {
+      const floorTokens = r.floor.rps * (r.floorTokensPerRequest ?? r.tokensPerRequest);
+      ratio = `${fmt(tokens / floorTokens, 2)}x | ${fmt(r.result.p99 / Math.max(r.floor.p99, 1), 2)}x`;
+    }
+    return [
+      r.scenario,
+      r.target,
+      fmt(r.result.rps),
+      r.tokensPerRequest ? fmt(tokens) : '-',
+      fmt(r.result.p50),
+      fmt(r.result.p99),
+      String(r.result.non2xx + r.result.errors),
+      ratio,
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const row = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  process.stdout.write(
+    `${row(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(row).join('\n')}\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(
+    `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB; node ${process.version}; ${DURATION}s per run, ${CONNECTIONS} connections\n`,
+  );
+  execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  const dbName = `vault_bench_${Date.now()}`;
+  await admin(`CREATE DATABASE "${dbName}"`);
+  const url = dbUrl(dbName);
+  const env = { DATABASE_URL: url, ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}` };
+  const rows: Row[] = [];
+  let service: Server | undefined;
+  let floor: Server | undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-bench-pglite-'));
+  try {
+    const started = await startService(env);
+    service = started.server;
+    const { setup } = started;
+    const pg = new Client({ connectionString: url });
+    await pg.connect();
+    const version = (await pg.query('SHOW server_version')).rows[0].server_version as string;
+    process.stdout.write(`PostgreSQL ${version}; inserting ${fmt(LOG_ROWS)} audit log rows...\n`);
+    await pg.query(
+      `INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at)
+       SELECT gen_random_uuid(), $1, NULL, 'application', 'token', gen_random_uuid()::text, 'read', 'Token read',
+              now() - interval '1 hour' - (i * interval '7 seconds')
+         FROM generate_series(1, ${LOG_ROWS}) AS i`,
+      [setup.tenantId],
+    );
+    await pg.query('ANALYZE audit_logs');
+    const deep = (
+      await pg.query(
+        `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at FROM audit_logs
+          WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC OFFSET 999000 LIMIT 1`,
+        [setup.tenantId],
+      )
+    ).rows[0] as { id: string; at: string };
+    await pg.end();
+    const cursor = Buffer.from(JSON.stringify([deep.at, deep.id])).toString('base64url');
+
+    floor = start(
+      process.execPath,
+      [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/floor.ts'],
+      {
+        DATABASE_URL: url,
+        PORT: String(FLOOR_PORT),
+      },
+    );
+    await waitFor(`http://127.0.0.1:${FLOOR_PORT}/logs?tenant=${setup.tenantId}`, floor);
+    const floorToken = (await (
+      await fetch(`http://127.0.0.1:${FLOOR_PORT}/tokenize`, {
+        method: 'POST',
+        body: JSON.stringify(card(0)),
+      })
+    ).json()) as { id: string };
+
+    const svc = `http://127.0.0.1:${SERVICE_PORT}`;
+    const fl = `http://127.0.0.1:${FLOOR_PORT}`;
+    const json = { 'Content-Type': 'application/json' };
+    const auth = { ...json, 'BT-API-KEY': setup.key };
+    const mgmt = { 'BT-API-KEY': setup.managementKey };
+    const one = JSON.stringify(card(1));
+    const hundred = JSON.stringify(Array.from({ length: 100 }, (_, i) => card(i)));
+
+    const scenarios: {
+      name: string;
+      service: Omit<LoadScenario, 'connections' | 'duration'>;
+      floor?: Omit<LoadScenario, 'connections' | 'duration'>;
+      tokens: number;
+      floorTokens?: number;
+    }[] = [
+      {
+        name: 'tokenize 1 card',
+        tokens: 1,
+        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: one },
+        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: one },
+      },
+      {
+        name: 'tokenize 100 cards',
+        tokens: 100,
+        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: hundred },
+        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: hundred },
+      },
+      {
+        name: 'GET /tokens/{id}',
+        tokens: 0,
+        service: { url: `${svc}/tokens/${setup.tokenId}`, method: 'GET', headers: auth },
+        floor: { url: `${fl}/tokens/${floorToken.id}`, method: 'GET', headers: {} },
+      },
+      {
+        name: 'tokenize 1 card, idempotency key',
+        tokens: 1,
+        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: one, idempotencyKey: true },
+        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: one },
+      },
+      {
+        name: 'create transaction (capture)',
+        tokens: 0,
+        service: {
+          url: `${svc}/orchestration/transactions`,
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({
+            amount: 1299,
+            currency: 'USD',
+            connection_id: setup.connectionId,
+            token: setup.tokenId,
+            intent: 'capture',
+            payment_source: 'card_on_file',
+          }),
+        },
+      },
+      {
+        name: 'GET /logs first page',
+        tokens: 0,
+        service: { url: `${svc}/logs?size=20`, method: 'GET', headers: mgmt },
+        floor: { url: `${fl}/logs?tenant=${setup.tenantId}`, method: 'GET', headers: {} },
+      },
+      {
+        name: 'GET /logs 999,000 rows deep',
+        tokens: 0,
+        service: { url: `${svc}/logs?size=20&start=${cursor}`, method: 'GET', headers: mgmt },
+        floor: { url: `${fl}/logs?tenant=${setup.tenantId}&start=${cursor}`, method: 'GET', headers: {} },
+      },
+    ];
+    for (const s of scenarios) {
+      process.stdout.write(`running: ${s.name}\n`);
+      const floorResult = s.floor ? load(s.floor) : undefined;
+      const result = load(s.service);
+      rows.push({
+        scenario: s.name,
+        target: 'service (PostgreSQL)',
+        result,
+        tokensPerRequest: s.tokens,
+        floor: floorResult,
+      });
+      if (floorResult)
+        rows.push({
+          scenario: s.name,
+          target: 'floor (node:http + pg)',
+          result: floorResult,
+          tokensPerRequest: s.tokens,
+        });
+    }
+    await stop(service);
+    service = undefined;
+
+    const embedded = await startService({
+      DATABASE_URL: '',
+      DATA_DIR: dataDir,
+      ENCRYPTION_KEYS: env.ENCRYPTION_KEYS,
+    });
+    service = embedded.server;
+    const embeddedAuth = { ...json, 'BT-API-KEY': embedded.setup.key };
+    for (const [name, body, tokens] of [
+      ['tokenize 1 card', one, 1],
+      ['tokenize 100 cards', hundred, 100],
+    ] as const) {
+      process.stdout.write(`running (PGlite): ${name}\n`);
+      const result = load({ url: `${svc}/tokenize`, method: 'POST', headers: embeddedAuth, body });
+      const onPostgres = rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)')!;
+      rows.push({
+        scenario: name,
+        target: 'service (PGlite)',
+        result,
+        tokensPerRequest: tokens,
+        floor: onPostgres.result,
+      });
+    }
+    process.stdout.write(
+      '\n(the PGlite rows compare with the service on PostgreSQL, not with the floor)\n\n',
+    );
+    printTable(rows);
+  } finally {
+    if (service) await stop(service);
+    if (floor) await stop(floor);
+    rmSync(dataDir, { recursive: true, force: true });
+    await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  }
+}
+
+void main().catch((error: unknown) => {
+  process.stderr.write(`${String(error instanceof Error ? error.stack : error)}\n`);
+  process.exit(1);
+});
