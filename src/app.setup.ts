@@ -1,4 +1,5 @@
 import { NestFactory } from '@nestjs/core';
+import helmet from 'helmet';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
@@ -14,6 +15,17 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.disable('x-powered-by');
   // Responses are computed per request; a weak ETag would hash every body for nothing.
   app.set('etag', false);
+  const config = app.get(AppConfig);
+  // Security headers (helmet's defaults; the approval page sets its own stricter policy).
+  app.use(helmet({ crossOriginEmbedderPolicy: false }));
+  if (config.CORS_ORIGINS) {
+    app.enableCors({
+      origin: config.CORS_ORIGINS.split(','),
+      allowedHeaders: ['BT-API-KEY', 'BT-IDEMPOTENCY-KEY', 'BT-TRACE-ID', 'Content-Type'],
+      exposedHeaders: ['BT-TRACE-ID', 'BT-IDEMPOTENCY-REPLAYED', 'Retry-After'],
+      maxAge: 600,
+    });
+  }
   app.use(traceIdMiddleware);
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());

@@ -4,6 +4,7 @@ import { coreImports } from '../app.module';
 import { AppConfig } from '../config/app-config';
 import { TenantsModule } from '../modules/tenants/tenants.module';
 import { KeysCommand, KeysRotateCommand } from './keys.command';
+import { LogsCommand, LogsVerifyCommand } from './logs.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
 
 /** The command-line application: same config, database and services as the server; logs on stderr. */
@@ -13,7 +14,14 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [...(coreImports(config, { logStream: pino.destination(2) }) ?? []), TenantsModule],
-      providers: [TenantCommand, TenantCreateCommand, KeysCommand, KeysRotateCommand],
+      providers: [
+        TenantCommand,
+        TenantCreateCommand,
+        KeysCommand,
+        KeysRotateCommand,
+        LogsCommand,
+        LogsVerifyCommand,
+      ],
     };
   }
 }

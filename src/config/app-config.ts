@@ -91,6 +91,16 @@ export class AppConfig {
   @Max(100)
   DB_POOL_SIZE = 10;
 
+  /**
+   * Browser origins allowed to call the API (comma-separated, e.g. `https://shop.example`); unset: no
+   * CORS headers at all, so browsers only reach the API from the same origin.
+   */
+  @IsOptional()
+  @Matches(/^(https?:\/\/[^\s,/]+)(,https?:\/\/[^\s,/]+)*$/, {
+    message: 'CORS_ORIGINS must be a comma-separated list of origins such as https://shop.example',
+  })
+  CORS_ORIGINS?: string;
+
   get publicBaseUrl(): string {
     return (this.PUBLIC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }

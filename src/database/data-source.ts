@@ -13,6 +13,7 @@ export const LOCK_KEYS = {
   jobExpiredSessions: 72_103,
   jobLogRetention: 72_104,
   jobIdempotencyRecords: 72_105,
+  jobAuditChain: 72_106,
 } as const;
 
 /**

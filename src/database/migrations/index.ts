@@ -4,6 +4,7 @@ import { Sessions1795000000002 } from './1795000000002-Sessions';
 import { AuditLogs1795000000003 } from './1795000000003-AuditLogs';
 import { Idempotency1795000000004 } from './1795000000004-Idempotency';
 import { Orchestration1795000000005 } from './1795000000005-Orchestration';
+import { AuditChain1795000000006 } from './1795000000006-AuditChain';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   AuditLogs1795000000003,
   Idempotency1795000000004,
   Orchestration1795000000005,
+  AuditChain1795000000006,
 ];
