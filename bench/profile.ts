@@ -76,6 +76,7 @@ async function main(): Promise<void> {
         PORT: String(PORT),
         BOOTSTRAP: 'true',
         NODE_ENV: 'production',
+        RATE_LIMIT_PER_MINUTE: '100000000',
         LOG_LEVEL: 'info',
         ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}`,
       },

@@ -15,6 +15,7 @@ import { loggerParams } from './common/context/logging';
 import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
 import { JobsModule } from './common/jobs/jobs.module';
+import { ThrottlingModule } from './common/throttling/throttling.module';
 import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -70,6 +71,7 @@ export class AppModule {
       imports: [
         ...(coreImports(config, options) ?? []),
         ScheduleModule.forRoot(),
+        ThrottlingModule,
         ApplicationsModule,
         TenantsModule,
         HealthModule,

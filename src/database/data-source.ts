@@ -14,6 +14,7 @@ export const LOCK_KEYS = {
   jobLogRetention: 72_104,
   jobIdempotencyRecords: 72_105,
   jobAuditChain: 72_106,
+  jobRateLimits: 72_107,
 } as const;
 
 /**

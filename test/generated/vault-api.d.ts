@@ -1063,6 +1063,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1143,6 +1152,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1182,6 +1200,15 @@ export interface operations {
             };
             /** @description The key may not do this. Any valid key. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1248,6 +1275,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1346,6 +1382,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1403,6 +1448,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1469,6 +1523,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1563,6 +1626,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1623,6 +1695,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1695,6 +1776,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1753,6 +1843,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -1792,6 +1891,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission tenant:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2143,6 +2251,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2197,6 +2314,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission token:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2292,6 +2418,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2373,6 +2508,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2429,6 +2573,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission token:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2516,6 +2669,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2582,6 +2744,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2639,6 +2810,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2739,6 +2919,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2799,6 +2988,15 @@ export interface operations {
             };
             /** @description The idempotency key was used with a different request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2885,6 +3083,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2955,6 +3162,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -2994,6 +3210,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission log:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3047,6 +3272,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3086,6 +3320,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission orchestration:connections:update. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3173,6 +3416,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3232,6 +3484,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3330,6 +3591,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3394,6 +3664,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3450,6 +3729,15 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission orchestration:transactions:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3537,6 +3825,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3596,6 +3893,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3694,6 +4000,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3781,6 +4096,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
                 headers: {
@@ -3845,6 +4169,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3936,6 +4269,15 @@ export interface operations {
             };
             /** @description The idempotency key was used with a different request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

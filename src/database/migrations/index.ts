@@ -5,6 +5,7 @@ import { AuditLogs1795000000003 } from './1795000000003-AuditLogs';
 import { Idempotency1795000000004 } from './1795000000004-Idempotency';
 import { Orchestration1795000000005 } from './1795000000005-Orchestration';
 import { AuditChain1795000000006 } from './1795000000006-AuditChain';
+import { RateLimits1795000000007 } from './1795000000007-RateLimits';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   Idempotency1795000000004,
   Orchestration1795000000005,
   AuditChain1795000000006,
+  RateLimits1795000000007,
 ];
