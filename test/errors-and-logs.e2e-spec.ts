@@ -23,6 +23,36 @@ describe('errors, trace ids and logs', () => {
     expect(res.text).not.toContain('4242424242424242');
   });
 
+  it('refuses JSON nested deeper than 32 levels with a 400 (found by fuzzing: it overflowed the stack)', async () => {
+    const body = `${'{"k":'.repeat(5000)}1${'}'.repeat(5000)}`;
+    const res = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', tenant.managementKey)
+      .set('Content-Type', 'application/json')
+      .send(body);
+    expectProblem(res, 400);
+    expect(res.body.code).toBe('too_deep');
+  });
+
+  it('keeps __proto__ and other hostile names as plain field paths (found by fuzzing)', async () => {
+    const app = await request(t.http)
+      .post('/applications')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'reader', type: 'private', permissions: ['token:read'] })
+      .expect(201);
+    const res = await request(t.http)
+      .get('/v2/tokens?__proto__=x&constructor=y')
+      .set('BT-API-KEY', app.body.key);
+    expectProblem(res, 400);
+    expect(Object.keys(res.body.errors).sort()).toEqual(['__proto__', 'constructor']);
+    const body = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', tenant.managementKey)
+      .set('Content-Type', 'application/json')
+      .send('{"__proto__": {"type": "card", "data": 5}}');
+    expect(body.status).toBeLessThan(500);
+  });
+
   it('answers a 2 MiB body with 413', async () => {
     const res = await request(t.http)
       .post('/applications')

@@ -3,6 +3,23 @@ import { json } from 'express';
 import { ProblemException } from '../errors/problem.exception';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Deeper JSON is refused: nothing in the API nests that far, and recursive walkers must not overflow. */
+export const MAX_JSON_DEPTH = 32;
+
+/** The nesting depth of a parsed JSON value, measured without recursion (it may be very deep). */
+export function jsonDepth(value: unknown, limit = Infinity): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    const level = depth + 1;
+    if (level > max) max = level;
+    if (max > limit) return max;
+    for (const child of Object.values(current as Record<string, unknown>)) stack.push([child, level]);
+  }
+  return max;
+}
 
 /**
  * JSON bodies up to 1 MiB, for `application/json` and any `+json` type (merge-patch). Parser errors
@@ -16,7 +33,15 @@ export function jsonBodyParser(): RequestHandler {
   });
   return (req: Request, res: Response, next: NextFunction) =>
     parse(req, res, (err?: unknown) => {
-      if (!err) return next();
+      if (!err) {
+        if (jsonDepth(req.body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+          return next(
+            new ProblemException(400, `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`, {
+              code: 'too_deep',
+            }),
+          );
+        return next();
+      }
       const { type, status } = err as { type?: string; status?: number };
       if (type === 'entity.too.large') {
         return next(

@@ -3,9 +3,19 @@ import { HttpException } from '@nestjs/common';
 /** JSON paths of bad fields mapped to their messages (`data.number`, `[3].data.cvc`, `rules[0].priority`). */
 export type FieldErrors = Record<string, string[]>;
 
-/** Adds a message for a field path to a FieldErrors map. */
+/**
+ * Adds a message for a field path to a FieldErrors map. Paths come from client input (query and body
+ * keys), so `__proto__` and friends are stored as own properties, never looked up through the prototype.
+ */
 export function addFieldError(errors: FieldErrors, path: string, message: string): void {
-  (errors[path] ??= []).push(message);
+  if (Object.hasOwn(errors, path)) errors[path].push(message);
+  else
+    Object.defineProperty(errors, path, {
+      value: [message],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
 }
 
 export interface ProblemExtras {

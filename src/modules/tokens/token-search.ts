@@ -1,3 +1,4 @@
+import { addFieldError } from '../../common/errors/problem.exception';
 import type { FieldErrors } from '../../common/errors/problem.exception';
 
 /** Filters shared by `GET /tokens` and `POST /tokens/search`. */
@@ -25,14 +26,14 @@ const TERM = /\s*([a-z_]+(?:\.[A-Za-z0-9_-]{1,128})?):(?:"((?:[^"\\]|\\.)*)"|([^
 
 function addTerm(filters: TokenFilters, field: string, value: string, errors: FieldErrors): void {
   if (field === 'id') {
-    if (!UUID.test(value)) (errors.query ??= []).push(`id:${value} is not a uuid`);
+    if (!UUID.test(value)) addFieldError(errors, 'query', `id:${value} is not a uuid`);
     else filters.ids.push(value.toLowerCase());
   } else if (field === 'type') filters.types.push(value);
   else if (field === 'fingerprint') filters.fingerprints.push(value);
   else if (field === 'container') filters.containers.push(value);
   else if (field === 'data') filters.dataValues.push(value);
   else if (field.startsWith('metadata.')) filters.metadata.push([field.slice('metadata.'.length), value]);
-  else (errors.query ??= []).push(`unknown search field ${field}`);
+  else addFieldError(errors, 'query', `unknown search field ${field}`);
 }
 
 /**
@@ -48,7 +49,7 @@ export function parseSearchQuery(query: string, errors: FieldErrors): TokenFilte
     const match = TERM.exec(query);
     if (!match) {
       if (query.slice(position).trim() === '') break;
-      (errors.query ??= []).push(`cannot parse the query at character ${position + 1}`);
+      addFieldError(errors, 'query', `cannot parse the query at character ${position + 1}`);
       return filters;
     }
     const value = match[2] !== undefined ? match[2].replace(/\\(.)/g, '$1') : match[3];

@@ -1,3 +1,4 @@
+import { addFieldError } from '../../common/errors/problem.exception';
 import valid from 'card-validator';
 import luhn10 from 'card-validator/dist/luhn-10';
 import type { FieldErrors } from '../../common/errors/problem.exception';
@@ -55,7 +56,7 @@ function unknownFields(
 ): void {
   for (const key of Object.keys(value)) {
     if (!allowed.includes(key))
-      (errors[`${path}.${key}`] ??= []).push(`${key} is not a field of this token type`);
+      addFieldError(errors, `${path}.${key}`, `${key} is not a field of this token type`);
   }
 }
 
@@ -66,38 +67,46 @@ function validateCard(
   errors: FieldErrors,
 ): ValidatedData | undefined {
   if (!isPlainObject(value)) {
-    errors[path] = [
+    addFieldError(
+      errors,
+      path,
       'card data must be an object with number, expiration_month, expiration_year and optional cvc',
-    ];
+    );
     return undefined;
   }
   const start = Object.keys(errors).length;
   unknownFields(value, ['number', 'expiration_month', 'expiration_year', 'cvc'], path, errors);
   const { number, expiration_month: month, expiration_year: year, cvc } = value;
   let digits = '';
-  if (typeof number !== 'string') errors[`${path}.number`] = ['number must be a string of 13 to 19 digits'];
+  if (typeof number !== 'string')
+    addFieldError(errors, `${path}.number`, 'number must be a string of 13 to 19 digits');
   else {
     digits = number.replace(/[\s-]/g, '');
-    if (!/^\d{13,19}$/.test(digits)) errors[`${path}.number`] = ['number must be 13 to 19 digits'];
-    else if (!luhn10(digits)) errors[`${path}.number`] = ['card number fails the Luhn check'];
+    if (!/^\d{13,19}$/.test(digits))
+      addFieldError(errors, `${path}.number`, 'number must be 13 to 19 digits');
+    else if (!luhn10(digits)) addFieldError(errors, `${path}.number`, 'card number fails the Luhn check');
   }
   if (typeof month !== 'number' || !Number.isInteger(month) || month < 1 || month > 12) {
-    errors[`${path}.expiration_month`] = ['expiration_month must be an integer from 1 to 12'];
+    addFieldError(errors, `${path}.expiration_month`, 'expiration_month must be an integer from 1 to 12');
   }
   if (typeof year !== 'number' || !Number.isInteger(year) || year < 1000 || year > 9999) {
-    errors[`${path}.expiration_year`] = ['expiration_year must be a four-digit integer'];
+    addFieldError(errors, `${path}.expiration_year`, 'expiration_year must be a four-digit integer');
   }
   if (!errors[`${path}.expiration_month`] && !errors[`${path}.expiration_year`]) {
     const current = now.getUTCFullYear() * 12 + now.getUTCMonth();
     if ((year as number) * 12 + (month as number) - 1 < current) {
-      errors[`${path}.expiration_year`] = ['the card expired (month and year are in the past)'];
+      addFieldError(errors, `${path}.expiration_year`, 'the card expired (month and year are in the past)');
     }
   }
   const brand = digits ? brandOf(digits) : undefined;
   if (cvc !== undefined) {
     const size = brand?.code.size ?? 3;
     if (typeof cvc !== 'string' || !new RegExp(`^\\d{${size}}$`).test(cvc)) {
-      errors[`${path}.cvc`] = [`cvc must be ${size} digits${brand ? ` for ${brand.niceType}` : ''}`];
+      addFieldError(
+        errors,
+        `${path}.cvc`,
+        `cvc must be ${size} digits${brand ? ` for ${brand.niceType}` : ''}`,
+      );
     }
   }
   if (Object.keys(errors).length > start) return undefined;
@@ -135,17 +144,21 @@ export function isAbaRoutingNumber(value: string): boolean {
 
 function validateBank(value: unknown, path: string, errors: FieldErrors): ValidatedData | undefined {
   if (!isPlainObject(value)) {
-    errors[path] = ['bank data must be an object with routing_number and account_number'];
+    addFieldError(errors, path, 'bank data must be an object with routing_number and account_number');
     return undefined;
   }
   const start = Object.keys(errors).length;
   unknownFields(value, ['routing_number', 'account_number'], path, errors);
   const { routing_number: routing, account_number: account } = value;
   if (typeof routing !== 'string' || !isAbaRoutingNumber(routing)) {
-    errors[`${path}.routing_number`] = ['routing_number must be 9 digits with a valid ABA checksum'];
+    addFieldError(
+      errors,
+      `${path}.routing_number`,
+      'routing_number must be 9 digits with a valid ABA checksum',
+    );
   }
   if (typeof account !== 'string' || !/^\d{4,17}$/.test(account)) {
-    errors[`${path}.account_number`] = ['account_number must be 4 to 17 digits'];
+    addFieldError(errors, `${path}.account_number`, 'account_number must be 4 to 17 digits');
   }
   if (Object.keys(errors).length > start) return undefined;
   return {
@@ -169,7 +182,7 @@ export function validateData(
       return validateBank(data, path, errors);
     case 'token':
       if (data === undefined || data === null || data === '') {
-        errors[path] = ['data is required'];
+        addFieldError(errors, path, 'data is required');
         return undefined;
       }
       return { data };

@@ -20,6 +20,7 @@ import {
   FieldErrors,
   forbidden,
   notFound,
+  addFieldError,
 } from '../../common/errors/problem.exception';
 import { validationProblem } from '../../common/errors/validation';
 import { Clock } from '../../common/jobs/clock';
@@ -355,9 +356,9 @@ export class TokensService {
     const errors: FieldErrors = {};
     for (const key of Object.keys(body)) {
       if (key === 'data' || key === 'type')
-        (errors[key] ??= []).push(`${key} cannot be changed: token data is immutable`);
+        addFieldError(errors, key, `${key} cannot be changed: token data is immutable`);
       else if (!['metadata', 'search_indexes', 'fingerprint_expression', 'expires_at'].includes(key)) {
-        (errors[key] ??= []).push(`property ${key} should not exist`);
+        addFieldError(errors, key, `property ${key} should not exist`);
       }
     }
     const patchMetadata = body.metadata === undefined ? undefined : body.metadata;
@@ -461,7 +462,7 @@ export class TokensService {
     for (const [key, raw] of Object.entries(query)) {
       const values = Array.isArray(raw) ? raw : [raw];
       if (values.some((v) => typeof v !== 'string')) {
-        (errors[key] ??= []).push(`${key} must be a plain value`);
+        addFieldError(errors, key, `${key} must be a plain value`);
         continue;
       }
       const strings = values as string[];
@@ -469,7 +470,9 @@ export class TokensService {
         const n = Number(strings[0]);
         const max = key === 'size' ? MAX_PAGE_SIZE : Number.MAX_SAFE_INTEGER;
         if (!/^\d+$/.test(strings[0]) || n < 1 || n > max)
-          (errors[key] ??= []).push(
+          addFieldError(
+            errors,
+            key,
             `${key} must be an integer from 1${key === 'size' ? ` to ${MAX_PAGE_SIZE}` : ''}`,
           );
         else paging[key] = n;
@@ -478,7 +481,7 @@ export class TokensService {
       else if (key === 'fingerprint') filters.fingerprints.push(...strings);
       else if (/^metadata\.[A-Za-z0-9_-]{1,128}$/.test(key))
         filters.metadata.push(...strings.map((v): [string, string] => [key.slice(9), v]));
-      else (errors[key] ??= []).push(`property ${key} should not exist`);
+      else addFieldError(errors, key, `property ${key} should not exist`);
     }
     if (Object.keys(errors).length) throw validationProblem(errors);
     return this.findPage(who, 'token:read', filters, paging);
@@ -594,14 +597,14 @@ export class TokensService {
     for (const [key, raw] of Object.entries(query)) {
       const values = Array.isArray(raw) ? raw : [raw];
       if (values.some((v) => typeof v !== 'string')) {
-        (errors[key] ??= []).push(`${key} must be a plain value`);
+        addFieldError(errors, key, `${key} must be a plain value`);
         continue;
       }
       const strings = values as string[];
       if (key === 'size') {
         const n = Number(strings[0]);
         if (!/^\d+$/.test(strings[0]) || n < 1 || n > MAX_PAGE_SIZE)
-          (errors[key] ??= []).push(`size must be an integer from 1 to ${MAX_PAGE_SIZE}`);
+          addFieldError(errors, key, `size must be an integer from 1 to ${MAX_PAGE_SIZE}`);
         else size = n;
       } else if (key === 'start') start = strings[0];
       else if (key === 'type') filters.types.push(...strings);
@@ -616,10 +619,10 @@ export class TokensService {
             parsed = undefined;
           }
           if (!isPlainObject(parsed) || Object.values(parsed).some((v) => typeof v !== 'string'))
-            (errors.metadata ??= []).push('metadata must be a JSON object of string values');
+            addFieldError(errors, 'metadata', 'metadata must be a JSON object of string values');
           else filters.metadata.push(...Object.entries(parsed as Record<string, string>));
         }
-      } else (errors[key] ??= []).push(`property ${key} should not exist`);
+      } else addFieldError(errors, key, `property ${key} should not exist`);
     }
     if (Object.keys(errors).length) throw validationProblem(errors);
     return this.findCursorPage(who, 'token:read', filters, { start, size });
