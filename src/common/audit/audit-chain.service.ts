@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../database/data-source';
-import { ExclusiveJobRunner } from '../jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../jobs/exclusive';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
 
 const GENESIS = Buffer.alloc(32);
@@ -72,19 +72,24 @@ export class AuditChainService {
 
   @Interval(1_000)
   async sealTick(): Promise<void> {
-    await this.seal();
+    await this.seal({ tickMs: 1_000 });
   }
 
   /** Seals what has committed since the last tick; returns how many rows were sealed. */
-  seal(): Promise<number | undefined> {
-    return this.jobs.run('audit-chain', LOCK_KEYS.jobAuditChain, async () => {
-      const tenants: { tenant_id: string }[] = await this.db.tx.query(
-        `SELECT DISTINCT tenant_id FROM audit_logs WHERE seq IS NULL LIMIT 1000`,
-      );
-      let sealed = 0;
-      for (const { tenant_id: tenantId } of tenants) sealed += await this.sealTenant(tenantId);
-      return sealed;
-    });
+  seal(tick?: Tick): Promise<number | undefined> {
+    return this.jobs.run(
+      'audit-chain',
+      LOCK_KEYS.jobAuditChain,
+      async () => {
+        const tenants: { tenant_id: string }[] = await this.db.tx.query(
+          `SELECT DISTINCT tenant_id FROM audit_logs WHERE seq IS NULL LIMIT 1000`,
+        );
+        let sealed = 0;
+        for (const { tenant_id: tenantId } of tenants) sealed += await this.sealTenant(tenantId);
+        return sealed;
+      },
+      tick,
+    );
   }
 
   private async sealTenant(tenantId: string): Promise<number> {

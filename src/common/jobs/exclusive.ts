@@ -2,21 +2,33 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
+import { randomUUID } from 'node:crypto';
+import { Clock } from './clock';
+
+/** A scheduled run: the length of the job's period, so that each period runs once across instances. */
+export interface Tick {
+  tickMs: number;
+}
 
 /**
- * Runs a scheduled job's tick on at most one instance at a time: the work happens in a transaction that
- * first takes `pg_try_advisory_xact_lock(key)`; an instance that does not get the lock skips the tick.
+ * Runs a job's tick on at most one instance: the work happens in a transaction that first takes
+ * `pg_try_advisory_xact_lock(key)` (an instance that does not get it skips the tick). A scheduled run
+ * (`tick` given) also claims its period in `job_runs` (primary key job + period start), so that a tick
+ * runs once even when instances fire one after the other; the row records which instance ran it.
  */
 @Injectable()
 export class ExclusiveJobRunner {
   private readonly logger = new Logger('Jobs');
+  /** This process, as recorded in `job_runs`. */
+  readonly instanceId = randomUUID();
 
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly cls: ClsService,
+    private readonly clock: Clock,
   ) {}
 
-  async run<T>(name: string, lockKey: number, work: () => Promise<T>): Promise<T | undefined> {
+  async run<T>(name: string, lockKey: number, work: () => Promise<T>, tick?: Tick): Promise<T | undefined> {
     try {
       return await this.cls.run(() =>
         this.db.withTransaction(async () => {
@@ -25,6 +37,7 @@ export class ExclusiveJobRunner {
             [lockKey],
           );
           if (!rows[0]?.locked) return undefined;
+          if (tick && !(await this.claimTick(name, tick))) return undefined;
           return work();
         }),
       );
@@ -32,5 +45,20 @@ export class ExclusiveJobRunner {
       this.logger.error({ err: error, job: name }, `job ${name} failed`);
       return undefined;
     }
+  }
+
+  private async claimTick(name: string, tick: Tick): Promise<boolean> {
+    const now = this.clock.now();
+    const start = new Date(Math.floor(now.getTime() / tick.tickMs) * tick.tickMs);
+    const claimed: unknown[] = await this.db.tx.query(
+      `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
+      [name, start, this.instanceId, now],
+    );
+    if (claimed.length && tick.tickMs >= 60_000)
+      await this.db.tx.query('DELETE FROM job_runs WHERE ran_at < $1', [
+        new Date(now.getTime() - 2 * 86_400_000),
+      ]);
+    return claimed.length > 0;
   }
 }

@@ -1,10 +1,12 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
 import type { ThrottlerStorage } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
 import { Clock } from '../jobs/clock';
-import { ExclusiveJobRunner } from '../jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../jobs/exclusive';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -38,6 +40,7 @@ export class PgThrottlerStorage implements ThrottlerStorage {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly jobs: ExclusiveJobRunner,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {
     this.timer = setInterval(() => void this.flushAll(), SYNC_MS);
     this.timer.unref();
@@ -76,14 +79,23 @@ export class PgThrottlerStorage implements ThrottlerStorage {
 
   /** Deletes windows that ended more than an hour ago; once per tick across instances. */
   @Cron(CronExpression.EVERY_10_MINUTES)
-  purge(): Promise<number | undefined> {
-    return this.jobs.run('rate-limits', LOCK_KEYS.jobRateLimits, async () => {
-      const [, count]: [unknown, number] = await this.dataSource.query(
-        'DELETE FROM rate_limits WHERE window_start < $1',
-        [new Date(this.clock.now().getTime() - 3_600_000)],
-      );
-      return count;
-    });
+  scheduledPurge(): Promise<number | undefined> {
+    return this.purge({ tickMs: 600000 });
+  }
+
+  purge(tick?: Tick): Promise<number | undefined> {
+    return this.jobs.run(
+      'rate-limits',
+      LOCK_KEYS.jobRateLimits,
+      async () => {
+        const [, count]: [unknown, number] = await this.db.tx.query(
+          'DELETE FROM rate_limits WHERE window_start < $1',
+          [new Date(this.clock.now().getTime() - 3_600_000)],
+        );
+        return count;
+      },
+      tick,
+    );
   }
 
   private async flush(key: string, window: Window): Promise<void> {

@@ -6,6 +6,7 @@ import { Idempotency1795000000004 } from './1795000000004-Idempotency';
 import { Orchestration1795000000005 } from './1795000000005-Orchestration';
 import { AuditChain1795000000006 } from './1795000000006-AuditChain';
 import { RateLimits1795000000007 } from './1795000000007-RateLimits';
+import { JobRuns1795000000008 } from './1795000000008-JobRuns';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   Orchestration1795000000005,
   AuditChain1795000000006,
   RateLimits1795000000007,
+  JobRuns1795000000008,
 ];

@@ -9,7 +9,7 @@ import type { Principal } from '../../common/auth/principal';
 import { open, seal } from '../../common/crypto/aead';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../database/data-source';
 
 /** A claim left by a process that died is taken over after this long. */
@@ -166,14 +166,23 @@ export class IdempotencyService {
 
   /** Deletes records past their lifetime; one set-based statement, once per tick across instances. */
   @Cron(CronExpression.EVERY_10_MINUTES)
-  purgeExpired(): Promise<number | undefined> {
-    return this.jobs.run('idempotency-records', LOCK_KEYS.jobIdempotencyRecords, async () => {
-      const [, count]: [unknown, number] = await this.db.tx.query(
-        'DELETE FROM idempotency_records WHERE expires_at <= $1',
-        [this.clock.now()],
-      );
-      return count;
-    });
+  scheduledPurgeExpired(): Promise<number | undefined> {
+    return this.purgeExpired({ tickMs: 600000 });
+  }
+
+  purgeExpired(tick?: Tick): Promise<number | undefined> {
+    return this.jobs.run(
+      'idempotency-records',
+      LOCK_KEYS.jobIdempotencyRecords,
+      async () => {
+        const [, count]: [unknown, number] = await this.db.tx.query(
+          'DELETE FROM idempotency_records WHERE expires_at <= $1',
+          [this.clock.now()],
+        );
+        return count;
+      },
+      tick,
+    );
   }
 
   private aad(s: IdempotencyScope): string {

@@ -6,7 +6,7 @@ import { ENTITY_TYPES, type EntityType, type Operation } from '../../common/audi
 import type { Principal } from '../../common/auth/principal';
 import { badRequest } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
 import {
   CURSOR_TIME,
   CURSOR_UUID,
@@ -154,14 +154,23 @@ export class LogsService {
 
   /** Deletes logs older than LOG_RETENTION_DAYS; hourly, once per tick across instances. */
   @Cron(CronExpression.EVERY_HOUR)
-  purgeExpired(): Promise<number | undefined> {
-    return this.jobs.run('log-retention', LOCK_KEYS.jobLogRetention, async () => {
-      const cutoff = new Date(this.clock.now().getTime() - this.config.LOG_RETENTION_DAYS * 86_400_000);
-      const [, count]: [unknown, number] = await this.db.tx.query(
-        'DELETE FROM audit_logs WHERE created_at < $1',
-        [cutoff],
-      );
-      return count;
-    });
+  scheduledPurgeExpired(): Promise<number | undefined> {
+    return this.purgeExpired({ tickMs: 3600000 });
+  }
+
+  purgeExpired(tick?: Tick): Promise<number | undefined> {
+    return this.jobs.run(
+      'log-retention',
+      LOCK_KEYS.jobLogRetention,
+      async () => {
+        const cutoff = new Date(this.clock.now().getTime() - this.config.LOG_RETENTION_DAYS * 86_400_000);
+        const [, count]: [unknown, number] = await this.db.tx.query(
+          'DELETE FROM audit_logs WHERE created_at < $1',
+          [cutoff],
+        );
+        return count;
+      },
+      tick,
+    );
   }
 }

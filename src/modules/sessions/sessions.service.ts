@@ -11,7 +11,7 @@ import type { Principal } from '../../common/auth/principal';
 import { addFieldError, FieldErrors } from '../../common/errors/problem.exception';
 import { validationProblem } from '../../common/errors/validation';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../database/data-source';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
 
@@ -114,13 +114,22 @@ export class SessionsService {
 
   /** Deletes sessions past `expires_at`; one set-based statement, once per tick across instances. */
   @Cron(CronExpression.EVERY_MINUTE)
-  purgeExpired(): Promise<number | undefined> {
-    return this.jobs.run('expired-sessions', LOCK_KEYS.jobExpiredSessions, async () => {
-      const [, count]: [unknown, number] = await this.db.tx.query(
-        'DELETE FROM sessions WHERE expires_at <= $1',
-        [this.clock.now()],
-      );
-      return count;
-    });
+  scheduledPurge(): Promise<number | undefined> {
+    return this.purgeExpired({ tickMs: 60_000 });
+  }
+
+  purgeExpired(tick?: Tick): Promise<number | undefined> {
+    return this.jobs.run(
+      'expired-sessions',
+      LOCK_KEYS.jobExpiredSessions,
+      async () => {
+        const [, count]: [unknown, number] = await this.db.tx.query(
+          'DELETE FROM sessions WHERE expires_at <= $1',
+          [this.clock.now()],
+        );
+        return count;
+      },
+      tick,
+    );
   }
 }

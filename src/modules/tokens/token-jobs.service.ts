@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner } from '../../common/jobs/exclusive';
+import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../database/data-source';
 
 /** Scheduled clean-up of the vault: expired tokens and retained CVCs. Once per tick across instances. */
@@ -16,14 +16,22 @@ export class TokenJobsService {
   ) {}
 
   @Cron(CronExpression.EVERY_MINUTE)
-  purgeExpiredTokens(): Promise<number | undefined> {
-    return this.deleteExpired('expired-tokens', LOCK_KEYS.jobExpiredTokens, 'tokens');
+  scheduledPurgeExpiredTokens(): Promise<number | undefined> {
+    return this.purgeExpiredTokens({ tickMs: 60_000 });
+  }
+
+  purgeExpiredTokens(tick?: Tick): Promise<number | undefined> {
+    return this.deleteExpired('expired-tokens', LOCK_KEYS.jobExpiredTokens, 'tokens', tick);
   }
 
   /** CVCs are kept one hour at most (they are also deleted on first use in an authorization). */
   @Cron(CronExpression.EVERY_MINUTE)
-  purgeExpiredCvcs(): Promise<number | undefined> {
-    return this.deleteExpired('cvc-retention', LOCK_KEYS.jobCvcRetention, 'token_cvcs');
+  scheduledPurgeExpiredCvcs(): Promise<number | undefined> {
+    return this.purgeExpiredCvcs({ tickMs: 60_000 });
+  }
+
+  purgeExpiredCvcs(tick?: Tick): Promise<number | undefined> {
+    return this.deleteExpired('cvc-retention', LOCK_KEYS.jobCvcRetention, 'token_cvcs', tick);
   }
 
   /** One set-based DELETE of the rows whose `expires_at` has passed, under the job's lock. */
@@ -31,13 +39,19 @@ export class TokenJobsService {
     job: string,
     lockKey: number,
     table: 'tokens' | 'token_cvcs',
+    tick?: Tick,
   ): Promise<number | undefined> {
-    return this.jobs.run(job, lockKey, async () => {
-      const [, count]: [unknown, number] = await this.db.tx.query(
-        `DELETE FROM ${table} WHERE expires_at <= $1`,
-        [this.clock.now()],
-      );
-      return count;
-    });
+    return this.jobs.run(
+      job,
+      lockKey,
+      async () => {
+        const [, count]: [unknown, number] = await this.db.tx.query(
+          `DELETE FROM ${table} WHERE expires_at <= $1`,
+          [this.clock.now()],
+        );
+        return count;
+      },
+      tick,
+    );
   }
 }

@@ -1,0 +1,103 @@
+import { randomInt } from 'node:crypto';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { AuditChainService } from '../src/common/audit/audit-chain.service';
+import { Clock } from '../src/common/jobs/clock';
+import { PgThrottlerStorage } from '../src/common/throttling/pg-throttler.storage';
+import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
+import { LogsService } from '../src/modules/logs/logs.service';
+import { SessionsService } from '../src/modules/sessions/sessions.service';
+import { TokenJobsService } from '../src/modules/tokens/token-jobs.service';
+import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
+
+/** Two instances of the service on one database. */
+describe('two instances on one database', () => {
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startApp(), startApp()]);
+  });
+  afterAll(async () => {
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('runs each scheduled job once per tick across both (job_runs counts them)', async () => {
+    // Both clocks move to the same instant years in the past, so that these ticks are this test's alone;
+    // in the past, the purges have nothing to delete (other test files share the database).
+    const offset = -(3000 + randomInt(1000)) * 86_400_000;
+    a.app.get(Clock).advance(offset);
+    b.app.get(Clock).advance(offset);
+    try {
+      const jobs: [string, number, (t: TestApp) => Promise<unknown>][] = [
+        ['expired-tokens', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredTokens()],
+        ['cvc-retention', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredCvcs()],
+        ['expired-sessions', 60_000, (t) => t.app.get(SessionsService).scheduledPurge()],
+        ['log-retention', 3_600_000, (t) => t.app.get(LogsService).scheduledPurgeExpired()],
+        ['idempotency-records', 600_000, (t) => t.app.get(IdempotencyService).scheduledPurgeExpired()],
+        ['rate-limits', 600_000, (t) => t.app.get(PgThrottlerStorage).scheduledPurge()],
+        ['audit-chain', 1_000, (t) => t.app.get(AuditChainService).sealTick()],
+      ];
+      const db = a.app.get(DataSource);
+      const now = a.app.get(Clock).now().getTime();
+      const summary: Record<string, { runs: number; instances: number }> = {};
+      for (const [job, tickMs, fire] of jobs) {
+        const start = new Date(Math.floor(now / tickMs) * tickMs);
+        if (tickMs === 1_000 && now % 1_000 > 700) continue; // too close to the next second to stay in one tick
+        // Each instance fires the tick three times, all at once, as racing timers would.
+        await Promise.all([fire(a), fire(b), fire(a), fire(b), fire(a), fire(b)]);
+        const rows: { instance_id: string }[] = await db.query(
+          'SELECT instance_id FROM job_runs WHERE job = $1 AND tick_start = $2',
+          [job, start],
+        );
+        summary[job] = { runs: rows.length, instances: new Set(rows.map((r) => r.instance_id)).size };
+      }
+      process.stdout.write(`job runs per tick with two instances: ${JSON.stringify(summary)}\n`);
+      for (const [job, counted] of Object.entries(summary))
+        expect({ job, ...counted }).toEqual({ job, runs: 1, instances: 1 });
+    } finally {
+      a.app.get(Clock).reset();
+      b.app.get(Clock).reset();
+    }
+  });
+
+  it('sessions and keys work on either instance; a revocation on one holds on the other', async () => {
+    const tenant = await newTenant(a, 'two instances');
+    const pvt = await newApplication(a, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    });
+    const pub = await newApplication(b, tenant.managementKey, {
+      type: 'public',
+      permissions: ['token:create'],
+    });
+    const session = (await request(a.http).post('/sessions').set('BT-API-KEY', pub.key).expect(201)).body;
+    await request(b.http)
+      .post('/sessions/authorize')
+      .set('BT-API-KEY', pvt.key)
+      .send({ nonce: session.nonce, permissions: ['token:create'] })
+      .expect(204);
+    const created = await request(a.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', session.session_key)
+      .send({ type: 'token', data: 'x' })
+      .expect(201);
+    await request(b.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', session.session_key)
+      .send({ type: 'token', data: 'y' })
+      .expect(201);
+    await request(b.http).get(`/tokens/${created.body.id}`).set('BT-API-KEY', pvt.key).expect(200);
+
+    const rotated = await request(b.http)
+      .post(`/applications/${pvt.id}/keys`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(201);
+    await request(a.http).get('/applications/key').set('BT-API-KEY', rotated.body.key).expect(200);
+    await request(a.http)
+      .delete(`/applications/${pvt.id}/keys/${rotated.body.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+    expectProblem(await request(b.http).get('/applications/key').set('BT-API-KEY', rotated.body.key), 401);
+  });
+});
