@@ -8,6 +8,7 @@ import { DecryptionError } from '../src/common/crypto/aead';
 import { TenantKeysService, UnknownMasterKeyError } from '../src/common/crypto/tenant-keys.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
 import { newApplication, newTenant, privatePrincipal, startApp, TestApp, TestTenant } from './support/app';
+import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 const CARDS = [
@@ -158,45 +159,67 @@ describe('sensitive data at rest', () => {
 });
 
 describe('master key rotation', () => {
-  it('re-wraps tenant keys under the new master key; every token still decrypts; an unknown version fails closed', async () => {
+  it('rotates master keys without downtime: v1, then v1+v2 and rotate while serving, then v2 alone; orchestration still charges; an unknown version fails closed', async () => {
     const db = await createDatabase('vault_test_rotation');
     const v1 = `v1:${randomBytes(32).toString('base64')}`;
     const v2 = `v2:${randomBytes(32).toString('base64')}`;
     const boot = (keys: string) => startApp({ DATABASE_URL: db.url, ENCRYPTION_KEYS: keys });
+    const card = {
+      type: 'card',
+      data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 },
+    };
     try {
       let t = await boot(v1);
       const tenant = await newTenant(t);
       const key = (
         await newApplication(t, tenant.managementKey, {
           type: 'private',
-          permissions: ['token:create', 'token:use'],
+          permissions: ORCHESTRATION_PERMISSIONS,
         })
       ).key;
-      const created = await request(t.http)
-        .post('/tokenize')
-        .set('BT-API-KEY', key)
-        .send({
-          type: 'card',
-          data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 },
-        })
-        .expect(201);
+      const created = await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(card).expect(201);
+      const connection = await newConnection(t, key, { currencies: ['USD'], countries: ['US'] });
+      const charge = (app: TestApp, token: string) =>
+        request(app.http)
+          .post('/orchestration/transactions')
+          .set('BT-API-KEY', key)
+          .send({ amount: 500, currency: 'USD', connection_id: connection.id, token })
+          .expect(201)
+          .then((res) => res.body.status as string);
+      expect(await charge(t, created.body.id)).toBe('authorization_succeeded');
       await t.close();
 
+      // v2 added: the instance serves before, during and after the rotation without a restart.
       t = await boot(`${v1},${v2}`);
-      const rotated = await t.app.get(ClsService).run(() => t.app.get(TenantKeysService).rotate());
+      const during = await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(card).expect(201);
+      const [rotated, charged] = await Promise.all([
+        t.app.get(ClsService).run(() => t.app.get(TenantKeysService).rotate()),
+        charge(t, created.body.id),
+      ]);
       expect(rotated).toEqual({ rewrapped: 1, active: 'v2' });
+      expect(charged).toBe('authorization_succeeded');
+      expect(await charge(t, during.body.id)).toBe('authorization_succeeded');
       await t.close();
 
+      // v1 dropped: every token and the connection's secret still open; orchestration still charges.
       t = await boot(v2);
       const use = () =>
         t.app
           .get(ClsService)
           .run(() => t.app.get(TokensService).loadForUse(privatePrincipal(tenant.tenantId), created.body.id));
       await expect(use()).resolves.toMatchObject({ data: { number: '4242424242424242' } });
+      expect(await charge(t, created.body.id)).toBe('authorization_succeeded');
+      expect(await charge(t, during.body.id)).toBe('authorization_succeeded');
       await t.close();
 
       t = await boot(v1);
       await expect(use()).rejects.toBeInstanceOf(UnknownMasterKeyError);
+      const refused = await request(t.http)
+        .post('/orchestration/transactions')
+        .set('BT-API-KEY', key)
+        .send({ amount: 500, currency: 'USD', connection_id: connection.id, token: created.body.id });
+      expect(refused.status).toBe(500);
+      expect(refused.text).not.toContain('4242424242424242');
       await t.close();
     } finally {
       await dropDatabase(db.name);
