@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { fromReconciliationId } from '../src/modules/orchestration/transactions/reconciliation';
+import { Clock } from '../src/common/jobs/clock';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
+import { TransactionsService } from '../src/modules/orchestration/transactions/transactions.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS, waitForTransaction } from './support/orchestration';
 
@@ -568,6 +570,50 @@ describe('transactions', () => {
       .expect(200);
     expect(back.body.status).toBe('authorization_succeeded');
     await op(tx.id, 'capture').expect(200);
+  });
+
+  it('a transaction interrupted between the processor call and the update is settled once, never charged twice', async () => {
+    const token = await cardToken('4242424242424242');
+    const idem = randomUUID();
+    const send = () =>
+      request(t.http)
+        .post('/orchestration/transactions')
+        .set('BT-API-KEY', key)
+        .set('BT-IDEMPOTENCY-KEY', idem)
+        .send({ amount: 777, currency: 'USD', connection_id: stripe, token, intent: 'capture' });
+    const service = t.app.get(TransactionsService);
+    const spy = jest.spyOn(service, 'applyUpdate').mockRejectedValueOnce(new Error('connection lost'));
+    let first: request.Response;
+    try {
+      first = await send().expect(201);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first.body).toMatchObject({ status: 'processing', intent_outcome: 'pending' });
+    // The retry replays the stored answer instead of charging again.
+    const retry = await send().expect(201);
+    expect(retry.headers['bt-idempotency-replayed']).toBe('true');
+    expect(retry.body.id).toBe(first.body.id);
+    expect(
+      (await db.query('SELECT count(*)::int AS n FROM transactions WHERE token_id = $1', [token]))[0].n,
+    ).toBe(1);
+    // A minute later the settlement job asks the processor, which did capture it.
+    const clock = t.app.get(Clock);
+    clock.advance(61_000);
+    try {
+      await t.app.get(SettlementService).settle();
+    } finally {
+      clock.reset();
+    }
+    const settled = await request(t.http)
+      .get(`/orchestration/transactions/${first.body.id}`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    expect(settled.body).toMatchObject({
+      status: 'capture_succeeded',
+      captured_amount: 777,
+      intent_outcome: 'succeeded',
+    });
   });
 
   it('stores no card number or CVC with transactions, and logs each operation', async () => {

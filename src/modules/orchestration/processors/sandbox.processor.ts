@@ -141,6 +141,12 @@ export abstract class SandboxProcessor implements ProcessorPort {
       result = { ...base, outcome: 'challenge', authResponseCode: null, schemeTransactionId: null };
     }
     if (result.outcome === 'approved') result.captured = request.intent === 'capture';
+    if (result.outcome !== 'challenge')
+      this.remember(
+        request.reconciliationId,
+        'authorize',
+        result.outcome === 'approved' ? 'succeeded' : 'failed',
+      );
     return Promise.resolve(result);
   }
 
@@ -163,6 +169,7 @@ export abstract class SandboxProcessor implements ProcessorPort {
   }
 
   capture(request: CaptureRequest): Promise<OperationResult> {
+    this.remember(request.reconciliationId, 'capture', 'succeeded');
     return Promise.resolve({
       status: this.isAsync(request) ? 'pending' : 'succeeded',
       vendorId: this.transactionId(),
@@ -170,23 +177,35 @@ export abstract class SandboxProcessor implements ProcessorPort {
   }
 
   void(request: OperationRequest): Promise<OperationResult> {
+    this.remember(request.reconciliationId, 'void', 'succeeded');
     return Promise.resolve({ status: this.isAsync(request) ? 'pending' : 'succeeded' });
   }
 
-  refund(_request: RefundRequest): Promise<OperationResult> {
+  refund(request: RefundRequest): Promise<OperationResult> {
+    this.remember(request.reconciliationId, `refund:${request.refundId}`, 'succeeded');
     return Promise.resolve({ status: 'succeeded', vendorId: this.refundId() });
   }
 
   /**
-   * The sandbox keeps no state: an asynchronous operation has completed once SANDBOX_ASYNC_MS have
-   * passed; an authorization the sandbox never answered (the process died first) is unknown to it.
+   * What the sandbox did for a payment, as a vendor's status endpoint says: an asynchronous capture or
+   * void completes SANDBOX_ASYNC_MS after it was sent; other operations are answered from the sandbox's
+   * memory of what it performed (kept in this process only, unlike a vendor's); an operation it never
+   * received (the caller died before sending it) is `not_found`.
    */
   pollStatus(request: PollRequest): Promise<OperationResult | { status: 'not_found' }> {
-    if (request.operation === 'authorize' || !request.connectionTransactionId)
-      return Promise.resolve({ status: 'not_found' });
-    if (!this.isAsync(request)) return Promise.resolve({ status: 'not_found' });
-    const done = Date.now() - request.requestedAt.getTime() >= SANDBOX_ASYNC_MS;
-    return Promise.resolve({ status: done ? 'succeeded' : 'pending' });
+    if ((request.operation === 'capture' || request.operation === 'void') && this.isAsync(request)) {
+      const done = Date.now() - request.requestedAt.getTime() >= SANDBOX_ASYNC_MS;
+      return Promise.resolve({ status: done ? 'succeeded' : 'pending' });
+    }
+    const performed = this.performed.get(`${request.reconciliationId}:${request.operation}`);
+    return Promise.resolve(performed ? { status: performed } : { status: 'not_found' });
+  }
+
+  private readonly performed = new Map<string, 'succeeded' | 'failed'>();
+
+  private remember(reconciliationId: string, operation: string, status: 'succeeded' | 'failed'): void {
+    if (this.performed.size >= 100_000) this.performed.delete(this.performed.keys().next().value!);
+    this.performed.set(`${reconciliationId}:${operation}`, status);
   }
 
   private isAsync(request: OperationRequest): boolean {

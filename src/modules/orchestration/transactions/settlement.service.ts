@@ -98,8 +98,18 @@ export class SettlementService {
         // The processor never answered the authorization (the process died first): nothing was charged.
         columns =
           result.status === 'succeeded'
-            ? { status: 'authorization_succeeded', authorized_amount: row.amount, authorized_at: now }
-            : { status: 'authorization_failed', error_code: 'processor_timeout' };
+            ? row.intent === 'capture'
+              ? {
+                  status: 'capture_succeeded',
+                  authorized_amount: row.amount,
+                  authorized_at: now,
+                  captured_amount: row.amount,
+                  captured_at: now,
+                }
+              : { status: 'authorization_succeeded', authorized_amount: row.amount, authorized_at: now }
+            : result.status === 'failed'
+              ? { status: 'authorization_declined', error_code: 'declined' }
+              : { status: 'authorization_failed', error_code: 'processor_timeout' };
       } else if (operation === 'capture') {
         columns = this.transactions.captureColumns(
           result,

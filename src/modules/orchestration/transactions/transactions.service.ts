@@ -265,14 +265,43 @@ export class TransactionsService {
       };
     }
 
+    try {
+      return await this.recordAuthorization(
+        who,
+        id,
+        prepared.createdAt,
+        body.amount,
+        result,
+        cvc !== undefined ? token.id : undefined,
+      );
+    } catch (error) {
+      // The processor answered but the outcome could not be written (database gone, process stopping):
+      // the row stays `processing`, the settlement job asks the processor and finishes it. The caller
+      // gets the transaction as it stands, so that an idempotent retry replays it rather than charging again.
+      this.logger.error(
+        { err: error, transaction_id: id },
+        'authorization outcome not recorded; left to settlement',
+      );
+      return this.get(who, id);
+    }
+  }
+
+  private recordAuthorization(
+    who: Principal,
+    id: string,
+    createdAt: Date,
+    amount: number,
+    result: AuthorizeResult,
+    cvcTokenId: string | undefined,
+  ): Promise<TransactionDto> {
     return this.db.withTransaction(async () => {
       const now = this.clock.now();
-      const columns = authorizationColumns(result, body.amount, now);
+      const columns = authorizationColumns(result, amount, now);
       if (result.outcome === 'challenge')
-        Object.assign(columns, await this.approvalColumns(who.tenantId, id, prepared.createdAt));
+        Object.assign(columns, await this.approvalColumns(who.tenantId, id, createdAt));
       await this.applyUpdate(id, 'processing', columns, now);
       // The CVC serves one authorization only.
-      if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
+      if (cvcTokenId !== undefined) await this.tokens.forgetCvc(who.tenantId, cvcTokenId);
       await this.log(actorOf(who), id, 'create', `Transaction created: ${String(columns.status)}`);
       return this.get(who, id);
     });

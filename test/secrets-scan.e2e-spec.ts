@@ -1,0 +1,737 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomInt } from 'node:crypto';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
+import { createDatabase, dropDatabase } from './support/test-database';
+
+/**
+ * One scenario that goes through every feature with planted secret values, then looks for each secret in
+ * the database dump, the server log and every response (body and headers): in clear, in base64 (standard
+ * and url-safe, at any byte alignment) and in hex (lower and upper case). The scenario runs on a database
+ * of its own, so that every byte of the dump comes from it (the well-known test card numbers are planted
+ * by other test files as well).
+ */
+
+/** A Luhn-valid number: `prefix`, random digits, check digit. */
+function luhnNumber(prefix: string, length: number): string {
+  let body = prefix;
+  while (body.length < length - 1) body += String(randomInt(10));
+  return body + String(luhnCheckDigit(body));
+}
+
+function luhnCheckDigit(body: string): number {
+  let sum = 0;
+  for (let i = 0; i < body.length; i++) {
+    let d = Number(body[body.length - 1 - i]);
+    if (i % 2 === 0) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return (10 - (sum % 10)) % 10;
+}
+
+function randomDigits(n: number): string {
+  let out = String(1 + randomInt(9));
+  while (out.length < n) out += String(randomInt(10));
+  return out;
+}
+
+const tag = randomBytes(6).toString('hex');
+const RANDOM_VISA = luhnNumber('4', 16);
+const RANDOM_MASTERCARD = luhnNumber('51', 16);
+const RANDOM_MASTERCARD_SPACED = RANDOM_MASTERCARD.replace(/(\d{4})(?=\d)/g, '$1 ');
+const LUHN_INVALID = ((n: string) => n.slice(0, -1) + String((Number(n.slice(-1)) + 1) % 10))(
+  luhnNumber('4', 16),
+);
+
+const CARDS = {
+  visa: { number: '4242424242424242', cvc: '847' },
+  mastercard: { number: '5555555555554444', cvc: '593' },
+  amex: { number: '378282246310005', cvc: '9321' },
+  discover: { number: '6011111111111117', cvc: '706' },
+  async: { number: '4000000000000259', cvc: '268' },
+  challenge: { number: '4000000000003220', cvc: '419' },
+  randomVisa: { number: RANDOM_VISA, cvc: '362' },
+  randomMastercard: { number: RANDOM_MASTERCARD_SPACED, cvc: '851' },
+};
+type CardName = keyof typeof CARDS;
+const ACCOUNTS = [randomDigits(14), randomDigits(17), randomDigits(11)];
+const BAD_ROUTING_ACCOUNT = randomDigits(15);
+const TOKEN_STRING = `plain-token-data-${tag}-Kq7`;
+const TOKEN_OBJECT = {
+  given_name: `Wilhelmina-${tag}`,
+  national_id: `NID-${randomDigits(12)}`,
+  nested: { note: `nested-note-${tag}-Pw2`, list: [`list-item-${tag}-Rt5`] },
+};
+const PLAIN_STRINGS = [`bare-string-one-${tag}-Mz3`, `bare-string-two-${tag}-Hy8`];
+const ARRAY_TOKEN_DATA = [`array-data-${tag}-Vb4`, { inner: `array-inner-${tag}-Nc6` }];
+const STRIPE_SECRET = `sk_test_stripe_${tag}_Aa1`;
+const STRIPE_SECRET_2 = `sk_test_stripe_rotated_${tag}_Bb2`;
+const ADYEN_API_KEY = `AQEyhmfxK${tag}adyenApiKey`;
+const ADYEN_HMAC_KEY = `44782DEF547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
+const ADYEN_HMAC_KEY_2 = `99182ABC547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
+
+/** Headers whose values are counts, lengths or seconds: a 3-digit value there is no CVC. */
+const NUMERIC_HEADERS = /^(content-length|x-ratelimit-.*|ratelimit.*|retry-after)$/;
+
+interface Captured {
+  route: string;
+  body: string;
+  headers: Record<string, string>;
+  traceId: string;
+  /** A malformed body is refused by the body parser, before the request logger: no log line. */
+  logged: boolean;
+}
+
+interface Secret {
+  kind: string;
+  value: string;
+}
+
+/** The forms a secret is searched for: clear, base64 (standard, url-safe) at each alignment, hex. */
+function encodings(value: string): { encoding: string; patterns: string[] }[] {
+  const bytes = Buffer.from(value, 'utf8');
+  // The characters of base64(prefix + bytes) that depend on `bytes` alone, for 0, 1 and 2 prefix bytes:
+  // the secret is found whatever its offset inside a larger encoded value.
+  const cores = (alphabet: 'base64' | 'base64url') =>
+    [0, 1, 2].map((k) => {
+      const encoded = Buffer.concat([Buffer.alloc(k, 0), bytes]).toString(alphabet);
+      return encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6));
+    });
+  return [
+    { encoding: 'clear', patterns: [value] },
+    { encoding: 'base64', patterns: cores('base64') },
+    { encoding: 'base64url', patterns: cores('base64url') },
+    { encoding: 'hex', patterns: [bytes.toString('hex')] },
+    { encoding: 'HEX', patterns: [bytes.toString('hex').toUpperCase()] },
+  ];
+}
+
+describe('secrets scan', () => {
+  let db: { name: string; url: string };
+  let t: TestApp;
+  let tenant: TestTenant;
+  const responses: Captured[] = [];
+  const secrets: Secret[] = [];
+  /**
+   * What a response shows by design, taken out of it before the scan: the clear key of a created
+   * application or key (and its idempotent replay), the session key and nonce of a created session, and the
+   * approval link (the `approval_url` of a pending transaction, the approval page's own form actions).
+   */
+  const shownOnce = new Map<number, string[]>();
+  const documented: string[] = [];
+
+  const plant = (kind: string, value: string) => {
+    if (!secrets.some((s) => s.value === value)) secrets.push({ kind, value });
+  };
+
+  beforeAll(async () => {
+    db = await createDatabase('vault_test_secrets');
+    t = await startApp({ DATABASE_URL: db.url, LOG_LEVEL: 'trace' });
+    tenant = await newTenant(t, `secrets scan ${tag}`);
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (db) await dropDatabase(db.name);
+  });
+
+  interface CallOptions {
+    key?: string;
+    body?: unknown;
+    raw?: string;
+    headers?: Record<string, string>;
+    query?: Record<string, string | number>;
+    /** The `"field":"value"` pairs this response shows by design (documented once-only display). */
+    reveals?: (body: Record<string, unknown>) => string[];
+  }
+
+  /** Every request of the scenario goes through here, so that every response is scanned. */
+  const call = async (
+    method: 'get' | 'post' | 'put' | 'patch' | 'delete',
+    path: string,
+    expected: number,
+    options: CallOptions = {},
+  ): Promise<request.Response> => {
+    let req = request(t.http)[method](path);
+    if (options.key) req = req.set('BT-API-KEY', options.key);
+    for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
+    if (options.query) req = req.query(options.query);
+    let res: request.Response;
+    if (options.raw !== undefined) res = await req.set('Content-Type', 'application/json').send(options.raw);
+    else if (options.body !== undefined) res = await req.send(options.body as object);
+    else res = await req;
+    const index = responses.length;
+    responses.push({
+      route: `${method.toUpperCase()} ${path.replace(/\/orchestration\/approvals\/[^/]+/, '/orchestration/approvals/:token')} -> ${res.status}`,
+      body: res.text ?? '',
+      headers: res.headers,
+      traceId: res.headers['bt-trace-id'],
+      logged: options.raw === undefined,
+    });
+    if (options.reveals && res.status < 300) shownOnce.set(index, options.reveals(res.body));
+    expect({ route: `${method.toUpperCase()} ${path}`, status: res.status }).toEqual({
+      route: `${method.toUpperCase()} ${path}`,
+      status: expected,
+    });
+    return res;
+  };
+
+  const json = (field: string, value: unknown) => `"${field}":${JSON.stringify(value)}`;
+  const applicationKeys = (body: Record<string, unknown>) => [
+    json('key', body.key),
+    ...((body.keys as { key?: string }[] | undefined) ?? []).map((k) => json('key', k.key)),
+  ];
+
+  const createApplication = async (
+    managementKey: string,
+    body: Record<string, unknown>,
+    headers?: Record<string, string>,
+    status = 201,
+  ) => {
+    const res = await call('post', '/applications', status, {
+      key: managementKey,
+      body,
+      headers,
+      reveals: applicationKeys,
+    });
+    plant(`${String(body.type)} application key`, res.body.key);
+    return res.body as { id: string; key: string; keys: { id: string }[] };
+  };
+
+  const waitForConnection = async (key: string, id: string) => {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const res = await call('get', `/orchestration/connections/${id}`, 200, { key });
+      if (res.body.status !== 'pending') return res.body as { status: string; fields: unknown[] };
+      if (Date.now() > deadline) throw new Error(`connection ${id} still pending`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  const waitForTransaction = async (key: string, id: string, status: string) => {
+    const deadline = Date.now() + 8000;
+    for (;;) {
+      const res = await call('get', `/orchestration/transactions/${id}`, 200, { key });
+      if (res.body.status === status || Date.now() > deadline) return res.body as { status: string };
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+
+  it('keeps every planted secret out of the database, the logs and every response', async () => {
+    for (const [name, card] of Object.entries(CARDS)) {
+      plant(`card number (${name})`, card.number);
+      if (card.number.includes(' ')) plant(`card number digits (${name})`, card.number.replace(/ /g, ''));
+    }
+    plant('card number failing Luhn', LUHN_INVALID);
+    ACCOUNTS.forEach((a) => plant('bank account number', a));
+    plant('bank account number (refused request)', BAD_ROUTING_ACCOUNT);
+    plant('token data (string)', TOKEN_STRING);
+    plant('token data (object)', JSON.stringify(TOKEN_OBJECT));
+    plant('token data (object field)', TOKEN_OBJECT.given_name);
+    plant('token data (object field)', TOKEN_OBJECT.national_id);
+    plant('token data (object field)', TOKEN_OBJECT.nested.note);
+    plant('token data (object field)', TOKEN_OBJECT.nested.list[0]);
+    PLAIN_STRINGS.forEach((s) => plant('token data (plain string)', s));
+    plant('token data (array)', JSON.stringify(ARRAY_TOKEN_DATA));
+    plant('token data (array item)', ARRAY_TOKEN_DATA[0] as string);
+    plant('token data (array item)', (ARRAY_TOKEN_DATA[1] as { inner: string }).inner);
+    plant('connection secret (stripe secret_key)', STRIPE_SECRET);
+    plant('connection secret (stripe secret_key, updated)', STRIPE_SECRET_2);
+    plant('connection secret (adyen api_key)', ADYEN_API_KEY);
+    plant('connection secret (adyen hmac_key)', ADYEN_HMAC_KEY);
+    plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
+    plant('management key', tenant.managementKey);
+    const mgt = tenant.managementKey;
+
+    // Applications and keys: a second management application, a private one (orchestration), a public
+    // one, and a private one whose key is rotated.
+    const mgt2 = await createApplication(mgt, {
+      name: 'second management',
+      type: 'management',
+      permissions: ['application:read', 'application:update', 'log:read', 'tenant:read'],
+    });
+    const pvt = await createApplication(mgt, {
+      name: 'private',
+      type: 'private',
+      permissions: [...ORCHESTRATION_PERMISSIONS, 'token:update', 'token:delete', 'token:search'],
+    });
+    const pub = await createApplication(mgt, {
+      name: 'public',
+      type: 'public',
+      permissions: ['token:create'],
+    });
+    const rotating = await createApplication(mgt, {
+      name: 'rotating',
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    });
+    const rotated = await call('post', `/applications/${rotating.id}/keys`, 201, {
+      key: mgt2.key,
+      reveals: (body) => [json('key', body.key)],
+    });
+    plant('rotated application key', rotated.body.key);
+    await call('get', `/applications/${rotating.id}/keys`, 200, { key: mgt2.key });
+    await call('delete', `/applications/${rotating.id}/keys/${rotating.keys[0].id}`, 204, { key: mgt2.key });
+    await call('get', '/applications/key', 401, { key: rotating.key });
+    await call('get', '/applications/key', 200, { key: rotated.body.key });
+    await call('get', `/applications/${rotating.id}`, 200, { key: mgt2.key });
+    await call('get', '/applications', 200, { key: mgt, query: { size: 100 } });
+    await call('put', `/applications/${pub.id}`, 200, {
+      key: mgt,
+      body: { name: 'public renamed', permissions: ['token:create'] },
+    });
+    await call('get', '/permissions', 200, { key: pvt.key, query: { application_type: 'private' } });
+    await call('get', '/tenants/self', 200, { key: mgt2.key });
+
+    // Idempotent retry of POST /applications: the replay shows the same key (documented once-only display).
+    const appBody = { name: 'idempotent', type: 'private', permissions: ['token:create'] };
+    const idemApp = await createApplication(mgt, appBody, { 'BT-IDEMPOTENCY-KEY': `app-${tag}` });
+    const idemReplay = await call('post', '/applications', 201, {
+      key: mgt,
+      body: appBody,
+      headers: { 'BT-IDEMPOTENCY-KEY': `app-${tag}` },
+      reveals: applicationKeys,
+    });
+    expect(idemReplay.headers['bt-idempotency-replayed']).toBe('true');
+    expect(idemReplay.body.key).toBe(idemApp.key);
+
+    // Tokenize: a single element of each type, a nested object, an array.
+    const cardData = (name: CardName, withCvc = true) => ({
+      number: CARDS[name].number,
+      expiration_month: 11,
+      expiration_year: 2031,
+      ...(withCvc ? { cvc: CARDS[name].cvc } : {}),
+    });
+    const tokenIds: Partial<Record<CardName, string>> = {};
+    const single = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: { type: 'card', data: cardData('visa'), search_indexes: ['{{ data.number }}'] },
+    });
+    tokenIds.visa = single.body.id;
+    const bank = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: {
+        type: 'bank',
+        data: { routing_number: '021000021', account_number: ACCOUNTS[0] },
+        search_indexes: ['{{ data.account_number }}'],
+      },
+    });
+    const stringToken = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: { type: 'token', data: TOKEN_STRING, search_indexes: ['{{ data }}'] },
+    });
+    const objectToken = await call('post', '/tokens', 201, {
+      key: pvt.key,
+      body: {
+        type: 'token',
+        data: TOKEN_OBJECT,
+        metadata: { purpose: 'scan' },
+        search_indexes: ['{{ data.national_id }}'],
+      },
+    });
+    const nested = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: {
+        customer: PLAIN_STRINGS[0],
+        payment: {
+          card: {
+            type: 'card',
+            data: cardData('mastercard'),
+            search_indexes: ['{{ data.number }}', '{{ data.number | last4 }}'],
+          },
+          amex: { type: 'card', data: cardData('amex') },
+          bank: { type: 'bank', data: { routing_number: '021000021', account_number: ACCOUNTS[1] } },
+        },
+        extra: { deeper: [PLAIN_STRINGS[1], { type: 'token', data: ARRAY_TOKEN_DATA }] },
+      },
+    });
+    tokenIds.mastercard = nested.body.payment.card.id;
+    tokenIds.amex = nested.body.payment.amex.id;
+    const array = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: [
+        { type: 'card', data: cardData('discover') },
+        { type: 'card', data: cardData('async') },
+        { type: 'card', data: cardData('challenge') },
+        { type: 'card', data: cardData('randomVisa'), search_indexes: ['{{ data.number }}'] },
+        { type: 'card', data: cardData('randomMastercard') },
+        { type: 'bank', data: { routing_number: '021000021', account_number: ACCOUNTS[2] } },
+      ],
+    });
+    [tokenIds.discover, tokenIds.async, tokenIds.challenge, tokenIds.randomVisa, tokenIds.randomMastercard] =
+      array.body.map((x: { id: string }) => x.id);
+    expect(array.body[4].data.number).toBe(`XXXXXXXXXXXX${RANDOM_MASTERCARD.slice(-4)}`);
+
+    // Idempotent retry of a card tokenize: the replay is the stored response.
+    const idemBody = { type: 'card', data: cardData('randomVisa') };
+    const first = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: idemBody,
+      headers: { 'BT-IDEMPOTENCY-KEY': `tok-${tag}` },
+    });
+    const replay = await call('post', '/tokenize', 201, {
+      key: pvt.key,
+      body: idemBody,
+      headers: { 'BT-IDEMPOTENCY-KEY': `tok-${tag}` },
+    });
+    expect(replay.headers['bt-idempotency-replayed']).toBe('true');
+    expect(replay.body.id).toBe(first.body.id);
+
+    // Read, list, search, update, delete.
+    await call('get', `/tokens/${tokenIds.visa}`, 200, { key: pvt.key });
+    await call('get', `/tokens/${bank.body.id}`, 200, { key: pvt.key });
+    await call('get', `/tokens/${stringToken.body.id}`, 200, { key: pvt.key });
+    await call('get', `/tokens/${objectToken.body.id}`, 200, { key: pvt.key });
+    await call('get', '/tokens', 200, { key: pvt.key, query: { size: 100 } });
+    await call('get', '/tokens', 200, { key: pvt.key, query: { type: 'card', size: 100 } });
+    await call('get', '/tokens', 200, { key: pvt.key, query: { 'metadata.purpose': 'scan' } });
+    const search = async (query: string, expectedCount: number) => {
+      const res = await call('post', '/tokens/search', 200, { key: pvt.key, body: { query } });
+      expect({ query, found: res.body.data.length }).toEqual({ query, found: expectedCount });
+    };
+    await search(`data:${CARDS.visa.number}`, 1);
+    await search(`data:${RANDOM_VISA} type:card`, 1);
+    await search(`data:${CARDS.mastercard.number}`, 1);
+    await search(`data:${ACCOUNTS[0]}`, 1);
+    await search(`data:${TOKEN_STRING}`, 1);
+    await search(`data:${TOKEN_OBJECT.national_id}`, 1);
+    await call('patch', `/tokens/${tokenIds.amex}`, 200, {
+      key: pvt.key,
+      headers: { 'Content-Type': 'application/merge-patch+json' },
+      body: JSON.stringify({ metadata: { updated: 'yes' }, search_indexes: ['{{ data.number }}'] }),
+    });
+    await search(`data:${CARDS.amex.number}`, 1);
+    await call('patch', `/tokens/${stringToken.body.id}`, 200, {
+      key: pvt.key,
+      body: { search_indexes: ['{{ data | upcase }}'] },
+    });
+    await search(`data:${TOKEN_STRING.toUpperCase()}`, 1);
+    plant('token data (search index value)', TOKEN_STRING.toUpperCase());
+    await call('delete', `/tokens/${bank.body.id}`, 204, { key: pvt.key });
+    await call('get', `/tokens/${bank.body.id}`, 404, { key: pvt.key });
+    await search(`data:${ACCOUNTS[0]}`, 0);
+
+    // Validation errors that must echo nothing.
+    const luhn = await call('post', '/tokenize', 400, {
+      key: pvt.key,
+      body: { type: 'card', data: { number: LUHN_INVALID, expiration_month: 11, expiration_year: 2031 } },
+    });
+    expect(luhn.body.errors).toHaveProperty(['data.number']);
+    const invalid = await call('post', '/tokenize', 400, {
+      key: pvt.key,
+      body: {
+        card: { type: 'card', data: { ...cardData('visa'), cvc: '12' } },
+        bank: { type: 'bank', data: { routing_number: '123456789', account_number: BAD_ROUTING_ACCOUNT } },
+        text: { type: 'token', data: TOKEN_STRING, search_indexes: ['{{ data.missing | nope }}'] },
+        indexed: {
+          type: 'card',
+          data: cardData('randomVisa'),
+          search_indexes: ['{{ data.number | no_such_filter }}'],
+          fingerprint_expression: '{{ data.number',
+        },
+      },
+    });
+    expect(Object.keys(invalid.body.errors)).toEqual(
+      expect.arrayContaining(['card.data.cvc', 'bank.data.routing_number']),
+    );
+    for (const raw of [
+      `{"number": "${CARDS.visa.number}"`,
+      `{"type": "card", "data": {"number": "${CARDS.mastercard.number}", "cvc": "${CARDS.mastercard.cvc}",}}`,
+    ]) {
+      const malformed = await call('post', '/tokenize', 400, { key: pvt.key, raw });
+      expect(malformed.body.code).toBe('malformed_json');
+    }
+
+    // Sessions: create with the public key, authorize with the private key, tokenize with the session key.
+    const session = await call('post', '/sessions', 201, {
+      key: pub.key,
+      reveals: (body) => [json('session_key', body.session_key), json('nonce', body.nonce)],
+    });
+    plant('session key', session.body.session_key);
+    plant('session nonce', session.body.nonce);
+    await call('post', '/tokenize', 403, {
+      key: session.body.session_key,
+      body: { type: 'card', data: cardData('randomVisa') },
+    });
+    await call('post', '/sessions/authorize', 204, {
+      key: pvt.key,
+      body: { nonce: session.body.nonce, permissions: ['token:create', 'token:read'] },
+    });
+    await call('post', '/sessions/authorize', 400, {
+      key: pvt.key,
+      body: { nonce: session.body.nonce, permissions: ['token:create'] },
+    });
+    const viaSession = await call('post', '/tokenize', 201, {
+      key: session.body.session_key,
+      body: {
+        card: { type: 'card', data: cardData('randomMastercard') },
+        text: { type: 'token', data: TOKEN_STRING },
+      },
+    });
+    await call('get', `/tokens/${viaSession.body.card.id}`, 200, { key: session.body.session_key });
+
+    // Connections: create with secret fields, update with the secret as ******** and with a new value.
+    const formulas = await call('get', '/orchestration/connection_formulas', 200, { key: pvt.key });
+    expect(formulas.body.length).toBe(18);
+    const stripeBody = (secret: string) => ({
+      connection_formula_id: 'stripe-card',
+      method: 'card',
+      display_name: 'Stripe scan',
+      fields: [{ key: 'secret_key', value: secret }],
+      accepted_countries: ['US', 'DE'],
+      accepted_currencies: ['USD', 'EUR'],
+    });
+    const stripe = (
+      await call('post', '/orchestration/connections', 201, { key: pvt.key, body: stripeBody(STRIPE_SECRET) })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, stripe)).status).toBe('available');
+    await call('put', `/orchestration/connections/${stripe}`, 200, {
+      key: pvt.key,
+      body: stripeBody('********'),
+    });
+    expect(await waitForConnection(pvt.key, stripe)).toMatchObject({
+      status: 'available',
+      fields: [{ key: 'secret_key', value: '********' }],
+    });
+    const adyenBody = (apiKey: string, hmacKey: string) => ({
+      connection_formula_id: 'adyen-card',
+      method: 'card',
+      display_name: 'Adyen scan',
+      fields: [
+        { key: 'api_key', value: apiKey },
+        { key: 'merchant_account', value: `ScanMerchant${tag}` },
+        { key: 'hmac_key', value: hmacKey },
+      ],
+      accepted_countries: ['US'],
+      accepted_currencies: ['USD'],
+    });
+    const adyen = (
+      await call('post', '/orchestration/connections', 201, {
+        key: pvt.key,
+        body: adyenBody(ADYEN_API_KEY, ADYEN_HMAC_KEY),
+      })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, adyen)).status).toBe('available');
+    await call('post', `/orchestration/connections/${adyen}`, 200, {
+      key: pvt.key,
+      body: adyenBody('********', ADYEN_HMAC_KEY_2),
+    });
+    expect((await waitForConnection(pvt.key, adyen)).status).toBe('available');
+    await call('put', `/orchestration/connections/${stripe}`, 200, {
+      key: pvt.key,
+      body: stripeBody(STRIPE_SECRET_2),
+    });
+    expect((await waitForConnection(pvt.key, stripe)).status).toBe('available');
+    await call('get', '/orchestration/connections', 200, { key: pvt.key });
+
+    // Transactions: authorize and capture, void, capture intent and refund, asynchronous capture, 3-D Secure.
+    const pay = async (name: CardName, extra: Record<string, unknown> = {}, connection = stripe) =>
+      (
+        await call('post', '/orchestration/transactions', 201, {
+          key: pvt.key,
+          body: { amount: 1311, currency: 'USD', connection_id: connection, token: tokenIds[name], ...extra },
+        })
+      ).body as { id: string; status: string; payment_method: { approval_url: string | null } };
+    const op = (id: string, action: string, expected: number, body: object = {}) =>
+      call('post', `/orchestration/transactions/${id}/${action}`, expected, { key: pvt.key, body });
+
+    const authorized = await pay('visa', { country: 'US', external_identifier: `order-${tag}` });
+    expect(authorized.status).toBe('authorization_succeeded');
+    await op(authorized.id, 'capture', 200, { amount: 1311 });
+    await op(authorized.id, 'refunds', 201, { amount: 311 });
+    await call('get', `/orchestration/transactions/${authorized.id}/refunds`, 200, { key: pvt.key });
+
+    const voided = await pay('mastercard', {}, adyen);
+    expect(voided.status).toBe('authorization_succeeded');
+    await op(voided.id, 'void', 200);
+    await op(voided.id, 'capture', 409);
+
+    const captureIntent = await pay('amex', { intent: 'capture' });
+    expect(captureIntent.status).toBe('capture_succeeded');
+    await op(captureIntent.id, 'refunds', 201);
+
+    expect((await pay('discover', { payment_source: 'card_on_file' })).status).toBe(
+      'authorization_succeeded',
+    );
+    expect((await pay('randomVisa')).status).toBe('authorization_succeeded');
+
+    const asyncTx = await pay('async');
+    expect((await op(asyncTx.id, 'capture', 200)).body.status).toBe('capture_pending');
+
+    const challenged = await pay('challenge');
+    expect(challenged.status).toBe('buyer_approval_pending');
+    const approvalUrl = challenged.payment_method.approval_url!;
+    const approvalPath = new URL(approvalUrl).pathname;
+    plant('approval page token', approvalPath.split('/').pop()!);
+    documented.push(
+      json('approval_url', approvalUrl),
+      `action="${approvalPath}/approve"`,
+      `action="${approvalPath}/decline"`,
+    );
+    const page = await call('get', approvalPath, 200);
+    expect(page.text).toContain(`•••• ${CARDS.challenge.number.slice(-4)}`);
+    const approved = await call('post', `${approvalPath}/approve`, 200);
+    expect(approved.text).toContain('Payment approved');
+    await call('get', approvalPath, 409);
+    expect((await waitForTransaction(pvt.key, challenged.id, 'authorization_succeeded')).status).toBe(
+      'authorization_succeeded',
+    );
+    expect((await waitForTransaction(pvt.key, asyncTx.id, 'capture_succeeded')).status).toBe(
+      'capture_succeeded',
+    );
+    await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
+    await call('get', '/orchestration/transactions', 200, {
+      key: pvt.key,
+      query: { external_identifier: `order-${tag}` },
+    });
+
+    // Audit logs, walked to the end with the cursor.
+    let start: string | undefined;
+    let pages = 0;
+    do {
+      const res = await call('get', '/logs', 200, {
+        key: mgt2.key,
+        query: start ? { size: 100, start } : { size: 100 },
+      });
+      start = res.body.pagination.after;
+      pages++;
+    } while (start && pages < 50);
+    await call('get', '/logs/entity-types', 200, { key: mgt2.key });
+    await call('get', '/logs', 200, { key: mgt, query: { entity_type: 'token', page: 1, size: 100 } });
+
+    // --- The scan ---
+    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', db.url], {
+      encoding: 'utf8',
+      maxBuffer: 512 * 1024 * 1024,
+    });
+    expect(dump).toContain(tokenIds.visa);
+    // The dump holds what the scan is about: stored idempotent responses, audit logs, sealed connection fields.
+    const counts: { table: string; n: number }[] = await t.app.get(DataSource).query(
+      `SELECT 'idempotency_records' AS table, count(*)::int AS n FROM idempotency_records
+       UNION ALL SELECT 'audit_logs', count(*)::int FROM audit_logs
+       UNION ALL SELECT 'connections', count(*)::int FROM connections
+       UNION ALL SELECT 'transactions', count(*)::int FROM transactions`,
+    );
+    expect(Object.fromEntries(counts.map((c) => [c.table, c.n > 0]))).toEqual({
+      idempotency_records: true,
+      audit_logs: true,
+      connections: true,
+      transactions: true,
+    });
+    // Every request's log line is in (pino writes the completion line after the response is sent).
+    expect(responses.every((r) => r.traceId)).toBe(true);
+    const unlogged = () => responses.filter((r) => r.logged && !t.logs.some((l) => l.includes(r.traceId)));
+    for (let i = 0; i < 50 && unlogged().length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(unlogged().map((r) => r.route)).toEqual([]);
+    const logs = t.logs.join('');
+
+    const responseTexts = responses.map(({ body, headers }, i) => {
+      let out = body;
+      for (const shown of [...(shownOnce.get(i) ?? []), ...documented])
+        out = out.split(shown).join('[shown]');
+      return `${out}\n${JSON.stringify(headers)}`;
+    });
+
+    // Which table a dump position belongs to (COPY public.<table> ... FROM stdin).
+    const tableAt = (position: number): string => {
+      const copy = dump.lastIndexOf('\nCOPY ', position);
+      return copy < 0 ? '?' : dump.slice(copy + 6, dump.indexOf(' ', copy + 6));
+    };
+    const lineAt = (text: string, position: number): string => {
+      const from = text.lastIndexOf('\n', position) + 1;
+      const to = text.indexOf('\n', position);
+      const line = text.slice(from, to < 0 ? undefined : to);
+      const at = position - from;
+      return line.length <= 300 ? line : `…${line.slice(Math.max(0, at - 150), at + 150)}…`;
+    };
+
+    // The search itself finds what it looks for: a clear value stored by design, and each encoding of a
+    // secret embedded at any offset of a larger encoded value.
+    expect(dump).toContain(`order-${tag}`);
+    for (const { value } of secrets)
+      for (const prefix of ['', '{', '{"', '{"x']) {
+        const embedded = Buffer.from(`${prefix}${value}"}`, 'utf8');
+        const forms: Record<string, string> = {
+          clear: embedded.toString('utf8'),
+          base64: embedded.toString('base64'),
+          base64url: embedded.toString('base64url'),
+          hex: embedded.toString('hex'),
+          HEX: embedded.toString('hex').toUpperCase(),
+        };
+        for (const { encoding, patterns } of encodings(value))
+          expect({
+            value,
+            prefix,
+            encoding,
+            found: patterns.some((p) => forms[encoding].includes(p)),
+          }).toEqual({
+            value,
+            prefix,
+            encoding,
+            found: true,
+          });
+      }
+
+    const hits: string[] = [];
+    let searched = 0;
+    for (const secret of secrets) {
+      for (const { encoding, patterns } of encodings(secret.value)) {
+        searched++;
+        for (const pattern of patterns) {
+          let at = dump.indexOf(pattern);
+          if (at >= 0)
+            hits.push(`${secret.kind} [${encoding}] in dump table ${tableAt(at)}: ${lineAt(dump, at)}`);
+          at = logs.indexOf(pattern);
+          if (at >= 0) hits.push(`${secret.kind} [${encoding}] in log: ${lineAt(logs, at)}`);
+          responseTexts.forEach((text, i) => {
+            at = text.indexOf(pattern);
+            if (at >= 0)
+              hits.push(
+                `${secret.kind} [${encoding}] in response ${responses[i].route}: ${lineAt(text, at)}`,
+              );
+          });
+        }
+      }
+    }
+    // A CVC is too short to look for as a substring: as a whole dump field and as a JSON string value.
+    const fields = new Set(dump.split('\n').flatMap((line) => line.split('\t')));
+    for (const [name, { cvc }] of Object.entries(CARDS)) {
+      searched++;
+      if (fields.has(cvc)) hits.push(`CVC (${name}) as a dump column value: ${cvc}`);
+      if (dump.includes(`"${cvc}"`)) hits.push(`CVC (${name}) as a JSON string in the dump: ${cvc}`);
+      const inLogs = logs.indexOf(`"${cvc}"`);
+      if (inLogs >= 0) hits.push(`CVC (${name}) in log: ${lineAt(logs, inLogs)}`);
+      // In a body as a JSON string; in the headers as a whole value, except counters and lengths.
+      responses.forEach(({ body, headers, route }) => {
+        const at = body.indexOf(`"${cvc}"`);
+        if (at >= 0) hits.push(`CVC (${name}) in response ${route}: ${lineAt(body, at)}`);
+        for (const [header, value] of Object.entries(headers))
+          if (
+            !NUMERIC_HEADERS.test(header) &&
+            String(value)
+              .split(/[\s,;=]+/)
+              .includes(cvc)
+          )
+            hits.push(`CVC (${name}) in response header ${header} of ${route}: ${value}`);
+      });
+    }
+    expect(dump).not.toContain('"cvc"');
+
+    const bytes = {
+      dump: Buffer.byteLength(dump),
+      log: Buffer.byteLength(logs),
+      responses: responseTexts.reduce((n, text) => n + Buffer.byteLength(text), 0),
+    };
+    process.stdout.write(
+      `secrets scan: ${secrets.length} secrets x 5 encodings + ${Object.keys(CARDS).length} CVCs = ${searched} searches ` +
+        `in ${bytes.dump} bytes of dump, ${bytes.log} bytes of log (${t.logs.length} lines), ` +
+        `${bytes.responses} bytes of ${responses.length} responses: ${hits.length} hits\n` +
+        hits.map((h) => `  HIT ${h}\n`).join(''),
+    );
+    expect(hits).toEqual([]);
+  });
+});
