@@ -84,6 +84,16 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
       unexpected: false,
     };
   }
+  if (databaseUnavailable(exception)) {
+    return {
+      body: problem(503, 'The database is unavailable; retry shortly.', {
+        code: 'database_unavailable',
+        trace_id: traceId,
+      }),
+      headers: { 'Retry-After': '1' },
+      unexpected: true,
+    };
+  }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const detail = http.expose && http.message ? http.message : (STATUS_CODES[status] ?? 'Bad request');
     return { body: problem(status, detail), headers: {}, unexpected: false };
@@ -93,4 +103,25 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
     headers: {},
     unexpected: true,
   };
+}
+
+/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, terminated). */
+const UNAVAILABLE_CODES = /^(08|57P0[123])/;
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|ECONNREFUSED|ECONNRESET|ENOENT.*\.s\.PGSQL|the database system is (starting up|shutting down)|Client has encountered a connection error|timeout exceeded when trying to connect|Connection is not established/;
+
+/** True when an error means PostgreSQL cannot be reached now (a 503 that heals), not a bug (a 500). */
+export function databaseUnavailable(exception: unknown): boolean {
+  for (
+    let e = exception as
+        { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown } | undefined,
+      depth = 0;
+    e && depth < 4;
+    depth++
+  ) {
+    if (typeof e.code === 'string' && UNAVAILABLE_CODES.test(e.code)) return true;
+    if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message)) return true;
+    e = (e.driverError ?? e.cause) as typeof e;
+  }
+  return false;
 }
