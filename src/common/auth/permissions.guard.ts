@@ -3,12 +3,17 @@ import { Reflector } from '@nestjs/core';
 import { forbidden } from '../errors/problem.exception';
 import type { KeyKind } from './api-key';
 import { mayHoldPermission, RequestWithPrincipal } from './principal';
-import { KEY_KINDS_METADATA, PERMISSIONS_METADATA, PUBLIC_METADATA } from './require-permissions.decorator';
+import {
+  KEY_KINDS_METADATA,
+  PER_TOKEN_METADATA,
+  PERMISSIONS_METADATA,
+  PUBLIC_METADATA,
+} from './require-permissions.decorator';
 
 /**
  * Authorizes the authenticated principal for the route: 403 for an unauthorized session, a key of the
- * wrong kind, or a missing permission. Permissions held only through rules pass here and are checked
- * per token by the rule evaluator.
+ * wrong kind, or a missing permission. Permissions held only through rules pass here only on routes
+ * marked `@EvaluatedPerToken()`, which check them per token with the rule evaluator.
  */
 @Injectable()
 export class PermissionsGuard implements CanActivate {
@@ -28,7 +33,11 @@ export class PermissionsGuard implements CanActivate {
     if (!who.authorized) throw forbidden('The session has not been authorized.');
     const needed =
       this.reflector.getAllAndOverride<string[] | undefined>(PERMISSIONS_METADATA, targets) ?? [];
-    const missing = needed.filter((permission) => !mayHoldPermission(who, permission));
+    const perToken =
+      this.reflector.getAllAndOverride<boolean | undefined>(PER_TOKEN_METADATA, targets) === true;
+    const missing = needed.filter((permission) =>
+      perToken ? !mayHoldPermission(who, permission) : !who.permissions.includes(permission),
+    );
     if (missing.length) throw forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
     return true;
   }

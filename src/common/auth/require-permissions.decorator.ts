@@ -8,6 +8,7 @@ export const API_KEY_SECURITY = 'BT-API-KEY';
 export const PERMISSIONS_METADATA = 'vault:permissions';
 export const KEY_KINDS_METADATA = 'vault:key-kinds';
 export const PUBLIC_METADATA = 'vault:public';
+export const PER_TOKEN_METADATA = 'vault:per-token';
 
 /**
  * Marks a route as needing a valid `BT-API-KEY` holding every listed permission (none listed: any
@@ -31,6 +32,14 @@ export function RequirePermissions(...permissions: Permission[]): MethodDecorato
 /** Restricts a route to keys of the given kinds (a session is created with a public key only). */
 export const RequireKeyKind = (...kinds: KeyKind[]): MethodDecorator & ClassDecorator =>
   SetMetadata(KEY_KINDS_METADATA, kinds);
+
+/**
+ * The route checks its permission per token with the rule evaluator, so a permission held only through
+ * access rules gets past the guard here. Everywhere else a permission must be held outright: a rule
+ * scoped to some tokens grants nothing on connections, transactions of other tokens, logs or applications.
+ */
+export const EvaluatedPerToken = (): MethodDecorator & ClassDecorator =>
+  SetMetadata(PER_TOKEN_METADATA, true);
 
 /** A route that needs no key at all (health, documentation, the buyer approval page). */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_METADATA, true);

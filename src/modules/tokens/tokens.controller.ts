@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } fr
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
-import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { EvaluatedPerToken, RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
@@ -31,6 +31,7 @@ const FREE_FORM = {
 
 @ApiTags('Tokens')
 @Controller()
+@EvaluatedPerToken()
 export class TokensController {
   constructor(private readonly tokens: TokensService) {}
 

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
-import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
+import { EvaluatedPerToken, RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import { OwnTransactions } from '../../../common/context/own-transactions.decorator';
 import type { OffsetPage } from '../../../common/pagination/offset-pagination';
 import { OffsetPaginationQueryDto } from '../../../common/pagination/offset-pagination.dto';
@@ -28,6 +28,7 @@ export class TransactionsController {
 
   @Post()
   @RequirePermissions('token:use')
+  @EvaluatedPerToken()
   @Audited('transaction', 'create', { entries: 'recorded' })
   @OwnTransactions()
   @ApiOperation({
@@ -86,6 +87,7 @@ export class TransactionsController {
   @Post(':id/void')
   @HttpCode(200)
   @RequirePermissions('token:use')
+  @EvaluatedPerToken()
   @Audited('transaction', 'update', { entries: 'recorded' })
   @OwnTransactions()
   @ApiOperation({ operationId: 'voidTransaction', summary: 'Void an authorized, uncaptured transaction' })
