@@ -55,9 +55,10 @@ export function tokenizeLoad(base: () => string, key: string, workers = 8): Load
   const statuses: number[] = [];
   let running = true;
   let n = 0;
+  const run = Math.random().toString(36).slice(2, 8);
   const worker = async (w: number) => {
     while (running) {
-      const request = `${w}-${n++}`;
+      const request = `${run}-${w}-${n++}`;
       try {
         const res = await fetch(`${base()}/tokenize`, {
           method: 'POST',
