@@ -477,6 +477,8 @@ export class TransactionsService {
       );
       const row = rows[0];
       if (!row) return { outcome: 'unknown' as const };
+      // Expired by the settlement job before the buyer came back: still an expired link, not a used one.
+      if (row.error_code === 'approval_expired') return { outcome: 'expired' as const, row };
       if (row.status !== 'buyer_approval_pending') return { outcome: 'used' as const, row };
       const now = this.clock.now();
       if (row.approval_expires_at && row.approval_expires_at <= now) {
@@ -545,6 +547,7 @@ export class TransactionsService {
     );
     const row = rows[0];
     if (!row) return { state: 'unknown' };
+    if (row.error_code === 'approval_expired') return { state: 'expired', row };
     if (row.status !== 'buyer_approval_pending') return { state: 'used', row };
     if (row.approval_expires_at && row.approval_expires_at <= this.clock.now())
       return { state: 'expired', row };
