@@ -1,13 +1,11 @@
-import { existsSync } from 'node:fs';
-import { Browser, chromium, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
 import { Clock } from '../src/common/jobs/clock';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
+import { launchChromium } from './support/browser';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { freePort } from './support/processes';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
  * The buyer approval page in a real headless browser (Debian's chromium driven by playwright-core):
@@ -20,8 +18,6 @@ describe('buyer approval page (3-D Secure challenge) in Chromium', () => {
   let connection: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
     const port = await freePort();
     t = await startApp({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
     await t.app.listen(port, '127.0.0.1');
@@ -33,16 +29,7 @@ describe('buyer approval page (3-D Secure challenge) in Chromium', () => {
       })
     ).key;
     connection = (await newConnection(t, key, { currencies: ['EUR', 'JPY'], countries: ['DE'] })).id;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-dev-shm-usage',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

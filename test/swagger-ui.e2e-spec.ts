@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './support/browser';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { freePort, ROOT } from './support/processes';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = join(ROOT, 'test-output', 'swagger-ui-tokenize.png');
 
 /** The Swagger UI at /docs, driven in headless Chromium like a person would: authorize, try it out, execute. */
@@ -15,8 +15,6 @@ describe('Swagger UI in Chromium', () => {
   let key: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
     const port = await freePort();
     t = await startApp({ PORT: String(port) });
     await t.app.listen(port, '127.0.0.1');
@@ -24,16 +22,7 @@ describe('Swagger UI in Chromium', () => {
     const tenant = await newTenant(t);
     key = (await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:create'] }))
       .key;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-dev-shm-usage',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -128,30 +128,15 @@ export class ConnectionsService implements OnApplicationShutdown {
   ) {}
 
   async create(who: Principal, body: ConnectionRequestDto): Promise<ConnectionDto> {
-    const { formula, values } = validateAgainstFormula(body, new Map());
     const id = randomUUID();
-    const { fields, secrets } = await this.splitSecrets(who.tenantId, id, formula, values);
-    const now = this.clock.now();
+    const values = await this.columnValues(who.tenantId, id, body, new Map());
     const rows: ConnectionRow[] = await this.db.tx.query(
       `INSERT INTO connections (id, tenant_id, formula_id, method, display_name, fields, secrets, accepted_countries,
-                                accepted_currencies, active, status, three_d_secure_enabled, created_by, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $13)
+                                accepted_currencies, active, three_d_secure_enabled, status, created_by, created_at,
+                                updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $13)
        RETURNING *`,
-      [
-        id,
-        who.tenantId,
-        formula.id,
-        formula.method,
-        body.display_name,
-        JSON.stringify(fields),
-        secrets,
-        body.accepted_countries,
-        body.accepted_currencies,
-        body.active ?? true,
-        supports(formula, 'three_d_secure_pass_through'),
-        who.applicationId,
-        now,
-      ],
+      [id, who.tenantId, ...values, who.applicationId, this.clock.now()],
     );
     this.afterCommit(id);
     return connectionDto(rows[0], { withMethod: false });
@@ -172,32 +157,44 @@ export class ConnectionsService implements OnApplicationShutdown {
   async update(who: Principal, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const current = await this.find(who.tenantId, id, true);
     const stored = body.connection_formula_id === current.formula_id ? await this.credentialsOf(current) : {};
-    const { formula, values } = validateAgainstFormula(body, new Map(Object.entries(stored)));
-    const { fields, secrets } = await this.splitSecrets(who.tenantId, id, formula, values);
+    const values = await this.columnValues(who.tenantId, id, body, new Map(Object.entries(stored)));
     const [rows]: [ConnectionRow[], number] = await this.db.tx.query(
       `UPDATE connections
           SET formula_id = $3, method = $4, display_name = $5, fields = $6, secrets = $7, accepted_countries = $8,
-              accepted_currencies = $9, active = $10, status = 'pending', status_reason = NULL,
-              three_d_secure_enabled = $11, version = version + 1, updated_at = $12
+              accepted_currencies = $9, active = $10, three_d_secure_enabled = $11, status = 'pending',
+              status_reason = NULL, version = version + 1, updated_at = $12
         WHERE tenant_id = $1 AND id = $2
         RETURNING *`,
-      [
-        who.tenantId,
-        id,
-        formula.id,
-        formula.method,
-        body.display_name,
-        JSON.stringify(fields),
-        secrets,
-        body.accepted_countries,
-        body.accepted_currencies,
-        body.active ?? true,
-        supports(formula, 'three_d_secure_pass_through'),
-        this.clock.now(),
-      ],
+      [who.tenantId, id, ...values, this.clock.now()],
     );
     this.afterCommit(id);
     return connectionDto(rows[0], { withMethod: true });
+  }
+
+  /**
+   * The request checked against its formula, as the values of the columns create and update both write:
+   * formula_id, method, display_name, fields, secrets, accepted_countries, accepted_currencies, active,
+   * three_d_secure_enabled.
+   */
+  private async columnValues(
+    tenantId: string,
+    id: string,
+    body: ConnectionRequestDto,
+    stored: Map<string, string>,
+  ): Promise<unknown[]> {
+    const { formula, values } = validateAgainstFormula(body, stored);
+    const { fields, secrets } = await this.splitSecrets(tenantId, id, formula, values);
+    return [
+      formula.id,
+      formula.method,
+      body.display_name,
+      JSON.stringify(fields),
+      secrets,
+      body.accepted_countries,
+      body.accepted_currencies,
+      body.active ?? true,
+      supports(formula, 'three_d_secure_pass_through'),
+    ];
   }
 
   /** Soft when transactions refer to the connection (they keep showing it), else the row goes. */

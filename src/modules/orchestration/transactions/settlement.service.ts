@@ -7,10 +7,12 @@ import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import type { OperationResult } from '../processors/processor.port';
-import { STUCK_AFTER_MS, TransactionRow, TransactionsService } from './transactions.service';
-
-const SELECT = `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
-  FROM transactions t JOIN connections c ON c.id = t.connection_id`;
+import {
+  SELECT_TRANSACTION,
+  STUCK_AFTER_MS,
+  TransactionRow,
+  TransactionsService,
+} from './transactions.service';
 
 /**
  * Settles what a request could not: asynchronous captures and voids, operations interrupted by a crash
@@ -50,7 +52,7 @@ export class SettlementService {
     const now = this.clock.now();
     const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
     const rows: TransactionRow[] = await this.db.tx.query(
-      `${SELECT}
+      `${SELECT_TRANSACTION}
         WHERE (t.status IN ('capture_pending', 'authorization_void_pending'))
            OR (t.status = 'processing' AND t.pending_since <= $1)
            OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)

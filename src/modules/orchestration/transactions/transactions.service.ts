@@ -96,7 +96,8 @@ interface RefundRow {
   created_at: Date;
 }
 
-const SELECT_TRANSACTION = `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
+/** A transaction row with the connection summary every transaction object shows. */
+export const SELECT_TRANSACTION = `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
   FROM transactions t JOIN connections c ON c.id = t.connection_id`;
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -130,6 +131,23 @@ function authorizationColumns(result: AuthorizeResult, amount: number, now: Date
     authorized_at: approved ? now : null,
     captured_amount: approved && result.captured ? amount : 0,
     captured_at: approved && result.captured ? now : null,
+  };
+}
+
+/** What an authorization that the processor did not answer (error, timeout) counts as. */
+function processorFailure(
+  connectionTransactionId: string | null,
+  cvvResponseCode: AuthorizeResult['cvvResponseCode'],
+): AuthorizeResult {
+  return {
+    outcome: 'failed',
+    captured: false,
+    connectionTransactionId,
+    schemeTransactionId: null,
+    authResponseCode: null,
+    cvvResponseCode,
+    errorCode: 'processor_error',
+    threeDSecure: null,
   };
 }
 
@@ -253,16 +271,7 @@ export class TransactionsService {
       );
     } catch (error) {
       this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
-      result = {
-        outcome: 'failed',
-        captured: false,
-        connectionTransactionId: null,
-        schemeTransactionId: null,
-        authResponseCode: null,
-        cvvResponseCode: cvc === undefined ? 'not_provided' : 'unavailable',
-        errorCode: 'processor_error',
-        threeDSecure: null,
-      };
+      result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
     }
 
     try {
@@ -507,16 +516,7 @@ export class TransactionsService {
         { err: error, transaction_id: row.id },
         'challenge completion failed at the processor',
       );
-      result = {
-        outcome: 'failed',
-        captured: false,
-        connectionTransactionId: row.connection_transaction_id,
-        schemeTransactionId: null,
-        authResponseCode: null,
-        cvvResponseCode: 'not_provided',
-        errorCode: 'processor_error',
-        threeDSecure: null,
-      };
+      result = processorFailure(row.connection_transaction_id, 'not_provided');
     }
     return this.db.withTransaction(async () => {
       const now = this.clock.now();
