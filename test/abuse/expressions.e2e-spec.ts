@@ -1,0 +1,171 @@
+import request from 'supertest';
+import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
+import { cardData, luhnCard, measureLoop, patchToken, tokenize } from '../support/attacker';
+
+/**
+ * Abuse class: expressions (contract section 15). An attacker holding only a public key with
+ * `token:create` and `token:update` sends Liquid: tags, amplification, oversized filter results, errors
+ * that would echo data. Expressions are output-only, bounded in size, time and memory, and their errors
+ * carry a fixed reason.
+ */
+describe('abuse: expressions', () => {
+  let t: TestApp;
+  let tenant: TestTenant;
+  let pub: string;
+  let pvt: string;
+
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
+    tenant = await newTenant(t, 'expressions');
+    pub = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'public',
+        permissions: ['token:create', 'token:update'],
+      })
+    ).key;
+    pvt = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read', 'token:update'],
+      })
+    ).key;
+  });
+  afterAll(() => t.close());
+
+  it('an expression error never carries token data, in the response or the log', async () => {
+    const number = luhnCard();
+    const secretName = 'zq-secret-field-name-81';
+    const attempts: Record<string, unknown>[] = [
+      { type: 'card', data: cardData(number), fingerprint_expression: '{{ data[data.number] }}' },
+      { type: 'card', data: cardData(number), search_indexes: ['{{ data[data.number] }}'] },
+      { type: 'card', data: cardData(number), search_indexes: ['{{ data.number | divided_by: 0 }}'] },
+      { type: 'token', data: { [secretName]: number }, search_indexes: [`{{ data[data["${secretName}"]] }}`] },
+      { type: 'token', data: { a: number }, fingerprint_expression: '{{ data.a | split: "" | nope }}' },
+    ];
+    for (const element of attempts) {
+      for (const key of [pub, pvt]) {
+        const res = await tokenize(t, key, element);
+        expectProblem(res, 400);
+        expect(res.text).not.toContain(number);
+        expect(res.text).not.toContain(number.slice(-8));
+        const paths = Object.keys(res.body.errors ?? {});
+        expect(paths.length).toBeGreaterThan(0);
+        expect(paths.every((p) => /^(fingerprint_expression|search_indexes\[\d+\])$/.test(p))).toBe(true);
+      }
+    }
+    // The same over stored data (a PATCH): no echo either, whatever the status.
+    const stored = await tokenize(t, pvt, { type: 'card', data: cardData(number) }).expect(201);
+    for (const key of [pub, pvt]) {
+      const res = await patchToken(t, key, stored.body.id, { fingerprint_expression: '{{ data[data.number] }}' });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.text).not.toContain(number);
+    }
+    expect(t.logs.join('\n')).not.toContain(number);
+    expect(t.logs.join('\n')).not.toContain(secretName);
+  });
+
+  it('refuses every {% %} tag with a 400 naming the field', async () => {
+    const tags = [
+      '{% assign x = data.number %}{{ x }}',
+      '{% for i in (1..3) %}{{ i }}{% endfor %}',
+      '{% capture s %}{{ data.number }}{% endcapture %}{{ s }}',
+      '{% if data.number %}1{% endif %}',
+      '{% raw %}{{ data }}{% endraw %}',
+      '{% liquid echo data.number %}',
+      '{% comment %}x{% endcomment %}{{ data.number }}',
+      '{%- echo data.number -%}',
+      '{% increment n %}',
+    ];
+    for (const expression of tags) {
+      const res = await tokenize(t, pub, {
+        type: 'card',
+        data: cardData(luhnCard()),
+        search_indexes: [expression],
+      });
+      expectProblem(res, 400);
+      expect(Object.keys(res.body.errors)).toEqual(['search_indexes[0]']);
+      expect(res.body.errors['search_indexes[0]'][0]).toMatch(/tag/);
+    }
+  });
+
+  it('the amplification expression (capture doubling in a for, then replace) is refused at once: the loop keeps turning, the heap stays small', async () => {
+    const bomb =
+      '{% capture s %}xx{% endcapture %}{% for i in (1..26) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}' +
+      "{{ s | replace: 'x', 'yyyyyyyy' }}";
+    const measured = await measureLoop(() =>
+      tokenize(t, pub, { type: 'token', data: 'a', search_indexes: [bomb] }),
+    );
+    process.stdout.write(
+      `amplification: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
+    );
+    expectProblem(measured.result, 400);
+    expect(measured.maxBlockMs).toBeLessThan(100);
+    expect(measured.heapGrowthMb).toBeLessThan(100);
+  });
+
+  it('refuses (never truncates) a filter result or an output over 4 KiB, even when later filters shrink it', async () => {
+    const cases = [
+      '{{ data | pad_left: 5000, "x" | slice: 0, 4 }}',
+      '{{ data | append: data | append: data | append: data | size }}',
+      '{{ data | pad_right: 4097, "*" }}',
+      '{{ data | split: "" | concat: (1..5000) | size }}',
+    ];
+    for (const expression of cases) {
+      const res = await tokenize(t, pub, {
+        type: 'token',
+        data: 'x'.repeat(1500),
+        search_indexes: [expression],
+      });
+      expectProblem(res, 400);
+      expect(res.body.errors['search_indexes[0]'][0]).toMatch(/4 KiB|memory/);
+    }
+    const fine = await tokenize(t, pub, {
+      type: 'token',
+      data: 'x'.repeat(1500),
+      search_indexes: ['{{ data | pad_left: 4000, "x" | slice: 0, 4 }}'],
+    });
+    expect(fine.status).toBe(201);
+  });
+
+  it('a tokenize of 100 hostile expressions never holds the event loop for 100 ms', async () => {
+    const hostile = [
+      '{{ data | split: "" | sort | reverse | join: "," | split: "," | uniq | join: "" }}',
+      "{{ data | replace: 'a', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' }}",
+      '{{ data | strip_html | escape | url_encode | base64_encode | sha256 }}',
+      '{{ (1..100000000) | join }}',
+      '{{ data | split: "a" | join: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" | size }}',
+    ];
+    const data = 'a<'.repeat(2000);
+    const body = Array.from({ length: 100 }, (_, i) => ({
+      type: 'token',
+      data,
+      search_indexes: [hostile[i % hostile.length]],
+    }));
+    const measured = await measureLoop(() => tokenize(t, pub, body));
+    process.stdout.write(
+      `100 hostile expressions: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
+    );
+    expect(measured.result.status).toBe(400);
+    expect(measured.maxBlockMs).toBeLessThan(100);
+  });
+
+  it('expressions still do what users need (Basis Theory filters)', async () => {
+    const number = luhnCard('42424242');
+    const res = await request(t.http)
+      .post('/tokens')
+      .set('BT-API-KEY', pvt)
+      .send({
+        type: 'card',
+        data: cardData(number),
+        search_indexes: [
+          '{{ data.number | last4 }}',
+          '{{ data.number | card_bin }}',
+          '{{ data.number | slice: -4, 4 }}',
+          '{{ data.expiration_month | pad_left: 2, "0" }}/{{ data.expiration_year }}',
+        ],
+        fingerprint_expression: '{{ data.number | reveal_last: 6 }}',
+      })
+      .expect(201);
+    expect(res.body.search_indexes).toHaveLength(4);
+  });
+});

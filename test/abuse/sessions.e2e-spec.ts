@@ -1,0 +1,104 @@
+import request from 'supertest';
+import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
+import { authorizedSession, cardData, luhnCard, tokenize } from '../support/attacker';
+
+/**
+ * Abuse class: sessions outliving their grant (contract section 15). A session's grants are checked at
+ * every use against what its authorizing application holds then; deleting that application ends it.
+ */
+describe('abuse: sessions outliving their grant', () => {
+  let t: TestApp;
+  let tenant: TestTenant;
+  let pub: string;
+  let owner: string;
+
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
+    tenant = await newTenant(t, 'sessions abuse');
+    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] })).key;
+    owner = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
+    ).key;
+  });
+  afterAll(() => t.close());
+
+  const setPermissions = (id: string, body: Record<string, unknown>) =>
+    request(t.http)
+      .put(`/applications/${id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'authorizer', ...body })
+      .expect(200);
+  const read = (key: string, id: string) => request(t.http).get(`/tokens/${id}`).set('BT-API-KEY', key);
+
+  it('a session stops reading as soon as its authorizing application loses the permission, and resumes only if it is given back', async () => {
+    const authorizer = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read'],
+    });
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const session = await authorizedSession(t, pub, authorizer.key, { permissions: ['token:read'] });
+    await read(session, token).expect(200);
+
+    await setPermissions(authorizer.id, { permissions: ['token:search'] });
+    expectProblem(await read(session, token), 403);
+
+    await setPermissions(authorizer.id, { permissions: ['token:read'] });
+    await read(session, token).expect(200);
+  });
+
+  it('a rule-scoped session narrows with its authorizer: a rule over /pci/ reads nothing outside what the authorizer still holds', async () => {
+    const authorizer = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      rules: [{ priority: 1, container: '/pci/', permissions: ['token:read'] }],
+    });
+    const high = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const low = (
+      await tokenize(t, owner, {
+        type: 'card',
+        data: cardData(luhnCard()),
+        containers: ['/pci/low/'],
+      }).expect(201)
+    ).body.id;
+    const session = await authorizedSession(t, pub, authorizer.key, {
+      rules: [{ priority: 1, container: '/pci/', permissions: ['token:read'] }],
+    });
+    await read(session, high).expect(200);
+    await read(session, low).expect(200);
+
+    await setPermissions(authorizer.id, {
+      rules: [{ priority: 1, container: '/pci/low/', permissions: ['token:read'] }],
+    });
+    expect([403, 404]).toContain((await read(session, high)).status);
+    const list = await request(t.http).get('/tokens').set('BT-API-KEY', session);
+    expect(list.text).not.toContain(high);
+    expect(list.text).toContain(low);
+  });
+
+  it('deleting the authorizing application ends its sessions (401)', async () => {
+    const authorizer = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read', 'token:create'],
+    });
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const session = await authorizedSession(t, pub, authorizer.key, { permissions: ['token:read', 'token:create'] });
+    await read(session, token).expect(200);
+    await request(t.http)
+      .delete(`/applications/${authorizer.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+    expectProblem(await read(session, token), 401);
+    expectProblem(await tokenize(t, session, { type: 'card', data: cardData(luhnCard()) }), 401);
+  });
+
+  it('deleting the public application that created it ends the session too', async () => {
+    const creator = await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] });
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const session = await authorizedSession(t, creator.key, owner, { permissions: ['token:read'] });
+    await read(session, token).expect(200);
+    await request(t.http).delete(`/applications/${creator.id}`).set('BT-API-KEY', tenant.managementKey).expect(204);
+    expectProblem(await read(session, token), 401);
+  });
+});
