@@ -70,7 +70,8 @@ export class AppModule {
       module: AppModule,
       imports: [
         ...(coreImports(config, options) ?? []),
-        ScheduleModule.forRoot(),
+        // Without the scheduler the @Cron and @Interval methods are never called.
+        ...(config.JOBS_ENABLED ? [ScheduleModule.forRoot()] : []),
         ThrottlingModule,
         ApplicationsModule,
         TenantsModule,

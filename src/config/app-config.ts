@@ -74,6 +74,14 @@ export class AppConfig {
   @IsBoolean({ message: 'BOOTSTRAP must be true or false' })
   BOOTSTRAP = true;
 
+  /**
+   * Scheduled jobs (expiry, retention, settlement, verification, audit sealing). On by default; tests
+   * that count statements or rows turn them off so that no job runs in between.
+   */
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'JOBS_ENABLED must be true or false' })
+  JOBS_ENABLED = true;
+
   @Transform(toInteger)
   @IsInt()
   @Min(1)

@@ -15,6 +15,8 @@ export const LOCK_KEYS = {
   jobIdempotencyRecords: 72_105,
   jobAuditChain: 72_106,
   jobRateLimits: 72_107,
+  /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
+  deduplication: 72_201,
 } as const;
 
 /**

@@ -25,9 +25,8 @@ describe('abuse: deduplication', () => {
         permissions: ['token:create', 'token:read'],
       })
     ).key;
-    pub = (
-      await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] })
-    ).key;
+    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
+      .key;
   });
   afterAll(() => t.close());
 
@@ -49,17 +48,21 @@ describe('abuse: deduplication', () => {
         .send({ type: 'card', data: cardData(number), deduplicate_token: true })
         .expect(201)
     ).body.fingerprint as string;
-    const [{ n }] = await db.query('SELECT count(*)::int AS n FROM tokens WHERE tenant_id = $1 AND fingerprint = $2', [
-      tenant.tenantId,
-      fingerprint,
-    ]);
+    const [{ n }] = await db.query(
+      'SELECT count(*)::int AS n FROM tokens WHERE tenant_id = $1 AND fingerprint = $2',
+      [tenant.tenantId, fingerprint],
+    );
     return n as number;
   };
 
   it('a public key (no token:read) never gets the existing token: it gets a new one, without the victim metadata', async () => {
     const number = luhnCard();
     const victim = await victimCard(number);
-    const res = await tokenize(t, pub, { type: 'card', data: cardData(number), deduplicate_token: true }).expect(201);
+    const res = await tokenize(t, pub, {
+      type: 'card',
+      data: cardData(number),
+      deduplicate_token: true,
+    }).expect(201);
     expect(res.body.id).not.toBe(victim.id);
     expect(res.text).not.toContain('victim-metadata-91');
     expect(res.body.created_by).not.toBe(victim.id);
@@ -120,7 +123,11 @@ describe('abuse: deduplication', () => {
         permissions: ['token:create', 'token:read'],
       })
     ).key;
-    const same = await tokenize(t, reader, { type: 'card', data: cardData(number), deduplicate_token: true }).expect(201);
+    const same = await tokenize(t, reader, {
+      type: 'card',
+      data: cardData(number),
+      deduplicate_token: true,
+    }).expect(201);
     expect(same.body.id).toBe(victim.id);
     const elsewhere = await tokenize(t, reader, {
       type: 'card',
@@ -131,14 +138,21 @@ describe('abuse: deduplication', () => {
     expect(elsewhere.body.id).not.toBe(victim.id);
   });
 
-  it('another tenant never gets this tenant\'s token', async () => {
+  it("another tenant never gets this tenant's token", async () => {
     const number = luhnCard();
     const victim = await victimCard(number);
     const other = await newTenant(t, 'dedup other');
     const outsider = (
-      await newApplication(t, other.managementKey, { type: 'private', permissions: ['token:create', 'token:read'] })
+      await newApplication(t, other.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
     ).key;
-    const res = await tokenize(t, outsider, { type: 'card', data: cardData(number), deduplicate_token: true }).expect(201);
+    const res = await tokenize(t, outsider, {
+      type: 'card',
+      data: cardData(number),
+      deduplicate_token: true,
+    }).expect(201);
     expect(res.body.id).not.toBe(victim.id);
     expect(res.body.tenant_id).toBe(other.tenantId);
   });

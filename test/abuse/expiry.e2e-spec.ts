@@ -103,7 +103,11 @@ describe('abuse: expiry as a delete', () => {
     expectProblem(await patchToken(t, ruled, other, { expires_at: in_(60_000) }), 403);
     expect(await expiresAt(other)).toBeNull();
     const low = (
-      await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()), containers: ['/pci/low/'] }).expect(201)
+      await tokenize(t, owner, {
+        type: 'card',
+        data: cardData(luhnCard()),
+        containers: ['/pci/low/'],
+      }).expect(201)
     ).body.id as string;
     await patchToken(t, ruled, low, { expires_at: in_(60_000) }).expect(200);
   });

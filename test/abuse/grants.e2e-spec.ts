@@ -31,8 +31,7 @@ describe('abuse: grants', () => {
     newApplication(t, tenant.managementKey, { type: 'management', permissions });
   const appRow = async (id: string) =>
     (await db.query('SELECT name, permissions FROM applications WHERE id = $1', [id]))[0] as
-      | { name: string; permissions: string[] }
-      | undefined;
+      { name: string; permissions: string[] } | undefined;
   const keyCount = async (id: string): Promise<number> =>
     (await db.query('SELECT count(*)::int AS n FROM api_keys WHERE application_id = $1', [id]))[0].n;
 
@@ -72,14 +71,23 @@ describe('abuse: grants', () => {
   it('application:update may still manage what it covers: private and public applications, and its own keys', async () => {
     const tenant = await newTenant(t, 'grants update ok');
     const updater = await limited(tenant, ['application:update']);
-    const pvt = await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:read'] });
+    const pvt = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read'],
+    });
     await request(t.http)
       .put(`/applications/${pvt.id}`)
       .set('BT-API-KEY', updater.key)
       .send({ name: 'renamed', permissions: ['token:read', 'token:create'] })
       .expect(200);
-    const key = await request(t.http).post(`/applications/${pvt.id}/keys`).set('BT-API-KEY', updater.key).expect(201);
-    await request(t.http).delete(`/applications/${pvt.id}/keys/${key.body.id}`).set('BT-API-KEY', updater.key).expect(204);
+    const key = await request(t.http)
+      .post(`/applications/${pvt.id}/keys`)
+      .set('BT-API-KEY', updater.key)
+      .expect(201);
+    await request(t.http)
+      .delete(`/applications/${pvt.id}/keys/${key.body.id}`)
+      .set('BT-API-KEY', updater.key)
+      .expect(204);
     await request(t.http).post(`/applications/${updater.id}/keys`).set('BT-API-KEY', updater.key).expect(201);
   });
 
@@ -87,7 +95,9 @@ describe('abuse: grants', () => {
     const tenant = await newTenant(t, 'grants create');
     const creator = await limited(tenant, ['application:create']);
     const count = async () =>
-      (await db.query('SELECT count(*)::int AS n FROM applications WHERE tenant_id = $1', [tenant.tenantId]))[0].n;
+      (
+        await db.query('SELECT count(*)::int AS n FROM applications WHERE tenant_id = $1', [tenant.tenantId])
+      )[0].n;
     const before = await count();
     for (const permissions of [ALL_MANAGEMENT, ['application:create', 'log:read'], ['application:delete']]) {
       const res = await request(t.http)
@@ -118,14 +128,19 @@ describe('abuse: grants', () => {
       expectProblem(await request(t.http).delete(`/applications/${id}`).set('BT-API-KEY', deleter.key), 403);
       expect(await appRow(id)).toBeDefined();
     }
-    const pvt = await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:read'] });
+    const pvt = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read'],
+    });
     await request(t.http).delete(`/applications/${pvt.id}`).set('BT-API-KEY', deleter.key).expect(204);
   });
 
   it('the last application holding application:create and application:update cannot be deleted or stripped (409)', async () => {
     const tenant = await newTenant(t, 'grants lockout');
     const boot = tenant.managementApplicationId;
-    const self = await request(t.http).delete(`/applications/${boot}`).set('BT-API-KEY', tenant.managementKey);
+    const self = await request(t.http)
+      .delete(`/applications/${boot}`)
+      .set('BT-API-KEY', tenant.managementKey);
     expectProblem(self, 409);
     const strip = await request(t.http)
       .put(`/applications/${boot}`)
@@ -137,7 +152,10 @@ describe('abuse: grants', () => {
     // With a second administrator, one may go; then the other is the last one again.
     const second = await limited(tenant, ALL_MANAGEMENT);
     await request(t.http).delete(`/applications/${boot}`).set('BT-API-KEY', second.key).expect(204);
-    expectProblem(await request(t.http).delete(`/applications/${second.id}`).set('BT-API-KEY', second.key), 409);
+    expectProblem(
+      await request(t.http).delete(`/applications/${second.id}`).set('BT-API-KEY', second.key),
+      409,
+    );
     expect(await appRow(second.id)).toBeDefined();
   });
 
@@ -160,7 +178,7 @@ describe('abuse: grants', () => {
     }
   });
 
-  it('another tenant cannot see, touch or delete this tenant\'s applications', async () => {
+  it("another tenant cannot see, touch or delete this tenant's applications", async () => {
     const tenant = await newTenant(t, 'grants a');
     const other = await newTenant(t, 'grants b');
     for (const req of [

@@ -20,7 +20,8 @@ describe('abuse: idempotency never replays a credential', () => {
     t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
     db = t.app.get(DataSource);
     tenant = await newTenant(t, 'idempotency abuse');
-    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] })).key;
+    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
+      .key;
     pvt = (
       await newApplication(t, tenant.managementKey, {
         type: 'private',
@@ -53,7 +54,10 @@ describe('abuse: idempotency never replays a credential', () => {
     expect(attacker.headers['bt-idempotency-replayed']).toBeUndefined();
     expect(attacker.body.session_key).not.toBe(victim.body.session_key);
     expect(attacker.body.nonce).not.toBe(victim.body.nonce);
-    expectProblem(await request(t.http).get(`/tokens/${token}`).set('BT-API-KEY', attacker.body.session_key), 403);
+    expectProblem(
+      await request(t.http).get(`/tokens/${token}`).set('BT-API-KEY', attacker.body.session_key),
+      403,
+    );
 
     // Concurrent calls with one key: each a session of its own, never a 409 nor a replay.
     const burst = await Promise.all(

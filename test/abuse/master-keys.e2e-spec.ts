@@ -29,9 +29,9 @@ describe('abuse: master keys', () => {
   afterAll(() => dropDatabase(db.name));
 
   it('the server with DATABASE_URL and no ENCRYPTION_KEYS refuses to start and writes no key file', async () => {
-    await expect(
-      startApp({ DATABASE_URL: db.url, ENCRYPTION_KEYS: '', DATA_DIR: dataDir }),
-    ).rejects.toThrow(/ENCRYPTION_KEYS/);
+    await expect(startApp({ DATABASE_URL: db.url, ENCRYPTION_KEYS: '', DATA_DIR: dataDir })).rejects.toThrow(
+      /ENCRYPTION_KEYS/,
+    );
     expect(readdirSync(dataDir)).toEqual([]);
   });
 
@@ -53,8 +53,9 @@ describe('abuse: master keys', () => {
       const right = masterKey('v1');
       const t = await startApp({ DATABASE_URL: own.url, ENCRYPTION_KEYS: right });
       const tenant = await newTenant(t);
-      const key = (await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:create'] }))
-        .key;
+      const key = (
+        await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:create'] })
+      ).key;
       await request(t.http)
         .post('/tokenize')
         .set('BT-API-KEY', key)
@@ -75,9 +76,9 @@ describe('abuse: master keys', () => {
       expect(cli.stdout()).not.toMatch(/key_mgt_/);
 
       // Tenants wrapped under a version the process lacks: stop at start (not a 500 on the first tokenize).
-      await expect(
-        startApp({ DATABASE_URL: own.url, ENCRYPTION_KEYS: masterKey('v2') }),
-      ).rejects.toThrow(/v1/);
+      await expect(startApp({ DATABASE_URL: own.url, ENCRYPTION_KEYS: masterKey('v2') })).rejects.toThrow(
+        /v1/,
+      );
 
       // The right key still starts and serves.
       const again = await startApp({ DATABASE_URL: own.url, ENCRYPTION_KEYS: right });

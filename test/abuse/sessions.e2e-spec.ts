@@ -15,7 +15,8 @@ describe('abuse: sessions outliving their grant', () => {
   beforeAll(async () => {
     t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
     tenant = await newTenant(t, 'sessions abuse');
-    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] })).key;
+    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
+      .key;
     owner = (
       await newApplication(t, tenant.managementKey, {
         type: 'private',
@@ -38,7 +39,8 @@ describe('abuse: sessions outliving their grant', () => {
       type: 'private',
       permissions: ['token:read'],
     });
-    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body
+      .id;
     const session = await authorizedSession(t, pub, authorizer.key, { permissions: ['token:read'] });
     await read(session, token).expect(200);
 
@@ -82,8 +84,11 @@ describe('abuse: sessions outliving their grant', () => {
       type: 'private',
       permissions: ['token:read', 'token:create'],
     });
-    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
-    const session = await authorizedSession(t, pub, authorizer.key, { permissions: ['token:read', 'token:create'] });
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body
+      .id;
+    const session = await authorizedSession(t, pub, authorizer.key, {
+      permissions: ['token:read', 'token:create'],
+    });
     await read(session, token).expect(200);
     await request(t.http)
       .delete(`/applications/${authorizer.id}`)
@@ -94,11 +99,18 @@ describe('abuse: sessions outliving their grant', () => {
   });
 
   it('deleting the public application that created it ends the session too', async () => {
-    const creator = await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] });
-    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body.id;
+    const creator = await newApplication(t, tenant.managementKey, {
+      type: 'public',
+      permissions: ['token:create'],
+    });
+    const token = (await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201)).body
+      .id;
     const session = await authorizedSession(t, creator.key, owner, { permissions: ['token:read'] });
     await read(session, token).expect(200);
-    await request(t.http).delete(`/applications/${creator.id}`).set('BT-API-KEY', tenant.managementKey).expect(204);
+    await request(t.http)
+      .delete(`/applications/${creator.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
     expectProblem(await read(session, token), 401);
   });
 });

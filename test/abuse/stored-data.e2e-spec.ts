@@ -1,6 +1,18 @@
+import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
+import type { Principal } from '../../src/common/auth/principal';
+import { ProblemException } from '../../src/common/errors/problem.exception';
+import { TokensService } from '../../src/modules/tokens/tokens.service';
+import {
+  expectProblem,
+  newApplication,
+  newTenant,
+  privatePrincipal,
+  startApp,
+  TestApp,
+  TestTenant,
+} from '../support/app';
 import { authorizedSession, cardData, luhnCard, patchToken, tokenize } from '../support/attacker';
 
 /**
@@ -57,7 +69,12 @@ describe('abuse: evaluation over stored data', () => {
            FROM tokens t WHERE id = $1`,
         [id],
       )
-    )[0] as { fingerprint: string; fingerprint_expression: string; search_indexes: string[] | null; digests: number };
+    )[0] as {
+      fingerprint: string;
+      fingerprint_expression: string;
+      search_indexes: string[] | null;
+      digests: number;
+    };
 
   it('the digit-by-digit fingerprint oracle finds nothing: re-keying a stored card is a 403 and changes nothing', async () => {
     const number = luhnCard();
@@ -76,7 +93,10 @@ describe('abuse: evaluation over stored data', () => {
         tokenize(t, attacker, { type: 'token', data: String(digit), fingerprint_expression: '{{ data }}' }),
       ),
     );
-    const read = await request(t.http).get(`/tokens/${victim.body.id}`).set('BT-API-KEY', attacker).expect(200);
+    const read = await request(t.http)
+      .get(`/tokens/${victim.body.id}`)
+      .set('BT-API-KEY', attacker)
+      .expect(200);
     const matches = candidates.filter((c) => c.body.fingerprint === read.body.fingerprint);
     expect(matches).toHaveLength(0);
     expect(await stored(victim.body.id)).toEqual(before);
@@ -159,5 +179,47 @@ describe('abuse: evaluation over stored data', () => {
       await patchToken(t, outsider, victim.body.id, { fingerprint_expression: '{{ data.number }}' }),
       404,
     );
+  });
+
+  it('with a reveal rule (section 12; set on the principal, no endpoint grants one yet) the expressions are recomputed, and errors still carry no data', async () => {
+    const number = luhnCard();
+    const victim = await tokenize(t, owner, { type: 'card', data: cardData(number) }).expect(201);
+    const revealer: Principal = {
+      ...privatePrincipal(tenant.tenantId, []),
+      rules: [
+        {
+          priority: 1,
+          container: '/pci/',
+          permissions: ['token:read', 'token:update'],
+          transform: 'reveal' as never,
+        },
+      ],
+    };
+    const update = (body: Record<string, unknown>) =>
+      t.app.get(ClsService).run(() => t.app.get(TokensService).update(revealer, victim.body.id, body));
+    const updated = await update({
+      fingerprint_expression: '{{ data.number | slice: 0, 6 }}',
+      search_indexes: ['{{ data.number | last4 }}'],
+    });
+    const twin = await tokenize(t, owner, {
+      type: 'token',
+      data: number.slice(0, 6),
+      fingerprint_expression: '{{ data }}',
+    }).expect(201);
+    expect(updated.fingerprint).toBe(twin.body.fingerprint);
+    const found = await request(t.http)
+      .post('/tokens/search')
+      .set('BT-API-KEY', attacker)
+      .send({ query: `data:${number.slice(-4)} id:${victim.body.id}` })
+      .expect(200);
+    expect(found.body.data).toHaveLength(1);
+
+    const failure = await update({ fingerprint_expression: '{{ data[data.number] }}' }).catch(
+      (e: unknown) => e,
+    );
+    expect(failure).toBeInstanceOf(ProblemException);
+    const problem = failure as ProblemException;
+    expect(JSON.stringify([problem.detail, problem.extras])).not.toContain(number);
+    expect(problem.extras.errors).toEqual({ fingerprint_expression: [expect.stringMatching(/variable/)] });
   });
 });

@@ -1,8 +1,17 @@
-import { ExpressionEngine, ExpressionError } from './expressions';
+import { evaluateSimple, EXPRESSION_FAILURES, ExpressionEngine, ExpressionError } from './expressions';
 
 describe('ExpressionEngine', () => {
   const engine = new ExpressionEngine();
   const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 };
+  const reason = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ExpressionError);
+      return (error as ExpressionError).reason;
+    }
+    return undefined;
+  };
 
   it.each([
     ['{{ data.number }}', card, '4242424242424242'],
@@ -24,35 +33,97 @@ describe('ExpressionEngine', () => {
       '123|021000021',
     ],
     ['{{ data | upcase }}', 'abc', 'ABC'],
+    ['{{ data.items | map: "k" | sort | join: "," }}', { items: [{ k: 'b' }, { k: 'a' }] }, 'a,b'],
+    ['{{- data.number | slice: 0, 6 -}}', card, '424242'],
   ])('%s', (template, data, expected) => {
-    expect(engine.evaluate(template, data)).toBe(expected);
+    expect(engine.render(template, data)).toBe(expected);
   });
 
-  it('rejects syntax errors, unknown filters and unknown variables', () => {
-    expect(() => engine.parse('{{ data.number ')).toThrow(ExpressionError);
-    expect(() => engine.evaluate('{{ data | nope }}', 'x')).toThrow(ExpressionError);
-    expect(() => engine.evaluate('{{ data.missing }}', card)).toThrow(/cannot be evaluated/);
-    expect(() => engine.evaluate('{{ other }}', card)).toThrow(ExpressionError);
-  });
-
-  it('cannot read files or include other templates', () => {
-    expect(() => engine.evaluate('{% include "/etc/passwd" %}', 'x')).toThrow(ExpressionError);
-    expect(() => engine.evaluate('{% render "x" %}', 'x')).toThrow(ExpressionError);
-  });
-
-  it('bounds the output and the work', () => {
-    expect(() => engine.evaluate('{{ data | pad_left: 100000, "x" }}', 'a')).toThrow(/exceeds/);
-    expect(() => engine.evaluate('{% for i in (1..100000000) %}{{ i }}{% endfor %}', 'a')).toThrow(
-      ExpressionError,
-    );
-    expect(() => engine.parse('x'.repeat(2000))).toThrow(/longer/);
-  });
-
-  it('never puts the data in its error messages', () => {
-    try {
-      engine.evaluate('{{ data.number | divided_by: 0 }}', card);
-    } catch (error) {
-      expect(String(error)).not.toContain('4242424242424242');
+  it('refuses every tag, and names the reason, not the template', () => {
+    for (const template of [
+      '{% assign x = 1 %}',
+      '{% if data %}1{% endif %}',
+      '{% raw %}x{% endraw %}',
+      '{%- liquid echo data -%}',
+      '{% include "/etc/passwd" %}',
+      '{% render "x" %}',
+      'a {% comment %} b {% endcomment %}',
+    ]) {
+      expect(reason(() => engine.parse(template))).toBe('tag');
     }
+  });
+
+  it('refuses syntax errors, unknown and removed filters, unknown variables, long templates', () => {
+    expect(reason(() => engine.parse('{{ data.number '))).toBe('syntax');
+    expect(reason(() => engine.parse('{{ data | nope }}'))).toBe('unknown_filter');
+    expect(reason(() => engine.parse('{{ data | where_exp: "x", "x > 1" }}'))).toBe('unknown_filter');
+    expect(reason(() => engine.parse('{{ data | sample }}'))).toBe('unknown_filter');
+    expect(reason(() => engine.render('{{ data.missing }}', card))).toBe('unknown_variable');
+    expect(reason(() => engine.render('{{ other }}', card))).toBe('unknown_variable');
+    expect(reason(() => engine.parse('x'.repeat(2000)))).toBe('too_long');
+  });
+
+  it('refuses a filter result over 4 KiB even when a later filter shrinks it, and an output over 4 KiB', () => {
+    expect(reason(() => engine.render('{{ data | pad_left: 100000, "x" | size }}', 'a'))).toBe('too_large');
+    expect(reason(() => engine.render('{{ data | append: data | size }}', 'x'.repeat(2100)))).toBe(
+      'too_large',
+    );
+    expect(reason(() => engine.render('{{ data | split: "" | size }}', 'x'.repeat(3000)))).toBe('too_large');
+    expect(reason(() => engine.render('{{ data }}{{ data }}', 'x'.repeat(2100)))).toBe('too_large');
+    expect(engine.render('{{ data | pad_left: 4096, "x" | size }}', 'a')).toBe('4096');
+    expect(reason(() => engine.render('{{ (1..100000000) | join }}', 'a'))).toBe('memory');
+  });
+
+  it('stops at its deadline', () => {
+    expect(reason(() => engine.render('{{ data | upcase }}', 'a', performance.now() - 1))).toBe('too_slow');
+  });
+
+  it('never puts data, variable names or excerpts in its errors', () => {
+    const secret = '4242424242424242';
+    for (const [template, data] of [
+      ['{{ data[data.number] }}', card],
+      ['{{ data.number | divided_by: 0 }}', card],
+      [`{{ data.${'n'}ope }}`, { ['secret_field_name']: secret }],
+      ['{{ data | date: 5 }}', secret],
+    ] as const) {
+      try {
+        engine.render(template, data);
+      } catch (error) {
+        expect(Object.values(EXPRESSION_FAILURES)).toContain((error as Error).message);
+        expect(String(error)).not.toContain(secret);
+        expect(String(error)).not.toContain('secret_field_name');
+      }
+    }
+  });
+});
+
+describe('evaluateSimple (the expressions answered without Liquid)', () => {
+  const engine = new ExpressionEngine();
+  it.each([
+    ['{{ data.number }}', { number: '4242424242424242' }],
+    ['{{data.number}}', { number: '4242424242424242' }],
+    ['{{ data | stringify }}', { a: [1, 'x'], b: null }],
+    ['{{ data | json_stringify }}', 'text'],
+    ['{{ data }}', 'plain'],
+    ['{{ data.account_number }}|{{ data.routing_number }}', { account_number: '1', routing_number: '2' }],
+    ['prefix {{ data.a }} suffix', { a: 'x' }],
+  ])('%s gives what Liquid gives', (template, data) => {
+    expect(evaluateSimple(template, data)).toBe(engine.render(template, data));
+  });
+
+  it.each([
+    ['{{ data.number | last4 }}', { number: '1' }],
+    ['{{ data.missing }}', { number: '1' }],
+    ['{{ data.n }}', { n: 5 }],
+    ['{{ data }}', { a: 1 }],
+    ['{ {{ data.a }}', { a: 'x' }],
+    ['no output', 'x'],
+  ])('%s goes to Liquid', (template, data) => {
+    expect(evaluateSimple(template, data)).toBeUndefined();
+  });
+
+  it('refuses an output over 4 KiB like Liquid does', () => {
+    expect(() => evaluateSimple('{{ data | stringify }}', 'x'.repeat(5000))).toThrow(ExpressionError);
+    expect(() => evaluateSimple('{{ data.a }}', { a: 'x'.repeat(5000) })).toThrow(ExpressionError);
   });
 });

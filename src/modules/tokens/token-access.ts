@@ -52,6 +52,17 @@ export function decide(who: Principal, permission: string, token: TokenFacts): A
   return { allowed: false, matched: false, transform: 'mask' };
 }
 
+/**
+ * Contract section 15: evaluating an expression over a token's stored data (a PATCH of its
+ * `fingerprint_expression` or `search_indexes`) is reading it in clear, so it needs a rule with
+ * `token:read` and the `reveal` transform covering the token. Flat permissions never reveal.
+ */
+export function mayEvaluateStoredData(who: Principal, token: TokenFacts): boolean {
+  const decision = decide(who, 'token:read', token);
+  // No rule can carry `reveal` until section 12 lands (RULE_TRANSFORMS), so this refuses everyone today.
+  return decision.allowed && (decision.transform as string) === 'reveal';
+}
+
 /** `token:create` is needed on every destination container; returns the containers it is refused on. */
 export function refusedContainers(who: Principal, token: TokenFacts): string[] {
   if (who.permissions.includes('token:create')) return [];

@@ -1,6 +1,7 @@
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
 import { addFieldError, type FieldErrors } from '../../common/errors/problem.exception';
-import { ExpressionEngine, ExpressionError } from './expressions';
+import type { ExpressionBatch, ExpressionOutcome } from './expression-evaluator';
+import { ExpressionError } from './expressions';
 import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
 
 export const MAX_TOKENS_PER_REQUEST = 100;
@@ -30,9 +31,14 @@ export interface ParsedElement {
   containers: string[];
   expiresAt: Date | null;
   deduplicate: boolean;
-  /** Plain results of the expressions; turned into HMAC digests before anything is stored. */
+  /** Plain results of the expressions (set by `applyEvaluations`); turned into HMAC digests before storing. */
   fingerprintInput: string;
   indexValues: string[];
+}
+
+/** Checks an expression without running it (ExpressionEvaluator.validate). */
+export interface ExpressionValidator {
+  validate(template: string): void;
 }
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -117,46 +123,43 @@ export function parseExpiresAt(value: unknown, path: string, now: Date, errors: 
   return date;
 }
 
-/** Data as expressions see it: everything but the card CVC (a digest of 3 digits would give it away). */
-const expressionData = (validated: ValidatedData): unknown => validated.data;
+/** What an element's expressions run over: its data without the card CVC (a digest of 3 digits would give it away). */
+export function expressionBatch(element: {
+  validated: ValidatedData;
+  fingerprintExpression: string;
+  searchIndexes: string[] | null;
+}): ExpressionBatch {
+  return {
+    data: element.validated.data,
+    templates: [element.fingerprintExpression, ...(element.searchIndexes ?? [])],
+  };
+}
 
-export function evaluateExpressions(
-  engine: ExpressionEngine,
-  element: { validated: ValidatedData; fingerprintExpression: string; searchIndexes: string[] | null },
+/**
+ * Takes the outcomes of `expressionBatch` back: the fingerprint input and the non-empty index values,
+ * or an error at the expression's path (a fixed reason: never the data).
+ */
+export function applyEvaluation(
+  outcomes: ExpressionOutcome[],
   path: string,
   errors: FieldErrors,
 ): { fingerprintInput: string; indexValues: string[] } {
-  const data = expressionData(element.validated);
-  let fingerprintInput = '';
-  try {
-    fingerprintInput = engine.evaluate(element.fingerprintExpression, data);
-  } catch (error) {
-    add(
-      errors,
-      childPath(path, 'fingerprint_expression'),
-      error instanceof ExpressionError ? error.message : 'invalid expression',
-    );
-  }
+  const failed = (outcome: ExpressionOutcome): outcome is ExpressionError =>
+    outcome instanceof ExpressionError;
+  const [fingerprint, ...indexes] = outcomes;
+  if (failed(fingerprint)) add(errors, childPath(path, 'fingerprint_expression'), fingerprint.message);
   const indexValues: string[] = [];
-  (element.searchIndexes ?? []).forEach((expression, i) => {
-    try {
-      const value = engine.evaluate(expression, data);
-      if (value !== '') indexValues.push(value);
-    } catch (error) {
-      add(
-        errors,
-        childPath(childPath(path, 'search_indexes'), i),
-        error instanceof ExpressionError ? error.message : 'invalid expression',
-      );
-    }
+  indexes.forEach((outcome, i) => {
+    if (failed(outcome)) add(errors, childPath(childPath(path, 'search_indexes'), i), outcome.message);
+    else if (typeof outcome === 'string' && outcome !== '') indexValues.push(outcome);
   });
-  return { fingerprintInput, indexValues };
+  return { fingerprintInput: typeof fingerprint === 'string' ? fingerprint : '', indexValues };
 }
 
 export function parseSearchIndexes(
   value: unknown,
   path: string,
-  engine: ExpressionEngine,
+  engine: ExpressionValidator,
   errors: FieldErrors,
 ): string[] | null {
   if (value === undefined || value === null) return null;
@@ -170,7 +173,7 @@ export function parseSearchIndexes(
   }
   (value as string[]).forEach((expression, i) => {
     try {
-      engine.parse(expression);
+      engine.validate(expression);
     } catch (error) {
       add(
         errors,
@@ -186,7 +189,7 @@ export function parseFingerprintExpression(
   value: unknown,
   type: TokenType,
   path: string,
-  engine: ExpressionEngine,
+  engine: ExpressionValidator,
   errors: FieldErrors,
 ): string {
   if (value === undefined || value === null) return TYPE_DEFAULTS[type].fingerprintExpression;
@@ -195,7 +198,7 @@ export function parseFingerprintExpression(
     return '';
   }
   try {
-    engine.parse(value);
+    engine.validate(value);
   } catch (error) {
     add(errors, path, error instanceof ExpressionError ? error.message : 'invalid expression');
   }
@@ -207,7 +210,7 @@ export function parseElement(
   raw: string | Record<string, unknown>,
   path: string,
   now: Date,
-  engine: ExpressionEngine,
+  engine: ExpressionValidator,
   errors: FieldErrors,
 ): ParsedElement | undefined {
   const element: Record<string, unknown> = typeof raw === 'string' ? { type: 'token', data: raw } : raw;
@@ -264,13 +267,6 @@ export function parseElement(
     add(errors, childPath(path, 'deduplicate_token'), 'deduplicate_token must be a boolean');
   }
   if (!validated || Object.keys(errors).length > start) return undefined;
-  const evaluated = evaluateExpressions(
-    engine,
-    { validated, fingerprintExpression, searchIndexes },
-    path,
-    errors,
-  );
-  if (Object.keys(errors).length > start) return undefined;
   return {
     path,
     id,
@@ -282,6 +278,7 @@ export function parseElement(
     containers,
     expiresAt,
     deduplicate: element.deduplicate_token === true,
-    ...evaluated,
+    fingerprintInput: '',
+    indexValues: [],
   };
 }

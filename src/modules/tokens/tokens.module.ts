@@ -1,11 +1,17 @@
 import { Module } from '@nestjs/common';
+import { ExpressionEvaluator } from './expression-evaluator';
 import { TokenJobsService } from './token-jobs.service';
 import { TokensController } from './tokens.controller';
 import { TokensService } from './tokens.service';
 
 @Module({
   controllers: [TokensController],
-  providers: [TokensService, TokenJobsService],
+  // A factory: the evaluator's constructor takes limits (tests pass their own), not providers.
+  providers: [
+    TokensService,
+    TokenJobsService,
+    { provide: ExpressionEvaluator, useFactory: () => new ExpressionEvaluator() },
+  ],
   exports: [TokensService],
 })
 export class TokensModule {}

@@ -9,7 +9,7 @@ import {
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { open, seal } from '../../common/crypto/aead';
@@ -26,12 +26,14 @@ import { validationProblem } from '../../common/errors/validation';
 import { Clock } from '../../common/jobs/clock';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/pagination/offset-pagination.dto';
+import { LOCK_KEYS } from '../../database/data-source';
 import { multiRowInsert, SqlParams } from '../../database/sql';
-import { ExpressionEngine } from './expressions';
-import { accessPredicate, decide, refusedContainers } from './token-access';
+import { ExpressionEvaluator } from './expression-evaluator';
+import { accessPredicate, decide, mayEvaluateStoredData, refusedContainers } from './token-access';
 import {
+  applyEvaluation,
   collectSlots,
-  evaluateExpressions,
+  expressionBatch,
   isElement,
   isPlainObject,
   MAX_TOKENS_PER_REQUEST,
@@ -81,6 +83,22 @@ const cvcAad = (tenantId: string, tokenId: string): string => `${tenantId}:${tok
 
 export type TokenDto = Record<string, unknown>;
 
+/** A token a create request answers with: one it made, or an existing one it may read (deduplication). */
+interface CreatedToken {
+  row: TokenRow;
+  transform: RuleTransform;
+}
+
+const sameContainers = (a: string[], b: string[]): boolean =>
+  a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+
+const sameList = (a: string[] | null, b: string[] | null): boolean =>
+  (a ?? []).length === (b ?? []).length && (a ?? []).every((value, i) => value === (b ?? [])[i]);
+
+/** The lock key of one (tenant, type, fingerprint): its first 31 bits of SHA-256. */
+const dedupLockKey = (tenantId: string, type: string, fingerprint: string): number =>
+  createHash('sha256').update(`${tenantId}:${type}:${fingerprint}`).digest().readInt32BE(0);
+
 export interface CursorTokenPage {
   pagination: { page_size: number; next?: string };
   data: TokenDto[];
@@ -109,9 +127,8 @@ export function tokenDto(
 
 @Injectable()
 export class TokensService {
-  private readonly expressions = new ExpressionEngine();
-
   constructor(
+    private readonly expressions: ExpressionEvaluator,
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
@@ -122,8 +139,8 @@ export class TokensService {
   async tokenize(who: Principal, body: unknown): Promise<unknown> {
     const errors: FieldErrors = {};
     if (isElement(body)) {
-      const [row] = await this.createElements(who, [{ path: '', raw: body }]);
-      return tokenDto(row);
+      const [created] = await this.createElements(who, [{ path: '', raw: body }]);
+      return tokenDto(created.row, { transform: created.transform });
     }
     const slots = collectSlots(body, errors);
     if (slots.length > MAX_TOKENS_PER_REQUEST) {
@@ -136,26 +153,31 @@ export class TokensService {
     if (slots.length === 0 && !Object.keys(errors).length) {
       throw badRequest('The request holds nothing to tokenize.', undefined, 'empty_tokenize');
     }
-    const rows = await this.createElements(who, slots, errors);
+    const created = await this.createElements(who, slots, errors);
     return rebuild(
       body,
-      rows.map((row, i) => (typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true }))),
+      created.map(({ row, transform }, i) =>
+        typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform }),
+      ),
     );
   }
 
   /** POST /tokens: one element, the token object with its mask. */
   async createOne(who: Principal, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body)) throw badRequest('The body must be a token request object with type and data.');
-    const [row] = await this.createElements(who, [{ path: '', raw: body }]);
-    return tokenDto(row);
+    const [created] = await this.createElements(who, [{ path: '', raw: body }]);
+    return tokenDto(created.row, { transform: created.transform });
   }
 
-  /** Validates every slot (adding to the errors found so far), checks permissions, creates in one transaction. */
+  /**
+   * Validates every slot (adding to the errors found so far), checks permissions, evaluates the
+   * expressions (off the event loop), then creates in one transaction.
+   */
   private async createElements(
     who: Principal,
     slots: { path: string; raw: string | Record<string, unknown> }[],
     errors: FieldErrors = {},
-  ): Promise<TokenRow[]> {
+  ): Promise<CreatedToken[]> {
     const now = this.clock.now();
     const parsed: ParsedElement[] = [];
     for (const slot of slots) {
@@ -169,20 +191,32 @@ export class TokensService {
       ),
     );
     if (refused.length) throw forbidden(`token:create is not granted on ${refused.join(', ')}.`);
+    const outcomes = await this.expressions.evaluate(parsed.map(expressionBatch));
+    parsed.forEach((el, i) => Object.assign(el, applyEvaluation(outcomes[i], el.path, errors)));
+    if (Object.keys(errors).length) throw validationProblem(errors);
 
     return this.db.withTransaction(async () => {
       const keys = await this.tenantKeys.keysFor(who.tenantId);
       const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
-      const existing = await this.findDuplicates(who.tenantId, parsed, fingerprints, now);
+      const existing = await this.findDuplicates(who, parsed, fingerprints, now);
       await this.assertIdsFree(parsed);
 
-      const rows: TokenRow[] = [];
+      const created: CreatedToken[] = [];
       const fresh: { row: TokenRow; element: ParsedElement }[] = [];
-      const seen = new Map<string, TokenRow>();
+      const seen: TokenRow[] = [];
       parsed.forEach((el, i) => {
-        const dedupKey = `${el.type}:${fingerprints[i]}`;
-        const duplicate = el.deduplicate ? (existing.get(dedupKey) ?? seen.get(dedupKey)) : undefined;
-        if (duplicate) return rows.push(duplicate);
+        if (el.deduplicate) {
+          const same = (row: TokenRow) =>
+            row.type === el.type &&
+            row.fingerprint === fingerprints[i] &&
+            sameContainers(row.containers, el.containers);
+          const duplicate =
+            existing.find((candidate) => same(candidate.row)) ??
+            seen
+              .map((row) => ({ row, transform: decide(who, 'token:read', row).transform }))
+              .find((c) => same(c.row));
+          if (duplicate) return created.push(duplicate);
+        }
         const row: TokenRow = {
           id: el.id ?? randomUUID(),
           tenant_id: who.tenantId,
@@ -200,9 +234,10 @@ export class TokensService {
           modified_by: null,
           modified_at: null,
         };
-        if (el.deduplicate) seen.set(dedupKey, row);
+        // A token made earlier in this request is a duplicate for the later ones on the same terms.
+        if (el.deduplicate && decide(who, 'token:read', row).allowed) seen.push(row);
         fresh.push({ row, element: el });
-        rows.push(row);
+        created.push({ row, transform: 'mask' });
       });
       await this.insertTokens(keys, fresh, now);
       for (const { row } of fresh)
@@ -212,28 +247,42 @@ export class TokensService {
           operation: 'create',
           message: `Token created (${row.type})`,
         });
-      return rows;
+      return created;
     });
   }
 
+  /**
+   * Contract section 15: the live tokens a deduplicating element may be answered with, namely those
+   * of its type and fingerprint that the caller may read (rules-aware). The containers are compared by
+   * the caller. A transaction-scoped advisory lock per (tenant, type, fingerprint), taken in one order,
+   * makes concurrent identical requests wait for each other, so exactly one of them creates the token.
+   */
   private async findDuplicates(
-    tenantId: string,
+    who: Principal,
     parsed: ParsedElement[],
     fingerprints: string[],
     now: Date,
-  ): Promise<Map<string, TokenRow>> {
-    const wanted = fingerprints.filter((_, i) => parsed[i].deduplicate);
-    const found = new Map<string, TokenRow>();
-    if (!wanted.length) return found;
+  ): Promise<CreatedToken[]> {
+    const wanted = parsed.flatMap((el, i) =>
+      el.deduplicate ? [{ type: el.type, fingerprint: fingerprints[i] }] : [],
+    );
+    if (!wanted.length) return [];
+    const lockKeys = [...new Set(wanted.map((w) => dedupLockKey(who.tenantId, w.type, w.fingerprint)))];
+    await this.db.tx.query(
+      `SELECT count(pg_advisory_xact_lock(${LOCK_KEYS.deduplication}, k))
+         FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered`,
+      [lockKeys],
+    );
     const rows: TokenRow[] = await this.db.tx.query(
       `SELECT ${COLUMNS} FROM tokens t
         WHERE t.tenant_id = $1 AND t.fingerprint = ANY($2) AND (t.expires_at IS NULL OR t.expires_at > $3)
         ORDER BY t.created_at, t.id`,
-      [tenantId, wanted, now],
+      [who.tenantId, wanted.map((w) => w.fingerprint), now],
     );
-    for (const row of rows)
-      if (!found.has(`${row.type}:${row.fingerprint}`)) found.set(`${row.type}:${row.fingerprint}`, row);
-    return found;
+    return rows.flatMap((row) => {
+      const decision = decide(who, 'token:read', row);
+      return decision.allowed ? [{ row, transform: decision.transform }] : [];
+    });
   }
 
   private async assertIdsFree(parsed: ParsedElement[]): Promise<void> {
@@ -349,7 +398,12 @@ export class TokensService {
     });
   }
 
-  /** PATCH: metadata merged (a null value removes a key); search indexes, fingerprint expression, expiry replaced. */
+  /**
+   * PATCH: metadata merged (a null value removes a key); search indexes, fingerprint expression, expiry
+   * replaced. Contract section 15: new expressions are evaluated over the stored data, so changing them
+   * needs a reveal rule over the token; an expiry added or moved earlier is a delete, so it needs
+   * `token:delete`.
+   */
   async update(who: Principal, id: string, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body)) throw badRequest('The body must be an object.');
     const now = this.clock.now();
@@ -397,6 +451,20 @@ export class TokensService {
         if (metadata && Object.keys(metadata).length === 0) metadata = null;
       }
       if (Object.keys(errors).length) throw validationProblem(errors);
+
+      const recompute =
+        fingerprintExpression !== row.fingerprint_expression ||
+        (searchIndexes !== undefined && !sameList(searchIndexes, row.search_indexes));
+      if (recompute && !mayEvaluateStoredData(who, row))
+        throw forbidden(
+          'Changing fingerprint_expression or search_indexes evaluates them over the stored data, which needs a reveal rule with token:read covering this token.',
+        );
+      const earlier =
+        expiresAt instanceof Date &&
+        (row.expires_at === null || expiresAt.getTime() < row.expires_at.getTime());
+      if (earlier && !decide(who, 'token:delete', row).allowed)
+        throw forbidden('Setting expires_at, or moving it earlier, needs token:delete on this token.');
+
       const keys = await this.tenantKeys.keysFor(who.tenantId);
       const { data: _sealed, ...stored } = row;
       const next: TokenRow = {
@@ -408,15 +476,12 @@ export class TokensService {
         modified_by: who.applicationId,
         modified_at: now,
       };
-      const recompute = searchIndexes !== undefined || fingerprintExpression !== row.fingerprint_expression;
       if (recompute) {
         const data = this.decryptData(keys, row);
-        const evaluated = evaluateExpressions(
-          this.expressions,
-          { validated: { data }, fingerprintExpression, searchIndexes: next.search_indexes },
-          '',
-          errors,
-        );
+        const [outcomes] = await this.expressions.evaluate([
+          expressionBatch({ validated: { data }, fingerprintExpression, searchIndexes: next.search_indexes }),
+        ]);
+        const evaluated = applyEvaluation(outcomes, '', errors);
         if (Object.keys(errors).length) throw validationProblem(errors);
         next.fingerprint = hmacBase62(keys.fingerprint, evaluated.fingerprintInput);
         await this.db.tx.query('DELETE FROM token_search_indexes WHERE token_id = $1', [row.id]);
