@@ -6,9 +6,14 @@ import { EntityManager, In } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import { generateApiKey, hashApiKey, KeyKind } from '../../common/auth/api-key';
 import { checkGrants } from '../../common/auth/grants';
-import { ApplicationType, PERMISSIONS, PermissionDefinition } from '../../common/auth/permissions';
+import {
+  ApplicationType,
+  isPermissionAllowedFor,
+  PERMISSIONS,
+  PermissionDefinition,
+} from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
-import { notFound } from '../../common/errors/problem.exception';
+import { conflict, forbidden, notFound } from '../../common/errors/problem.exception';
 import { validationProblem } from '../../common/errors/validation';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
@@ -33,6 +38,27 @@ export interface NewApplication {
   rules: AccessRule[];
   createdBy: string | null;
   createKey: boolean;
+}
+
+/** What administers a tenant: an application holding both may create applications and keys. */
+const ADMINISTRATION = ['application:create', 'application:update'];
+
+/** The management permissions (contract section 15) among an application's permissions and rules. */
+function managementPermissions(permissions: string[] = [], rules: AccessRule[] = []): string[] {
+  const all = [...permissions, ...rules.flatMap((rule) => rule.permissions)];
+  return [...new Set(all.filter((permission) => isPermissionAllowedFor(permission, 'management')))];
+}
+
+const administers = (app: { permissions: string[] }): boolean =>
+  ADMINISTRATION.every((permission) => app.permissions.includes(permission));
+
+/**
+ * Nobody grants what they do not hold (contract section 15): 403 unless the caller holds every
+ * management permission in `needed` outright.
+ */
+function assertHolds(who: Principal, needed: string[], doing: string): void {
+  const missing = needed.filter((permission) => !who.permissions.includes(permission));
+  if (missing.length) throw forbidden(`${doing} needs the caller to hold ${missing.join(', ')} itself.`);
 }
 
 function keyDto(key: ApiKeyEntity, clear?: string): ApiKeyDto {
@@ -105,6 +131,11 @@ export class ApplicationsService {
     const rules = (dto.rules ?? []) as AccessRule[];
     const errors = checkGrants(dto.type, dto.permissions, rules);
     if (Object.keys(errors).length) throw validationProblem(errors);
+    assertHolds(
+      who,
+      managementPermissions(dto.permissions, rules),
+      'Creating an application with these permissions',
+    );
     return this.createApplication({
       tenantId: who.tenantId,
       name: dto.name,
@@ -171,11 +202,20 @@ export class ApplicationsService {
 
   async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
     return this.db.withTransaction(async () => {
+      await this.lockTenant(who);
       const app = await this.findOwned(who, id, true);
       const permissions = dto.permissions ?? app.permissions;
       const rules = dto.rules ?? app.rules ?? [];
       const errors = checkGrants(app.type, dto.permissions, dto.rules);
       if (Object.keys(errors).length) throw validationProblem(errors);
+      assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Updating this application');
+      assertHolds(who, managementPermissions(permissions, rules), 'Granting these permissions');
+      if (administers(app) && !administers({ permissions }))
+        await this.assertNotLastAdministrator(
+          who,
+          app,
+          'Removing application:create or application:update from it',
+        );
       app.name = dto.name;
       app.permissions = [...new Set(permissions)];
       app.rules = rules.length ? rules : null;
@@ -187,8 +227,13 @@ export class ApplicationsService {
   }
 
   async delete(who: Principal, id: string): Promise<void> {
-    const result = await this.apps().delete({ tenantId: who.tenantId, id });
-    if (!result.affected) throw notFound('Application');
+    await this.db.withTransaction(async () => {
+      await this.lockTenant(who);
+      const app = await this.findOwned(who, id, true);
+      assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Deleting this application');
+      if (administers(app)) await this.assertNotLastAdministrator(who, app, 'Deleting it');
+      await this.apps().delete({ tenantId: who.tenantId, id });
+    });
   }
 
   async getKey(who: Principal, id: string, keyId: string): Promise<ApiKeyDto> {
@@ -206,14 +251,60 @@ export class ApplicationsService {
   async createKey(who: Principal, id: string): Promise<ApiKeyDto> {
     return this.db.withTransaction(async () => {
       const app = await this.findOwned(who, id, true);
+      assertHolds(
+        who,
+        managementPermissions(app.permissions, app.rules ?? []),
+        'Creating a key of this application',
+      );
       const { entity, clear } = await this.insertKey(app, who.applicationId, new Date());
       return keyDto(entity, clear);
     });
   }
 
   async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
-    const result = await this.keys().delete({ tenantId: who.tenantId, applicationId: id, id: keyId });
-    if (!result.affected) throw notFound('Application key');
+    await this.db.withTransaction(async () => {
+      await this.lockTenant(who);
+      const app = await this.findOwned(who, id, true);
+      assertHolds(
+        who,
+        managementPermissions(app.permissions, app.rules ?? []),
+        'Deleting a key of this application',
+      );
+      const key = await this.keys().findOneBy({ tenantId: who.tenantId, applicationId: id, id: keyId });
+      if (!key) throw notFound('Application key');
+      if (
+        administers(app) &&
+        (await this.keys().countBy({ tenantId: who.tenantId, applicationId: id })) === 1
+      )
+        await this.assertNotLastAdministrator(who, app, 'Deleting its last key');
+      await this.keys().delete({ tenantId: who.tenantId, applicationId: id, id: keyId });
+    });
+  }
+
+  /**
+   * Changes that could leave a tenant without an administrator take the tenant's row lock first, so two
+   * administrators removing each other at once are serialized and the second one sees the first.
+   */
+  private async lockTenant(who: Principal): Promise<void> {
+    await this.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [who.tenantId]);
+  }
+
+  /** 409 when `app` is the tenant's last application holding application:create and application:update with a key. */
+  private async assertNotLastAdministrator(
+    who: Principal,
+    app: ApplicationEntity,
+    doing: string,
+  ): Promise<void> {
+    const [{ others }]: { others: number }[] = await this.tx.query(
+      `SELECT count(*)::int AS others FROM applications a
+        WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
+          AND EXISTS (SELECT 1 FROM api_keys k WHERE k.application_id = a.id)`,
+      [who.tenantId, app.id, ADMINISTRATION],
+    );
+    if (others === 0)
+      throw conflict(
+        `${doing} would leave the tenant without an application holding application:create and application:update (with a key); create another one first.`,
+      );
   }
 
   permissions(type?: ApplicationType): PermissionDefinition[] {
