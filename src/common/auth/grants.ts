@@ -116,3 +116,25 @@ export function escalations(
   });
   return errors;
 }
+
+/**
+ * What a session may do now (contract section 15): its grants, each kept only as far as the application
+ * that authorized it still holds it, by the same measure as `escalations`. A rule keeps its place (and so
+ * still decides the tokens it matches) even when nothing of it is left.
+ */
+export function narrowToHolder(holder: Holdings, permissions: string[], rules: AccessRule[]): Holdings {
+  return {
+    permissions: permissions.filter((permission) => holder.permissions.includes(permission)),
+    rules: rules.map((rule) => {
+      const container = confinement(rule);
+      return {
+        ...rule,
+        permissions: rule.permissions.filter((permission) =>
+          container === undefined
+            ? holder.permissions.includes(permission)
+            : holdsOnContainer(holder, permission, container),
+        ),
+      };
+    }),
+  };
+}

@@ -7,6 +7,7 @@ import { Orchestration1795000000005 } from './1795000000005-Orchestration';
 import { AuditChain1795000000006 } from './1795000000006-AuditChain';
 import { RateLimits1795000000007 } from './1795000000007-RateLimits';
 import { JobRuns1795000000008 } from './1795000000008-JobRuns';
+import { AbuseRules1795000000009 } from './1795000000009-AbuseRules';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   AuditChain1795000000006,
   RateLimits1795000000007,
   JobRuns1795000000008,
+  AbuseRules1795000000009,
 ];
