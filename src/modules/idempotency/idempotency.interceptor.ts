@@ -12,6 +12,7 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
+import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
 import { ownsTransactions } from '../../common/context/own-transactions.decorator';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
@@ -47,7 +48,7 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
  * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH (contract section 8). The key is claimed before the
  * handler runs; the handler runs in one transaction with the storing of its 2xx response, so a change
  * is never committed without its record; a failure releases the key. The header is ignored on other
- * methods and on routes without a caller.
+ * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`).
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -64,7 +65,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
     const res = context.switchToHttp().getResponse<Response>();
     const header = req.headers[IDEMPOTENCY_HEADER];
-    if (header === undefined || !METHODS.has(req.method) || !req.principal) return next.handle();
+    if (
+      header === undefined ||
+      !METHODS.has(req.method) ||
+      !req.principal ||
+      isNeverReplayed(this.reflector, context)
+    )
+      return next.handle();
     const who = req.principal;
     return defer(async () => {
       const key = Array.isArray(header) ? header.join(',') : header;

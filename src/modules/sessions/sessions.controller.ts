@@ -9,6 +9,7 @@ import {
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequireKeyKind, RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
 import { SessionsService } from './sessions.service';
@@ -21,13 +22,16 @@ export class SessionsController {
   @Post()
   @RequirePermissions()
   @RequireKeyKind('public')
+  @NeverReplayed()
   @Audited('session', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'createSession',
     summary: 'Create a session',
     description:
       'Called with a public application key, without a body. The session has no access until a private ' +
-      'application authorizes it with the nonce. It expires 3 minutes after creation.',
+      'application authorizes it with the nonce. It expires 3 minutes after creation. Every call creates ' +
+      'a new session: BT-IDEMPOTENCY-KEY is ignored here, so that no holder of a shared public key is ' +
+      "ever sent another's session key.",
   })
   @ApiCreatedResponse({ type: CreateSessionResponseDto })
   async create(@Principal() who: Principal): Promise<CreateSessionResponseDto> {
