@@ -3,13 +3,14 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export const TRACE_HEADER = 'BT-TRACE-ID';
-const ACCEPTED = /^[\x21-\x7e]{1,128}$/;
+/** Contract section 15: what is echoed and written on log lines is plain (no quotes, markup, escapes). */
+const ACCEPTED = /^[A-Za-z0-9._:-]{1,128}$/;
 
 type WithTraceId = IncomingMessage & { traceId?: string };
 
 /**
- * Gives the request its trace id: the caller's `BT-TRACE-ID` when it is printable ASCII of at most
- * 128 characters, otherwise a new uuid; echoes it on the response. Idempotent.
+ * Gives the request its trace id: the caller's `BT-TRACE-ID` when it is 1 to 128 characters of
+ * `[A-Za-z0-9._:-]`, otherwise a new uuid; echoes it on the response. Idempotent.
  */
 export function assignTraceId(req: IncomingMessage, res?: ServerResponse): string {
   const request = req as WithTraceId;
