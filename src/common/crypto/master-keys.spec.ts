@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../config/app-config';
@@ -26,6 +26,18 @@ describe('master keys', () => {
     expect(() => loadMasterKeys(loadConfig({ NODE_ENV: 'production' }), () => undefined)).toThrow(
       /ENCRYPTION_KEYS/,
     );
+  });
+
+  it('never generates a key file for DATABASE_URL (a database other processes share)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vault-keys-'));
+    try {
+      expect(() =>
+        loadMasterKeys(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://db/vault' }), () => undefined),
+      ).toThrow(/ENCRYPTION_KEYS: required when DATABASE_URL is set/);
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('generates a key file (mode 0600) into DATA_DIR once, with a warning, and reuses it', () => {

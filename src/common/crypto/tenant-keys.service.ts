@@ -29,7 +29,7 @@ function derive(root: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', root, Buffer.alloc(0), `vault:${purpose}`, 32));
 }
 
-const wrapAad = (tenantId: string): string => `tenant-key:${tenantId}`;
+export const wrapAad = (tenantId: string): string => `tenant-key:${tenantId}`;
 
 export class UnknownMasterKeyError extends Error {
   constructor(version: string) {
