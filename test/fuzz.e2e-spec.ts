@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
@@ -14,6 +15,7 @@ import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestratio
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3400);
+const EXPRESSION_RUNS = Number(process.env.FUZZ_EXPRESSION_RUNS ?? 1500);
 
 interface Operation {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -113,6 +115,150 @@ const weirdString = fc.oneof(
   ),
   fc.integer({ min: 200, max: 20_000 }).map((n) => 'x'.repeat(n)),
 );
+
+/** Liquid's filters, Basis Theory's, the ones the service removes, and some that do not exist. */
+const FILTER_NAMES = [
+  'append',
+  'prepend',
+  'replace',
+  'replace_first',
+  'remove',
+  'split',
+  'join',
+  'slice',
+  'truncate',
+  'upcase',
+  'downcase',
+  'capitalize',
+  'strip',
+  'strip_html',
+  'escape',
+  'url_encode',
+  'base64_encode',
+  'base64_decode',
+  'sha256',
+  'hmac_sha256',
+  'size',
+  'first',
+  'last',
+  'reverse',
+  'sort',
+  'sort_natural',
+  'uniq',
+  'map',
+  'where',
+  'concat',
+  'push',
+  'compact',
+  'times',
+  'divided_by',
+  'plus',
+  'minus',
+  'modulo',
+  'date',
+  'default',
+  'json',
+  'jsonify',
+  'inspect',
+  'array_to_sentence_string',
+  'truncatewords',
+  'number_of_words',
+  'stringify',
+  'json_stringify',
+  'last4',
+  'reveal_last',
+  'card_bin',
+  'pad_left',
+  'pad_right',
+  'to_string',
+  'to_number',
+  'to_boolean',
+  'where_exp',
+  'group_by_exp',
+  'sample',
+  'nope',
+  'raw',
+];
+const expressionArgument = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: -1e9, max: 1e9 }).map(String) },
+  { weight: 3, arbitrary: fc.string({ maxLength: 12 }).map((text) => JSON.stringify(text)) },
+  { weight: 1, arbitrary: fc.integer({ min: 100, max: 900 }).map((n) => `"${'x'.repeat(n)}"`) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      'data',
+      'data.number',
+      '(1..100000000)',
+      '(1..5)',
+      'nil',
+      'true',
+      'data[data.number]',
+    ),
+  },
+);
+const filterCall = fc
+  .tuple(fc.constantFrom(...FILTER_NAMES), fc.array(expressionArgument, { maxLength: 3 }))
+  .map(([name, args]) => (args.length ? `${name}: ${args.join(', ')}` : name));
+const outputTag = fc
+  .tuple(
+    fc.constantFrom(
+      'data',
+      'data.number',
+      'data.cvc',
+      'data[data.number]',
+      'data.nope',
+      '"lit"',
+      '(1..100000)',
+      'nil',
+    ),
+    fc.array(filterCall, { maxLength: 8 }),
+    fc.boolean(),
+  )
+  .map(([value, filters, trim]) =>
+    trim ? `{{- ${[value, ...filters].join(' | ')} -}}` : `{{ ${[value, ...filters].join(' | ')} }}`,
+  );
+const liquidTag = fc.constantFrom(
+  '{% assign x = data.number %}{{ x }}',
+  '{% for i in (1..100000) %}{{ i }}{% endfor %}',
+  '{% capture s %}xx{% endcapture %}{% for i in (1..26) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}{{ s }}',
+  '{% raw %}{{ data }}{% endraw %}',
+  '{% liquid echo data.number %}',
+  '{%- if data -%}1{%- endif -%}',
+  '{% include "/etc/passwd" %}',
+  '{% comment %}',
+  '{% increment n %}',
+);
+const fuzzedExpression = fc
+  .array(
+    fc.oneof(
+      { weight: 6, arbitrary: outputTag },
+      { weight: 1, arbitrary: liquidTag },
+      {
+        weight: 2,
+        arbitrary: fc.oneof(
+          { weight: 4, arbitrary: fc.string({ maxLength: 20 }) },
+          { weight: 1, arbitrary: fc.integer({ min: 200, max: 1100 }).map((n) => 'y'.repeat(n)) },
+        ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          '{{',
+          '}}',
+          '{{ {{ data }} }}',
+          '{%',
+          '{{ data | }}',
+          '{{ data | join: }}',
+        ),
+      },
+    ),
+    { minLength: 1, maxLength: 4 },
+  )
+  .map((parts) => parts.join(''));
+
+/** Values the fuzzed expressions run over, which no response or log line may ever contain. */
+const FUZZ_CARD = '4000056655665556';
+const FUZZ_SECRET = 'fuzz-secret-value-Qx81';
 
 describe('fuzzing every route', () => {
   let t: TestApp;
@@ -357,5 +503,85 @@ describe('fuzzing every route', () => {
       ),
       { numRuns: RUNS - 200, seed: SEED + 2, endOnFailure: true, reporter },
     );
+  });
+
+  it('random expressions (tags, filters, nesting, long literals): no 5xx, no data, the event loop never held', async () => {
+    const pub = await newApplication(t, tenant.managementKey, {
+      type: 'public',
+      permissions: ['token:create', 'token:update'],
+    });
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    const statuses: Record<number, number> = {};
+    const reasons: Record<string, number> = {};
+    const times: number[] = [];
+    let slowest = { ms: 0, expression: '' };
+    loop.enable();
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fuzzedExpression,
+          fc.constantFrom('search_indexes', 'fingerprint_expression', 'patch'),
+          fc.boolean(),
+          async (expression, where, asCard) => {
+            const data = asCard
+              ? { number: FUZZ_CARD, expiration_month: 12, expiration_year: 2031, cvc: '123' }
+              : { secret: FUZZ_SECRET, number: FUZZ_CARD };
+            const element = {
+              type: asCard ? 'card' : 'token',
+              data,
+              ...(where === 'fingerprint_expression'
+                ? { fingerprint_expression: expression }
+                : { search_indexes: [expression] }),
+            };
+            const started = performance.now();
+            const op: Operation =
+              where === 'patch'
+                ? { method: 'patch', path: '/tokens/{id}' }
+                : { method: 'post', path: '/tokenize' };
+            const path = where === 'patch' ? `/tokens/${ids.tokens}` : '/tokenize';
+            const body = where === 'patch' ? { fingerprint_expression: expression } : element;
+            cases++;
+            const before = await counts();
+            const res = await request(t.http)
+              [op.method](path)
+              .set('BT-API-KEY', where === 'patch' ? keys[0] : pub.key)
+              .set('Content-Type', 'application/json')
+              .send(JSON.stringify(body));
+            const ms = performance.now() - started;
+            times.push(ms);
+            if (ms > slowest.ms) slowest = { ms, expression };
+            statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+            for (const messages of Object.values((res.body?.errors ?? {}) as Record<string, string[]>))
+              for (const message of messages) reasons[message] = (reasons[message] ?? 0) + 1;
+            const where_ = `${op.method.toUpperCase()} ${path} ${JSON.stringify(expression).slice(0, 200)} -> ${res.status} ${res.text.slice(0, 200)}`;
+            if (res.status >= 500) throw new Error(`5xx: ${where_}`);
+            if (res.text.includes(FUZZ_CARD) || res.text.includes(FUZZ_SECRET) || res.text.includes('"123"'))
+              throw new Error(`data in a response: ${where_}`);
+            if (res.status >= 400) {
+              if (!String(res.headers['content-type']).startsWith('application/problem+json'))
+                throw new Error(`not problem+json: ${where_}`);
+              if ((await counts()) !== before) throw new Error(`a ${res.status} changed rows: ${where_}`);
+            }
+          },
+        ),
+        { numRuns: EXPRESSION_RUNS, seed: SEED + 3, endOnFailure: true, reporter },
+      );
+    } finally {
+      loop.disable();
+    }
+    const heldMs = loop.max / 1e6;
+    times.sort((a, b) => a - b);
+    const p99 = times[Math.floor(times.length * 0.99)];
+    process.stdout.write(
+      `fuzzed expressions: ${EXPRESSION_RUNS} cases, statuses ${JSON.stringify(statuses)}, reasons ${JSON.stringify(reasons)}, ` +
+        `request p99 ${p99.toFixed(1)} ms, slowest ${slowest.ms.toFixed(1)} ms (${JSON.stringify(slowest.expression).slice(0, 120)}), event loop held at most ${heldMs.toFixed(1)} ms\n`,
+    );
+    const logs = t.logs.join('\n');
+    expect(logs).not.toContain(FUZZ_CARD);
+    expect(logs).not.toContain(FUZZ_SECRET);
+    expect(heldMs).toBeLessThan(100);
+    // Each case is bounded by the evaluator: 250 ms of worker time, plus the hard time-out's grace.
+    expect(slowest.ms).toBeLessThan(1_000);
+    expect(statuses[201] ?? 0).toBeGreaterThan(0);
   });
 });
