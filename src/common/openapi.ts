@@ -1,6 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { OperationObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { API_KEY_SECURITY } from './auth/require-permissions.decorator';
+import { NEVER_REPLAYED_EXTENSION } from './context/never-replayed.decorator';
 import { ProblemDetailsDto } from './errors/problem-details.dto';
 
 export const OPENAPI_INFO = {
@@ -37,13 +39,18 @@ const problem = {
 
 /**
  * Every authenticated POST, PUT and PATCH accepts `BT-IDEMPOTENCY-KEY` (the interceptor applies to all of
- * them), so the header and its 409 and 422 answers are added here rather than on each route.
+ * them but those marked `@NeverReplayed`), so the header and its 409 and 422 answers are added here
+ * rather than on each route.
  */
 function documentIdempotency(document: OpenAPIObject): OpenAPIObject {
   for (const item of Object.values(document.paths)) {
     for (const method of ['post', 'put', 'patch'] as const) {
-      const operation = item[method];
+      const operation = item[method] as (OperationObject & Record<string, unknown>) | undefined;
       if (!operation?.security?.length) continue;
+      if (operation[NEVER_REPLAYED_EXTENSION]) {
+        delete operation[NEVER_REPLAYED_EXTENSION];
+        continue;
+      }
       operation.parameters = [
         ...(operation.parameters ?? []),
         {

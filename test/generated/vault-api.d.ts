@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Create an application
-         * @description The response holds the new key in clear; it is never shown again.
+         * @description The response holds the new key in clear; it is never shown again. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
          */
         post: operations["createApplication"];
         delete?: never;
@@ -51,12 +51,15 @@ export interface paths {
         };
         /** Get an application */
         get: operations["getApplication"];
-        /** Update an application */
+        /**
+         * Update an application
+         * @description The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
+         */
         put: operations["updateApplication"];
         post?: never;
         /**
          * Delete an application
-         * @description Its keys stop working at once.
+         * @description Its keys stop working at once, and so do the sessions it authorized. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
          */
         delete: operations["deleteApplication"];
         options?: never;
@@ -76,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Create a key (rotation)
-         * @description Old keys keep working until deleted.
+         * @description Old keys keep working until deleted. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
          */
         post: operations["createApplicationKey"];
         delete?: never;
@@ -96,7 +99,10 @@ export interface paths {
         get: operations["getApplicationKey"];
         put?: never;
         post?: never;
-        /** Revoke a key */
+        /**
+         * Revoke a key
+         * @description The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
+         */
         delete: operations["deleteApplicationKey"];
         options?: never;
         head?: never;
@@ -281,7 +287,10 @@ export interface paths {
         delete: operations["deleteToken"];
         options?: never;
         head?: never;
-        /** Update metadata, search indexes, fingerprint expression or expiry */
+        /**
+         * Update metadata, search indexes, fingerprint expression or expiry
+         * @description Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or `search_indexes` evaluates them over the stored data, so it needs a reveal rule with token:read over the token (403 until reveal is available). Setting `expires_at`, or moving it earlier, needs token:delete.
+         */
         patch: operations["updateToken"];
         trace?: never;
     };
@@ -296,7 +305,7 @@ export interface paths {
         put?: never;
         /**
          * Create a session
-         * @description Called with a public application key, without a body. The session has no access until a private application authorizes it with the nonce. It expires 3 minutes after creation.
+         * @description Called with a public application key, without a body. The session has no access until a private application authorizes it with the nonce. It expires 3 minutes after creation. Every call creates a new session: BT-IDEMPOTENCY-KEY is ignored here, so that no holder of a shared public key is ever sent another's session key.
          */
         post: operations["createSession"];
         delete?: never;
@@ -1364,7 +1373,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            /** @description Removing application:create or application:update from the last application holding them would leave the tenant without an application holding application:create and application:update (with a key). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1448,6 +1457,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Deleting it would leave the tenant without an application holding application:create and application:update (with a key). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1769,6 +1787,15 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Deleting the last key of the last application holding them would leave the tenant without an application holding application:create and application:update (with a key). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2942,10 +2969,7 @@ export interface operations {
     createSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
-                "BT-IDEMPOTENCY-KEY"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2970,24 +2994,6 @@ export interface operations {
             };
             /** @description The key may not do this. Any valid key. */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description A request with this idempotency key is still being processed (see Retry-After). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description The idempotency key was used with a different request. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };

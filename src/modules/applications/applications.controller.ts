@@ -1,8 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { problemContent } from '../../common/errors/problem-details.dto';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { ApplicationsService } from './applications.service';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
@@ -11,6 +18,15 @@ import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
 import { UpdateApplicationDto } from './dto/update-application.dto';
 
 const AppId = () => Param('id', new ParseIdPipe('Application'));
+
+const GRANTS =
+  'The caller must hold every management permission it grants, and every management permission the ' +
+  'application it acts on holds (else 403).';
+const LastAdministrator = (what: string) =>
+  ApiConflictResponse({
+    description: `${what} would leave the tenant without an application holding application:create and application:update (with a key).`,
+    content: problemContent(),
+  });
 
 @ApiTags('Applications')
 @Controller('applications')
@@ -23,7 +39,7 @@ export class ApplicationsController {
   @ApiOperation({
     operationId: 'createApplication',
     summary: 'Create an application',
-    description: 'The response holds the new key in clear; it is never shown again.',
+    description: `The response holds the new key in clear; it is never shown again. ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApplicationDto })
   create(@Principal() who: Principal, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
@@ -60,8 +76,11 @@ export class ApplicationsController {
   @Put(':id')
   @RequirePermissions('application:update')
   @Audited('application', 'update')
-  @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application' })
+  @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application', description: GRANTS })
   @ApiOkResponse({ type: ApplicationDto })
+  @LastAdministrator(
+    'Removing application:create or application:update from the last application holding them',
+  )
   update(
     @Principal() who: Principal,
     @AppId() id: string,
@@ -77,8 +96,9 @@ export class ApplicationsController {
   @ApiOperation({
     operationId: 'deleteApplication',
     summary: 'Delete an application',
-    description: 'Its keys stop working at once.',
+    description: `Its keys stop working at once, and so do the sessions it authorized. ${GRANTS}`,
   })
+  @LastAdministrator('Deleting it')
   delete(@Principal() who: Principal, @AppId() id: string): Promise<void> {
     return this.applications.delete(who, id);
   }
@@ -119,7 +139,7 @@ export class ApplicationsController {
   @ApiOperation({
     operationId: 'createApplicationKey',
     summary: 'Create a key (rotation)',
-    description: 'Old keys keep working until deleted.',
+    description: `Old keys keep working until deleted. ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApiKeyDto })
   createKey(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto> {
@@ -132,7 +152,8 @@ export class ApplicationsController {
   @Audited('application', 'update', {
     message: (req) => `Application key ${String(req.params.keyId)} revoked`,
   })
-  @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key' })
+  @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key', description: GRANTS })
+  @LastAdministrator('Deleting the last key of the last application holding them')
   deleteKey(
     @Principal() who: Principal,
     @AppId() id: string,

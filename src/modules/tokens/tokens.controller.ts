@@ -167,6 +167,10 @@ export class TokensController {
   @ApiOperation({
     operationId: 'updateToken',
     summary: 'Update metadata, search indexes, fingerprint expression or expiry',
+    description:
+      'Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or ' +
+      '`search_indexes` evaluates them over the stored data, so it needs a reveal rule with token:read over the ' +
+      'token (403 until reveal is available). Setting `expires_at`, or moving it earlier, needs token:delete.',
   })
   @ApiOkResponse({ type: TokenObjectDto })
   @ApiBody({ schema: { type: 'object', additionalProperties: true } })
