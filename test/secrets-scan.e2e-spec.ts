@@ -322,7 +322,7 @@ describe('secrets scan', () => {
     });
     const stringToken = await call('post', '/tokenize', 201, {
       key: pvt.key,
-      body: { type: 'token', data: TOKEN_STRING, search_indexes: ['{{ data }}'] },
+      body: { type: 'token', data: TOKEN_STRING, search_indexes: ['{{ data }}', '{{ data | upcase }}'] },
     });
     const objectToken = await call('post', '/tokens', 201, {
       key: pvt.key,
@@ -343,7 +343,7 @@ describe('secrets scan', () => {
             data: cardData('mastercard'),
             search_indexes: ['{{ data.number }}', '{{ data.number | last4 }}'],
           },
-          amex: { type: 'card', data: cardData('amex') },
+          amex: { type: 'card', data: cardData('amex'), search_indexes: ['{{ data.number }}'] },
           bank: { type: 'bank', data: { routing_number: '021000021', account_number: ACCOUNTS[1] } },
         },
         extra: { deeper: [PLAIN_STRINGS[1], { type: 'token', data: ARRAY_TOKEN_DATA }] },
@@ -405,9 +405,10 @@ describe('secrets scan', () => {
       body: JSON.stringify({ metadata: { updated: 'yes' }, search_indexes: ['{{ data.number }}'] }),
     });
     await search(`data:${CARDS.amex.number}`, 1);
-    await call('patch', `/tokens/${stringToken.body.id}`, 200, {
+    // Re-keying over stored data needs reveal (contract section 15): refused, and the error echoes nothing.
+    await call('patch', `/tokens/${stringToken.body.id}`, 403, {
       key: pvt.key,
-      body: { search_indexes: ['{{ data | upcase }}'] },
+      body: { search_indexes: ['{{ data | downcase }}'] },
     });
     await search(`data:${TOKEN_STRING.toUpperCase()}`, 1);
     plant('token data (search index value)', TOKEN_STRING.toUpperCase());
