@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,7 +7,16 @@ import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
 
-const FORMULAS = JSON.parse(readFileSync(join(__dirname, '../../shared/spec/formulas.json'), 'utf8'));
+/** The formulas the service ships (its own copy, in src); the test below checks it against the published table. */
+const FORMULAS = JSON.parse(
+  readFileSync(join(__dirname, '../src/modules/orchestration/formulas/formulas.json'), 'utf8'),
+);
+/**
+ * SHA-256 of the published table of the 18 card connection formulas (the interface document's
+ * `formulas.json`, as `JSON.stringify` of its parsed content): the copy the service serves must be it,
+ * byte for byte once parsed. The table itself is not part of this repository.
+ */
+const PUBLISHED_FORMULAS_SHA256 = '627bf635e66aa0d36394417a5cb02a4ea1d80730a6c72faeeedbe3650f5a8884';
 
 describe('connection formulas and connections', () => {
   let t: TestApp;
@@ -39,6 +49,9 @@ describe('connection formulas and connections', () => {
       .set('BT-API-KEY', key)
       .expect(200);
     expect(res.body).toHaveLength(18);
+    expect(createHash('sha256').update(JSON.stringify(res.body)).digest('hex')).toBe(
+      PUBLISHED_FORMULAS_SHA256,
+    );
     expect(res.body).toEqual(FORMULAS);
     for (const [method, path] of [
       ['post', '/orchestration/connection_formulas'],
