@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
+import { luhnCard } from './support/attacker';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -14,26 +15,6 @@ import { createDatabase, dropDatabase } from './support/test-database';
  * by other test files as well).
  */
 
-/** A Luhn-valid number: `prefix`, random digits, check digit. */
-function luhnNumber(prefix: string, length: number): string {
-  let body = prefix;
-  while (body.length < length - 1) body += String(randomInt(10));
-  return body + String(luhnCheckDigit(body));
-}
-
-function luhnCheckDigit(body: string): number {
-  let sum = 0;
-  for (let i = 0; i < body.length; i++) {
-    let d = Number(body[body.length - 1 - i]);
-    if (i % 2 === 0) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return (10 - (sum % 10)) % 10;
-}
-
 function randomDigits(n: number): string {
   let out = String(1 + randomInt(9));
   while (out.length < n) out += String(randomInt(10));
@@ -41,11 +22,11 @@ function randomDigits(n: number): string {
 }
 
 const tag = randomBytes(6).toString('hex');
-const RANDOM_VISA = luhnNumber('4', 16);
-const RANDOM_MASTERCARD = luhnNumber('51', 16);
+const RANDOM_VISA = luhnCard('4', 16);
+const RANDOM_MASTERCARD = luhnCard('51', 16);
 const RANDOM_MASTERCARD_SPACED = RANDOM_MASTERCARD.replace(/(\d{4})(?=\d)/g, '$1 ');
 const LUHN_INVALID = ((n: string) => n.slice(0, -1) + String((Number(n.slice(-1)) + 1) % 10))(
-  luhnNumber('4', 16),
+  luhnCard('4', 16),
 );
 
 const CARDS = {

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { authorizedSession, cardData, luhnCard, tokenize } from '../support/attacker';
+import { newApplication, newTenant, TestApp, TestTenant } from '../support/app';
+import { authorizedSession, cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: deduplication (contract section 15). `deduplicate_token` hands back an existing token
@@ -16,17 +16,12 @@ describe('abuse: deduplication', () => {
   let pub: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    db = t.app.get(DataSource);
-    tenant = await newTenant(t, 'dedup');
-    owner = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
-    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
-      .key;
+    const s = await scene('dedup', {
+      owner: { type: 'private', permissions: ['token:create', 'token:read'] },
+      pub: { type: 'public', permissions: ['token:create'] },
+    });
+    ({ t, db, tenant } = s);
+    ({ owner, pub } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { authorizedSession, cardData, luhnCard, patchToken, tokenize } from '../support/attacker';
+import { expectProblem, newApplication, TestApp, TestTenant } from '../support/app';
+import { authorizedSession, cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: expiry (contract section 15). `expires_at` a second ahead is a delete in effect, so
@@ -17,33 +17,14 @@ describe('abuse: expiry as a delete', () => {
   let deleter: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    db = t.app.get(DataSource);
-    tenant = await newTenant(t, 'expiry');
-    owner = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read', 'token:delete'],
-      })
-    ).key;
-    updater = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:read', 'token:update'],
-      })
-    ).key;
-    pub = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'public',
-        permissions: ['token:create', 'token:update'],
-      })
-    ).key;
-    deleter = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:update', 'token:delete'],
-      })
-    ).key;
+    const s = await scene('expiry', {
+      owner: { type: 'private', permissions: ['token:create', 'token:read', 'token:delete'] },
+      updater: { type: 'private', permissions: ['token:read', 'token:update'] },
+      pub: { type: 'public', permissions: ['token:create', 'token:update'] },
+      deleter: { type: 'private', permissions: ['token:update', 'token:delete'] },
+    });
+    ({ t, db, tenant } = s);
+    ({ owner, updater, pub, deleter } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { cardData, luhnCard, measureLoop, patchToken, tokenize } from '../support/attacker';
+import { expectProblem, TestApp } from '../support/app';
+import { cardData, luhnCard, measureLoop, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: expressions (contract section 15). An attacker holding only a public key with
@@ -10,25 +10,16 @@ import { cardData, luhnCard, measureLoop, patchToken, tokenize } from '../suppor
  */
 describe('abuse: expressions', () => {
   let t: TestApp;
-  let tenant: TestTenant;
   let pub: string;
   let pvt: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    tenant = await newTenant(t, 'expressions');
-    pub = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'public',
-        permissions: ['token:create', 'token:update'],
-      })
-    ).key;
-    pvt = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read', 'token:update'],
-      })
-    ).key;
+    const s = await scene('expressions', {
+      pub: { type: 'public', permissions: ['token:create', 'token:update'] },
+      pvt: { type: 'private', permissions: ['token:create', 'token:read', 'token:update'] },
+    });
+    t = s.t;
+    ({ pub, pvt } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { cardData, luhnCard, tokenize } from '../support/attacker';
+import { expectProblem, TestApp, TestTenant } from '../support/app';
+import { cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: replayed credentials (contract section 15). A public key is shared by every browser of
@@ -17,17 +17,12 @@ describe('abuse: idempotency never replays a credential', () => {
   let pvt: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    db = t.app.get(DataSource);
-    tenant = await newTenant(t, 'idempotency abuse');
-    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
-      .key;
-    pvt = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
+    const s = await scene('idempotency abuse', {
+      pub: { type: 'public', permissions: ['token:create'] },
+      pvt: { type: 'private', permissions: ['token:create', 'token:read'] },
+    });
+    ({ t, db, tenant } = s);
+    ({ pub, pvt } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { authorizedSession, cardData, luhnCard, tokenize } from '../support/attacker';
+import { expectProblem, newApplication, TestApp, TestTenant } from '../support/app';
+import { authorizedSession, cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: sessions outliving their grant (contract section 15). A session's grants are checked at
@@ -13,16 +13,12 @@ describe('abuse: sessions outliving their grant', () => {
   let owner: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    tenant = await newTenant(t, 'sessions abuse');
-    pub = (await newApplication(t, tenant.managementKey, { type: 'public', permissions: ['token:create'] }))
-      .key;
-    owner = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
+    const s = await scene('sessions abuse', {
+      pub: { type: 'public', permissions: ['token:create'] },
+      owner: { type: 'private', permissions: ['token:create', 'token:read'] },
+    });
+    ({ t, tenant } = s);
+    ({ pub, owner } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -9,11 +9,10 @@ import {
   newApplication,
   newTenant,
   privatePrincipal,
-  startApp,
   TestApp,
   TestTenant,
 } from '../support/app';
-import { authorizedSession, cardData, luhnCard, patchToken, tokenize } from '../support/attacker';
+import { authorizedSession, cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: evaluation over stored data (contract section 15). Re-keying a stored card's
@@ -31,33 +30,20 @@ describe('abuse: evaluation over stored data', () => {
   let pvtAll: string;
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    db = t.app.get(DataSource);
-    tenant = await newTenant(t, 'oracle');
-    owner = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
-    attacker = (
-      await newApplication(t, tenant.managementKey, {
+    const s = await scene('oracle', {
+      owner: { type: 'private', permissions: ['token:create', 'token:read'] },
+      attacker: {
         type: 'private',
         permissions: ['token:create', 'token:read', 'token:update', 'token:search'],
-      })
-    ).key;
-    pub = (
-      await newApplication(t, tenant.managementKey, {
-        type: 'public',
-        permissions: ['token:create', 'token:update'],
-      })
-    ).key;
-    pvtAll = (
-      await newApplication(t, tenant.managementKey, {
+      },
+      pub: { type: 'public', permissions: ['token:create', 'token:update'] },
+      pvtAll: {
         type: 'private',
         permissions: ['token:create', 'token:read', 'token:update', 'token:delete', 'token:search'],
-      })
-    ).key;
+      },
+    });
+    ({ t, db, tenant } = s);
+    ({ owner, attacker, pub, pvtAll } = s.keys);
   });
   afterAll(() => t.close());
 

@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import request from 'supertest';
-import type { TestApp } from './app';
+import { DataSource } from 'typeorm';
+import { newApplication, newTenant, startApp, type TestApp, type TestTenant } from './app';
 
 /** A random card number with a valid Luhn check digit (so that every test works on a card of its own). */
 export function luhnCard(prefix = '4', length = 16): string {
@@ -86,4 +87,35 @@ export async function measureLoop<T>(
     histogram.disable();
     clearInterval(sampler);
   }
+}
+
+export interface AppSpec {
+  type: 'public' | 'private' | 'management';
+  permissions?: string[];
+  rules?: unknown[];
+}
+
+export interface Scene<K extends string> {
+  t: TestApp;
+  db: DataSource;
+  tenant: TestTenant;
+  keys: Record<K, string>;
+  ids: Record<K, string>;
+}
+
+/** A server (rate limit out of the way), a tenant of its own, and the named applications with their keys. */
+export async function scene<K extends string>(
+  tenantName: string,
+  apps: Record<K, AppSpec>,
+): Promise<Scene<K>> {
+  const t = await startApp({ RATE_LIMIT_PER_MINUTE: '100000' });
+  const tenant = await newTenant(t, tenantName);
+  const keys = {} as Record<K, string>;
+  const ids = {} as Record<K, string>;
+  for (const [name, spec] of Object.entries(apps) as [K, AppSpec][]) {
+    const app = await newApplication(t, tenant.managementKey, spec);
+    keys[name] = app.key;
+    ids[name] = app.id;
+  }
+  return { t, db: t.app.get(DataSource), tenant, keys, ids };
 }
