@@ -291,6 +291,11 @@ async function main(): Promise<void> {
     const mgmt = { 'BT-API-KEY': setup.managementKey };
     const one = JSON.stringify(card(1));
     const hundred = JSON.stringify(Array.from({ length: 100 }, (_, i) => card(i)));
+    // Search indexes that need Liquid: evaluated in the expression worker threads, not on the event loop.
+    const indexed = JSON.stringify({
+      ...card(1),
+      search_indexes: ['{{ data.number | last4 }}', '{{ data.number | card_bin }}'],
+    });
 
     const scenarios: {
       name: string;
@@ -310,6 +315,11 @@ async function main(): Promise<void> {
         tokens: 100,
         service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: hundred },
         floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: hundred },
+      },
+      {
+        name: 'tokenize 1 card, 2 Liquid search indexes',
+        tokens: 1,
+        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: indexed },
       },
       {
         name: 'GET /tokens/{id}',

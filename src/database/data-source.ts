@@ -1,3 +1,4 @@
+import { Client, type ClientConfig } from 'pg';
 import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { EmbeddedPostgres } from './embedded-postgres';
@@ -38,6 +39,19 @@ export class VaultDataSource extends DataSource {
   }
 }
 
+/**
+ * A pg client that always listens for `error`. TypeORM's query runner removes its listener when it
+ * releases a broken connection, and pg can emit another `error` on that client while it closes (for
+ * example after `pg_terminate_backend` or a server shutdown): unheard, that event would end the process.
+ * The failure itself still reaches the query that was running, as a rejected promise.
+ */
+export class ListeningClient extends Client {
+  constructor(config?: string | ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+  }
+}
+
 export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres): DataSourceOptions {
   const connection = embedded
     ? { host: embedded.host, port: embedded.port, username: 'postgres', database: 'postgres' }
@@ -52,6 +66,7 @@ export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres
     migrationsRun: false,
     logging: false,
     extra: {
+      Client: ListeningClient,
       // PGlite has one backend: a single pooled connection keeps each transaction whole.
       max: embedded ? 1 : config.DB_POOL_SIZE,
       connectionTimeoutMillis: 15_000,

@@ -194,4 +194,34 @@ describe('abuse: grants', () => {
       expectProblem(await req.set('BT-API-KEY', other.managementKey), 404);
     }
   });
+
+  it('key creation, key deletion and application deletion at once in one tenant never deadlock (no 5xx)', async () => {
+    const tenant = await newTenant(t, 'grants concurrency');
+    const m = tenant.managementKey;
+    const statuses: number[] = [];
+    for (let round = 0; round < 8; round++) {
+      const admin = await limited(tenant, ALL_MANAGEMENT);
+      const rotate = async () => {
+        const key = await request(t.http).post(`/applications/${admin.id}/keys`).set('BT-API-KEY', m);
+        statuses.push(key.status);
+        const revoked = await request(t.http)
+          .delete(`/applications/${admin.id}/keys/${key.body.id}`)
+          .set('BT-API-KEY', m);
+        statuses.push(revoked.status);
+      };
+      const createAndDelete = async () => {
+        const gone = await limited(tenant, ALL_MANAGEMENT);
+        statuses.push((await request(t.http).delete(`/applications/${gone.id}`).set('BT-API-KEY', m)).status);
+      };
+      await Promise.all([
+        rotate(),
+        rotate(),
+        rotate(),
+        createAndDelete(),
+        createAndDelete(),
+        createAndDelete(),
+      ]);
+    }
+    expect(statuses.filter((status) => status >= 500)).toEqual([]);
+  });
 });

@@ -72,7 +72,12 @@ describe('database faults under load', () => {
     await pause(500);
     await load.stop();
     const failures = load.statuses.filter((s) => s >= 500 || s === 0).length;
-    expect(await waitUntil(async () => (await ready(server)) === 200, 10_000)).toBe(true);
+    const recovered = await waitUntil(async () => (await ready(server)) === 200, 10_000);
+    if (!recovered)
+      process.stdout.write(
+        `SERVER STDERR:\n${server.spawned.stderr().slice(-4000)}\nSTDOUT:\n${server.spawned.stdout().slice(-3000)}\n`,
+      );
+    expect(recovered).toBe(true);
     expect((await api(server.base, key, 'POST', '/tokenize', { type: 'token', data: 'after' })).status).toBe(
       201,
     );

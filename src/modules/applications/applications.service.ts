@@ -284,9 +284,11 @@ export class ApplicationsService {
   /**
    * Changes that could leave a tenant without an administrator take the tenant's row lock first, so two
    * administrators removing each other at once are serialized and the second one sees the first.
+   * `FOR NO KEY UPDATE`, not `FOR UPDATE`: the latter also blocks the `FOR KEY SHARE` lock that every
+   * foreign-key insert (a new key, an audit row) takes on the tenant, and deadlocks with them.
    */
   private async lockTenant(who: Principal): Promise<void> {
-    await this.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [who.tenantId]);
+    await this.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [who.tenantId]);
   }
 
   /** 409 when `app` is the tenant's last application holding application:create and application:update with a key. */
