@@ -20,6 +20,7 @@ import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { AdminModule } from './modules/admin/admin.module';
 import { ApplicationsModule } from './modules/applications/applications.module';
 import { HealthModule } from './modules/health/health.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
@@ -81,6 +82,8 @@ export class AppModule {
         LogsModule,
         IdempotencyModule,
         OrchestrationModule,
+        // With the embedded database, the CLI's requests come to the server (control socket).
+        AdminModule.forRoot({ controlSocket: config.embedded }),
       ],
       providers: [
         BootstrapService,

@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import helmet from 'helmet';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -9,9 +10,43 @@ import { createValidationPipe } from './common/errors/validation';
 import { setupOpenApi } from './common/openapi';
 import { AppConfig } from './config/app-config';
 
+/** Nest's own start-up listings (each module, each route: about a hundred lines) are debug, not info. */
+const STARTUP_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
+
+class QuietStartupLogger implements LoggerService {
+  constructor(private readonly logger: Logger) {}
+
+  log(message: unknown, ...rest: unknown[]): void {
+    const context = rest[rest.length - 1];
+    if (typeof context === 'string' && STARTUP_CONTEXTS.has(context)) this.logger.debug(message, ...rest);
+    else this.logger.log(message, ...rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.logger.error(message, ...rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.logger.warn(message, ...rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.logger.debug(message, ...rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.logger.verbose(message, ...rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.logger.fatal(message, ...rest);
+  }
+}
+
 /** Everything main.ts and the e2e tests share: pipes, body parsing, trace ids, OpenAPI, shutdown. */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
-  app.useLogger(app.get(Logger));
+  app.useLogger(new QuietStartupLogger(app.get(Logger)));
   app.disable('x-powered-by');
   // Responses are computed per request; a weak ETag would hash every body for nothing.
   app.set('etag', false);

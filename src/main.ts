@@ -1,11 +1,40 @@
 import 'reflect-metadata';
+import { createServer } from 'node:net';
 import { createApp } from './app.setup';
 import { ConfigError, loadConfig } from './config/app-config';
+import { BootstrapService } from './modules/tenants/bootstrap.service';
+
+/** True when something already listens on `port` (checked before anything starts, so nothing is half-made). */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'EADDRINUSE'));
+    probe.listen(port, () => probe.close(() => resolve(false)));
+  });
+}
+
+const portTaken = (port: number): string =>
+  `Port ${port} is already in use: stop whatever listens there, or set PORT to another port.\n`;
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  if (config.PORT !== 0 && (await portInUse(config.PORT))) {
+    process.stderr.write(portTaken(config.PORT));
+    process.exit(1);
+  }
   const app = await createApp(config);
-  await app.listen(config.PORT);
+  const bootstrap = app.get(BootstrapService);
+  try {
+    await app.listen(config.PORT);
+  } catch (error) {
+    // Taken between the check and now: still show the key of a tenant this start created.
+    bootstrap.printBanner();
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    process.stderr.write(portTaken(config.PORT));
+    process.exit(1);
+  }
+  process.stdout.write(`listening on ${config.publicBaseUrl}\n`);
+  bootstrap.printBanner();
 }
 
 main().catch((error: unknown) => {

@@ -71,9 +71,15 @@ describe('errors, trace ids and logs', () => {
     expect(res.body.errors).toHaveProperty('name');
   });
 
-  it('answers unknown routes with a 404 problem', async () => {
-    expectProblem(await request(t.http).get('/no/such/route'), 404);
-    expectProblem(await request(t.http).patch('/applications'), 404);
+  it('answers unknown routes with a 404 problem that carries a code and does not echo the path', async () => {
+    for (const res of [
+      await request(t.http).get('/no/such/route/4242424242424242'),
+      await request(t.http).patch('/applications'),
+    ]) {
+      expectProblem(res, 404);
+      expect(res.body.code).toBe('not_found');
+      expect(res.text).not.toContain('4242424242424242');
+    }
   });
 
   it('echoes a valid BT-TRACE-ID and generates one otherwise', async () => {

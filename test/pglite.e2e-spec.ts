@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { BootstrapService } from '../src/modules/tenants/bootstrap.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
 import { newApplication, privatePrincipal, startApp, TestApp } from './support/app';
 import {
@@ -31,7 +32,10 @@ describe('embedded PGlite database', () => {
         return write(chunk, ...rest);
       });
     try {
-      return await startApp(embedded);
+      const app = await startApp(embedded);
+      // The server prints it after it listens (main.ts); the test app does not listen.
+      app.app.get(BootstrapService).printBanner();
+      return app;
     } finally {
       spy.mockRestore();
     }

@@ -1,20 +1,22 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import pino from 'pino';
-import { coreImports } from '../app.module';
 import { AppConfig } from '../config/app-config';
-import { TenantsModule } from '../modules/tenants/tenants.module';
+import { AdminClient } from './admin-client';
 import { KeysCommand, KeysRotateCommand } from './keys.command';
 import { LogsCommand, LogsVerifyCommand } from './logs.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
 
-/** The command-line application: same config, database and services as the server; logs on stderr. */
+/**
+ * The command-line application: commands only. Nothing here opens the database; a command that needs
+ * it builds the application context when it runs (AdminClient), so that `--help` answers at once.
+ */
 @Module({})
 export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [...(coreImports(config, { logStream: pino.destination(2) }) ?? []), TenantsModule],
       providers: [
+        { provide: AppConfig, useValue: config },
+        AdminClient,
         TenantCommand,
         TenantCreateCommand,
         KeysCommand,

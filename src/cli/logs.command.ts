@@ -1,16 +1,13 @@
-import { ClsService } from 'nestjs-cls';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { AuditChainService } from '../common/audit/audit-chain.service';
+import type { ChainReport } from '../common/audit/audit-chain.service';
+import { AdminClient } from './admin-client';
 
 @SubCommand({
   name: 'verify',
   description: "Check every tenant's audit log hash chain; prints a JSON report, exits 1 on a broken chain",
 })
 export class LogsVerifyCommand extends CommandRunner {
-  constructor(
-    private readonly chain: AuditChainService,
-    private readonly cls: ClsService,
-  ) {
+  constructor(private readonly admin: AdminClient) {
     super();
   }
 
@@ -25,11 +22,11 @@ export class LogsVerifyCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { tenant?: string; seal?: boolean }): Promise<void> {
-    const report = await this.cls.run(async () => {
-      // Rows committed since the last tick are sealed first, so that the report covers them too.
-      if (options.seal !== false) await this.chain.seal();
-      return this.chain.verify(options.tenant);
-    });
+    const report = (await this.admin.run({
+      op: 'logs.verify',
+      tenant: options.tenant,
+      seal: options.seal !== false,
+    })) as ChainReport;
     process.stdout.write(`${JSON.stringify(report)}\n`);
     if (report.problems.length) process.exitCode = 1;
   }

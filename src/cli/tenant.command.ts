@@ -1,6 +1,5 @@
-import { ClsService } from 'nestjs-cls';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { TenantsService } from '../modules/tenants/tenants.service';
+import { AdminClient } from './admin-client';
 
 interface CreateOptions {
   name: string;
@@ -11,10 +10,7 @@ interface CreateOptions {
   description: 'Create a tenant with a management application; prints its key as JSON',
 })
 export class TenantCreateCommand extends CommandRunner {
-  constructor(
-    private readonly tenants: TenantsService,
-    private readonly cls: ClsService,
-  ) {
+  constructor(private readonly admin: AdminClient) {
     super();
   }
 
@@ -26,7 +22,7 @@ export class TenantCreateCommand extends CommandRunner {
   }
 
   async run(_params: string[], options: CreateOptions): Promise<void> {
-    const created = await this.cls.run(() => this.tenants.createTenant(options.name));
+    const created = await this.admin.run({ op: 'tenant.create', name: options.name });
     process.stdout.write(`${JSON.stringify(created)}\n`);
   }
 }

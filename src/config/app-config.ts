@@ -109,6 +109,9 @@ export class AppConfig {
   })
   CORS_ORIGINS?: string;
 
+  /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
+  role: 'server' | 'cli' = 'server';
+
   get publicBaseUrl(): string {
     return (this.PUBLIC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
@@ -122,7 +125,7 @@ export class ConfigError extends Error {}
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig());
+  const known = Object.keys(new AppConfig()).filter((name) => name === name.toUpperCase());
   const picked: Record<string, string | undefined> = {};
   for (const name of [...known, 'DATABASE_URL', 'PUBLIC_BASE_URL', 'ENCRYPTION_KEYS']) {
     if (env[name] !== undefined) picked[name] = env[name];

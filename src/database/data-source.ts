@@ -77,7 +77,7 @@ export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres
 
 /** Builds the one data source of the process (app, CLI and ormconfig.ts all come through here). */
 export async function createDataSource(config: AppConfig): Promise<VaultDataSource> {
-  const embedded = config.embedded ? await EmbeddedPostgres.start(config.DATA_DIR) : undefined;
+  const embedded = config.embedded ? await EmbeddedPostgres.start(config.DATA_DIR, config.role) : undefined;
   return new VaultDataSource(dataSourceOptions(config, embedded), embedded);
 }
 

@@ -24,15 +24,23 @@ export interface Spawned {
 
 /** Runs a TypeScript entry point of the service (src/main.ts, src/cli.ts) as its own process. */
 export function spawnTs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', join(ROOT, entry), ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  return spawnNode(['-r', 'ts-node/register/transpile-only', join(ROOT, entry), ...args], {
+    TS_NODE_TRANSPILE_ONLY: 'true',
+    ...env,
+  });
+}
+
+/** Runs a JavaScript file of the repository (bin/vault.js, dist/main.js) with this Node.js. */
+export function spawnJs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
+  return spawnNode([join(ROOT, entry), ...args], env);
+}
+
+function spawnNode(argv: string[], env: Record<string, string | undefined>): Spawned {
+  const child = spawn(process.execPath, argv, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));

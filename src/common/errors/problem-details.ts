@@ -1,4 +1,4 @@
-import { HttpException, HttpStatus } from '@nestjs/common';
+import { HttpException, HttpStatus, NotFoundException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
 import { FieldErrors, ProblemException } from './problem.exception';
 
@@ -42,6 +42,22 @@ function messageOf(response: string | object, fallback: string): string {
   return fallback;
 }
 
+/** The `code` of a client error that did not name one itself: every problem carries a code. */
+const CODE_OF_STATUS: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  411: 'length_required',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'rate_limited',
+};
+
 /** Maps anything thrown while serving a request to the problem the client sees. Never leaks internals. */
 export function toProblem(exception: unknown, traceId?: string): RenderedProblem {
   if (exception instanceof ProblemException) {
@@ -61,8 +77,13 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
         unexpected: true,
       };
     }
+    // The router's own 404 ("Cannot GET /path") would echo the path, which may hold anything.
+    const unknownRoute = exception instanceof NotFoundException && /^Cannot /.test(exception.message);
+    const detail = unknownRoute
+      ? 'No route matches this method and path.'
+      : messageOf(exception.getResponse(), exception.message);
     return {
-      body: problem(status, messageOf(exception.getResponse(), exception.message)),
+      body: problem(status, detail, { code: CODE_OF_STATUS[status] }),
       headers: {},
       unexpected: false,
     };
@@ -96,7 +117,11 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
   }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const detail = http.expose && http.message ? http.message : (STATUS_CODES[status] ?? 'Bad request');
-    return { body: problem(status, detail), headers: {}, unexpected: false };
+    return {
+      body: problem(status, detail, { code: CODE_OF_STATUS[status] }),
+      headers: {},
+      unexpected: false,
+    };
   }
   return {
     body: problem(500, 'An unexpected error occurred.', { trace_id: traceId }),

@@ -8,11 +8,14 @@ import { CreatedTenantDto } from './dto/tenant.dto';
 import { TenantsService } from './tenants.service';
 
 /**
- * On an empty database, creates the `default` tenant and prints its management key once to stdout.
+ * On an empty database, creates the `default` tenant; its management key is printed once to stdout by
+ * `printBanner`, which the server calls after it listens, so that the key is the last thing on screen.
  * A transaction-level advisory lock makes it happen once when several instances start together.
  */
 @Injectable()
 export class BootstrapService implements OnApplicationBootstrap {
+  private created: CreatedTenantDto | undefined;
+
   constructor(
     private readonly config: AppConfig,
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
@@ -29,7 +32,13 @@ export class BootstrapService implements OnApplicationBootstrap {
         return this.tenants.createTenant('default');
       }),
     );
-    if (created) printManagementKey(created);
+    this.created = created;
+  }
+
+  /** Prints the first-start banner (once), if this process created the default tenant. */
+  printBanner(): void {
+    if (this.created) printManagementKey(this.created);
+    this.created = undefined;
   }
 }
 

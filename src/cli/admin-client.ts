@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { createConnection } from 'node:net';
+import { AppConfig } from '../config/app-config';
+import { EmbeddedDatabaseInUse, lockOwner } from '../database/embedded-lock';
+import type { AdminRequest, AdminResult } from '../modules/admin/admin-operations';
+
+/** A refusal to show the operator as it is (one line, no stack). */
+export class CliError extends Error {}
+
+/**
+ * Runs an operator request where the database is. With DATABASE_URL, or with the embedded database
+ * when no server holds it, in this process (the application context, with its database, is built only
+ * now, so that `--help` starts nothing). With the embedded database held by a running server, through
+ * the server's control socket, so that what the CLI creates is in the server's database at once.
+ */
+@Injectable()
+export class AdminClient {
+  constructor(private readonly config: AppConfig) {}
+
+  async run(request: AdminRequest): Promise<AdminResult> {
+    if (this.config.embedded) {
+      const owner = lockOwner(this.config.DATA_DIR);
+      if (owner?.control) {
+        const remote = await this.remote(owner.control, request).catch((error: unknown) => {
+          // The server stopped between reading the lock and connecting: run here instead.
+          if (['ENOENT', 'ECONNREFUSED'].includes((error as NodeJS.ErrnoException).code ?? ''))
+            return undefined;
+          throw error;
+        });
+        if (remote) return remote;
+      } else if (owner) throw new CliError(new EmbeddedDatabaseInUse(owner, this.config.DATA_DIR).message);
+    }
+    return this.local(request);
+  }
+
+  private async local(request: AdminRequest): Promise<AdminResult> {
+    // Loaded here, not at the top: the modules behind it (database, crypto, services) are what makes a
+    // command slow to start, and `--help` needs none of them.
+    const [{ NestFactory }, { CliCoreModule }, { AdminOperations }] = await Promise.all([
+      import('@nestjs/core'),
+      import('./cli-core.module'),
+      import('../modules/admin/admin-operations'),
+    ]);
+    let context;
+    try {
+      context = await NestFactory.createApplicationContext(CliCoreModule.forRoot(this.config), {
+        logger: ['error'],
+        abortOnError: false,
+      });
+    } catch (error) {
+      if (error instanceof EmbeddedDatabaseInUse) throw new CliError(error.message);
+      throw error;
+    }
+    try {
+      return await context.get(AdminOperations).run(request);
+    } finally {
+      await context.close();
+    }
+  }
+
+  private remote(path: string, request: AdminRequest): Promise<AdminResult> {
+    return new Promise((resolve, reject) => {
+      const socket = createConnection(path);
+      let reply = '';
+      socket.setEncoding('utf8');
+      socket.once('error', reject);
+      socket.on('data', (chunk: string) => (reply += chunk));
+      socket.once('connect', () => socket.write(`${JSON.stringify(request)}\n`));
+      socket.once('end', () => {
+        try {
+          const answer = JSON.parse(reply) as
+            { ok: true; result: AdminResult } | { ok: false; error: string };
+          if (answer.ok) resolve(answer.result);
+          else reject(new CliError(`The running server refused the request: ${answer.error}`));
+        } catch {
+          reject(new CliError('The running server gave no answer to the request.'));
+        }
+      });
+    });
+  }
+}
