@@ -15,7 +15,7 @@ function report(error: unknown): never {
   if (isCommanderExit(error)) process.exit(error.exitCode);
   const expected = error instanceof ConfigError || error instanceof CliError || !(error instanceof Error);
   process.stderr.write(
-    `${expected ? String(error instanceof Error ? error.message : error) : ((error as Error).stack ?? (error as Error).message)}\n`,
+    `${expected ? String(error instanceof Error ? error.message : error) : ((error).stack ?? (error).message)}\n`,
   );
   process.exit(1);
 }
