@@ -13,10 +13,10 @@ const isCommanderExit = (error: unknown): error is { exitCode: number } =>
 /** What the operator sees of a failure: one line for the expected ones, the stack for the others. */
 function report(error: unknown): never {
   if (isCommanderExit(error)) process.exit(error.exitCode);
-  const expected = error instanceof ConfigError || error instanceof CliError || !(error instanceof Error);
-  process.stderr.write(
-    `${expected ? String(error instanceof Error ? error.message : error) : ((error).stack ?? (error).message)}\n`,
-  );
+  if (!(error instanceof Error)) process.stderr.write(`${String(error)}\n`);
+  else if (error instanceof ConfigError || error instanceof CliError)
+    process.stderr.write(`${error.message}\n`);
+  else process.stderr.write(`${error.stack ?? error.message}\n`);
   process.exit(1);
 }
 
