@@ -15,14 +15,28 @@ describe('toProblem', () => {
     });
   });
 
-  it('keeps the message of Nest HTTP exceptions', () => {
-    expect(toProblem(new NotFoundException('Cannot GET /x')).body).toMatchObject({
+  it('keeps the message of Nest HTTP exceptions and gives each a code', () => {
+    expect(toProblem(new NotFoundException('Token not here')).body).toMatchObject({
       status: 404,
       title: 'Not Found',
-      detail: 'Cannot GET /x',
+      detail: 'Token not here',
+      code: 'not_found',
     });
-    expect(toProblem(new BadRequestException(['a', 'b'])).body.detail).toBe('a; b');
+    expect(toProblem(new BadRequestException(['a', 'b'])).body).toMatchObject({
+      detail: 'a; b',
+      code: 'bad_request',
+    });
     expect(toProblem(new ServiceUnavailableException()).body.status).toBe(503);
+  });
+
+  it("answers the router's own 404 without echoing the path", () => {
+    expect(toProblem(new NotFoundException('Cannot GET /tokens/4242424242424242/x')).body).toEqual({
+      type: 'about:blank',
+      title: 'Not Found',
+      status: 404,
+      detail: 'No route matches this method and path.',
+      code: 'not_found',
+    });
   });
 
   it('maps body-parser errors by type', () => {
