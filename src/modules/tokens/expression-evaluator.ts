@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { availableParallelism } from 'node:os';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -37,17 +37,22 @@ export interface EvaluatorLimits {
   /** Heap of a worker; past it the worker dies and its expression is refused (memory). */
   maxHeapMb: number;
   workers: number;
+  /** Start a worker when the application starts, so that no request waits for one (about 100 ms). */
+  warm: boolean;
 }
+
+// Under ts-node or ts-jest this module is TypeScript, and so is its worker: the worker registers ts-node.
+const SCRIPT_EXTENSION = extname(__filename);
 
 export const DEFAULT_LIMITS: EvaluatorLimits = {
   budgetMs: 250,
   graceMs: 250,
   maxHeapMb: 96,
   workers: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  // Compiled, a worker starts in about 100 ms; under ts-node (tests) in about a second, so only on demand.
+  warm: SCRIPT_EXTENSION === '.js',
 };
 
-// Under ts-node or ts-jest this module is TypeScript, and so is its worker: the worker registers ts-node.
-const SCRIPT_EXTENSION = extname(__filename);
 const WORKER_SCRIPT = join(__dirname, `expression.worker${SCRIPT_EXTENSION}`);
 const WORKER_EXEC_ARGV =
   SCRIPT_EXTENSION === '.ts' ? ['--require', require.resolve('ts-node/register/transpile-only')] : [];
@@ -152,7 +157,7 @@ class ExpressionWorker {
  * (parsing) is bounded by the template length and stays here.
  */
 @Injectable()
-export class ExpressionEvaluator implements OnModuleDestroy {
+export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Expressions');
   private readonly engine = new ExpressionEngine();
   private readonly idle: ExpressionWorker[] = [];
@@ -162,6 +167,14 @@ export class ExpressionEvaluator implements OnModuleDestroy {
   private closed = false;
 
   constructor(private readonly limits: EvaluatorLimits = DEFAULT_LIMITS) {}
+
+  onApplicationBootstrap(): void {
+    if (this.limits.warm)
+      void this.acquire().then(
+        (worker) => this.release(worker),
+        (error: unknown) => this.logger.error(`the expression worker did not start: ${String(error)}`),
+      );
+  }
 
   /** Throws ExpressionError when `template` is not an allowed expression. */
   validate(template: string): void {
