@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { fromReconciliationId } from '../src/modules/orchestration/transactions/reconciliation';
 import { Clock } from '../src/common/jobs/clock';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
-import { TransactionsService } from '../src/modules/orchestration/transactions/transactions.service';
+import { TransactionsRepository } from '../src/modules/orchestration/transactions/transactions.repository';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS, waitForTransaction } from './support/orchestration';
 
@@ -581,8 +581,8 @@ describe('transactions', () => {
         .set('BT-API-KEY', key)
         .set('BT-IDEMPOTENCY-KEY', idem)
         .send({ amount: 777, currency: 'USD', connection_id: stripe, token, intent: 'capture' });
-    const service = t.app.get(TransactionsService);
-    const spy = jest.spyOn(service, 'applyUpdate').mockRejectedValueOnce(new Error('connection lost'));
+    const repository = t.app.get(TransactionsRepository);
+    const spy = jest.spyOn(repository, 'apply').mockRejectedValueOnce(new Error('connection lost'));
     let first: request.Response;
     try {
       first = await send().expect(201);

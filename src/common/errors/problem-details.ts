@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus, NotFoundException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
+import { DomainErrorKind, DomainException } from './domain.exception';
 import { FieldErrors, ProblemException } from './problem.exception';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -58,8 +59,31 @@ const CODE_OF_STATUS: Record<number, string> = {
   429: 'rate_limited',
 };
 
+/** The one mapping of domain errors onto HTTP. */
+const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  unprocessable: 422,
+};
+
+const isDomainException = (e: unknown): e is DomainException => e instanceof DomainException;
+
 /** Maps anything thrown while serving a request to the problem the client sees. Never leaks internals. */
 export function toProblem(exception: unknown, traceId?: string): RenderedProblem {
+  if (isDomainException(exception)) {
+    const refusal = exception;
+    return {
+      body: problem(STATUS_OF_KIND[refusal.kind], refusal.detail, {
+        code: refusal.code,
+        errors: refusal.errors,
+      }),
+      headers: refusal.headers ?? {},
+      unexpected: false,
+    };
+  }
   if (exception instanceof ProblemException) {
     const { errors, code, headers } = exception.extras;
     return {

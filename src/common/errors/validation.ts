@@ -1,4 +1,5 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { validationDetail } from './domain.exception';
 import { FieldErrors, ProblemException } from './problem.exception';
 
 function childPath(parent: string, property: string): string {
@@ -19,12 +20,7 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
 }
 
 export function validationProblem(errors: FieldErrors): ProblemException {
-  const paths = Object.keys(errors);
-  const detail =
-    paths.length === 1
-      ? `${paths[0]}: ${errors[paths[0]].join('; ')}`
-      : `The request has ${paths.length} invalid fields: ${paths.join(', ')}`;
-  return new ProblemException(400, detail, { errors, code: 'validation_failed' });
+  return new ProblemException(400, validationDetail(errors), { errors, code: 'validation_failed' });
 }
 
 /** The global pipe: unknown fields rejected, values converted, every bad field reported by path. */

@@ -1,18 +1,35 @@
 import { Module } from '@nestjs/common';
 import { TokensModule } from '../tokens/tokens.module';
 import { ApprovalsController } from './approvals/approvals.controller';
+import { ApprovalsService } from './approvals/approvals.service';
 import { ConnectionsController } from './connections/connections.controller';
+import { ConnectionsRepository } from './connections/connections.repository';
 import { ConnectionsService } from './connections/connections.service';
 import { FormulasController } from './formulas/formulas.controller';
 import { ProcessorRegistry } from './processors/processor.registry';
+import { ApprovalLinks } from './transactions/approval-links';
+import { RefundsRepository } from './transactions/refunds.repository';
 import { SettlementService } from './transactions/settlement.service';
+import { TransactionJournal } from './transactions/transaction-journal';
 import { TransactionsController } from './transactions/transactions.controller';
+import { TransactionsRepository } from './transactions/transactions.repository';
 import { TransactionsService } from './transactions/transactions.service';
 
 /** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
 @Module({
   imports: [TokensModule],
   controllers: [FormulasController, ConnectionsController, TransactionsController, ApprovalsController],
-  providers: [ProcessorRegistry, ConnectionsService, TransactionsService, SettlementService],
+  providers: [
+    ProcessorRegistry,
+    ConnectionsRepository,
+    TransactionsRepository,
+    RefundsRepository,
+    TransactionJournal,
+    ApprovalLinks,
+    ConnectionsService,
+    TransactionsService,
+    ApprovalsService,
+    SettlementService,
+  ],
 })
 export class OrchestrationModule {}

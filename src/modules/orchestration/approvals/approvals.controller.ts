@@ -2,7 +2,8 @@ import { Controller, Get, Param, Post, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Public } from '../../../common/auth/require-permissions.decorator';
-import { TransactionRow, TransactionsService } from '../transactions/transactions.service';
+import type { TransactionRow } from '../transactions/transactions.repository';
+import { ApprovalsService } from './approvals.service';
 import { ApprovalView, formatAmount, renderApprovalPage } from './approval-page';
 
 const TOKEN_FORMAT = /^[0-9A-Za-z]{40,50}$/;
@@ -49,13 +50,11 @@ function payment(row: TransactionRow): ApprovalView['payment'] {
 @Controller('orchestration/approvals')
 @Public()
 export class ApprovalsController {
-  constructor(private readonly transactions: TransactionsService) {}
+  constructor(private readonly approvals: ApprovalsService) {}
 
   @Get(':token')
   async show(@Param('token') token: string, @Res() res: Response): Promise<void> {
-    const found = TOKEN_FORMAT.test(token)
-      ? await this.transactions.findForApproval(token)
-      : { state: 'unknown' as const };
+    const found = TOKEN_FORMAT.test(token) ? await this.approvals.find(token) : { state: 'unknown' as const };
     if (found.state !== 'pending' || !found.row)
       return this.page(res, found.state === 'pending' ? 'unknown' : found.state, found.row);
     const base = `/orchestration/approvals/${token}`;
@@ -78,7 +77,7 @@ export class ApprovalsController {
 
   private async decide(token: string, approved: boolean, res: Response): Promise<void> {
     if (!TOKEN_FORMAT.test(token)) return this.page(res, 'unknown');
-    const { outcome, row } = await this.transactions.decideApproval(token, approved);
+    const { outcome, row } = await this.approvals.decide(token, approved);
     return this.page(res, outcome, row);
   }
 

@@ -1,37 +1,21 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
 import { open, seal } from '../../../common/crypto/aead';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
-import { addFieldError, FieldErrors, notFound } from '../../../common/errors/problem.exception';
-import { validationProblem } from '../../../common/errors/validation';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { findFormula, Formula, supports } from '../formulas/formulas';
 import type { Credentials } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
+import { OrchestrationException } from '../orchestration.errors';
+import { TransactionsRepository } from '../transactions/transactions.repository';
 import { ConnectionDto, ConnectionRequestDto } from './connection.dto';
+import { ConnectionRow, ConnectionsRepository, ConnectionValues } from './connections.repository';
 
 export const SECRET_PLACEHOLDER = '********';
-
-interface ConnectionRow {
-  id: string;
-  tenant_id: string;
-  formula_id: string;
-  method: string;
-  display_name: string;
-  fields: { key: string; value: string | null }[];
-  secrets: Buffer | null;
-  accepted_countries: string[];
-  accepted_currencies: string[];
-  active: boolean;
-  status: 'pending' | 'available' | 'failed';
-  three_d_secure_enabled: boolean;
-  version: number;
-  deleted_at: Date | null;
-}
 
 /** A connection as payments need it: the row, its formula and its clear credentials. */
 export interface UsableConnection {
@@ -74,7 +58,7 @@ function validateAgainstFormula(
       'connection_formula_id',
       `unknown connection formula ${body.connection_formula_id}`,
     );
-    throw validationProblem(errors);
+    throw new ValidationException(errors);
   }
   if (body.method !== formula.method)
     addFieldError(errors, 'method', `method must be ${formula.method} for ${formula.id}`);
@@ -109,7 +93,7 @@ function validateAgainstFormula(
   };
   subset('accepted_countries', formula.supported_countries, 'country');
   subset('accepted_currencies', formula.supported_currencies, 'currency');
-  if (Object.keys(errors).length) throw validationProblem(errors);
+  if (Object.keys(errors).length) throw new ValidationException(errors);
   return { formula, values };
 }
 
@@ -121,7 +105,8 @@ export class ConnectionsService implements OnApplicationShutdown {
   private stopped = false;
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly connections: ConnectionsRepository,
+    private readonly transactions: TransactionsRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
@@ -129,24 +114,14 @@ export class ConnectionsService implements OnApplicationShutdown {
 
   async create(who: Principal, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const id = randomUUID();
-    const values = await this.columnValues(who.tenantId, id, body, new Map());
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `INSERT INTO connections (id, tenant_id, formula_id, method, display_name, fields, secrets, accepted_countries,
-                                accepted_currencies, active, three_d_secure_enabled, status, created_by, created_at,
-                                updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $13)
-       RETURNING *`,
-      [id, who.tenantId, ...values, who.applicationId, this.clock.now()],
-    );
-    this.afterCommit(id);
-    return connectionDto(rows[0], { withMethod: false });
+    const values = await this.valuesOf(who.tenantId, id, body, new Map());
+    const row = await this.connections.insert(who.tenantId, id, values, who.applicationId, this.clock.now());
+    this.afterCommit(who.tenantId, id);
+    return connectionDto(row, { withMethod: false });
   }
 
   async list(who: Principal): Promise<ConnectionDto[]> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
-      [who.tenantId],
-    );
+    const rows = await this.connections.list(who.tenantId);
     return rows.map((row) => connectionDto(row, { withMethod: true }));
   }
 
@@ -157,59 +132,40 @@ export class ConnectionsService implements OnApplicationShutdown {
   async update(who: Principal, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const current = await this.find(who.tenantId, id, true);
     const stored = body.connection_formula_id === current.formula_id ? await this.credentialsOf(current) : {};
-    const values = await this.columnValues(who.tenantId, id, body, new Map(Object.entries(stored)));
-    const [rows]: [ConnectionRow[], number] = await this.db.tx.query(
-      `UPDATE connections
-          SET formula_id = $3, method = $4, display_name = $5, fields = $6, secrets = $7, accepted_countries = $8,
-              accepted_currencies = $9, active = $10, three_d_secure_enabled = $11, status = 'pending',
-              status_reason = NULL, version = version + 1, updated_at = $12
-        WHERE tenant_id = $1 AND id = $2
-        RETURNING *`,
-      [who.tenantId, id, ...values, this.clock.now()],
-    );
-    this.afterCommit(id);
-    return connectionDto(rows[0], { withMethod: true });
+    const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
+    const row = await this.connections.update(who.tenantId, id, values, this.clock.now());
+    this.afterCommit(who.tenantId, id);
+    return connectionDto(row, { withMethod: true });
   }
 
-  /**
-   * The request checked against its formula, as the values of the columns create and update both write:
-   * formula_id, method, display_name, fields, secrets, accepted_countries, accepted_currencies, active,
-   * three_d_secure_enabled.
-   */
-  private async columnValues(
+  /** The request checked against its formula, as the values create and update both write. */
+  private async valuesOf(
     tenantId: string,
     id: string,
     body: ConnectionRequestDto,
     stored: Map<string, string>,
-  ): Promise<unknown[]> {
+  ): Promise<ConnectionValues> {
     const { formula, values } = validateAgainstFormula(body, stored);
     const { fields, secrets } = await this.splitSecrets(tenantId, id, formula, values);
-    return [
-      formula.id,
-      formula.method,
-      body.display_name,
-      JSON.stringify(fields),
+    return {
+      formulaId: formula.id,
+      method: formula.method,
+      displayName: body.display_name,
+      fields,
       secrets,
-      body.accepted_countries,
-      body.accepted_currencies,
-      body.active ?? true,
-      supports(formula, 'three_d_secure_pass_through'),
-    ];
+      acceptedCountries: body.accepted_countries,
+      acceptedCurrencies: body.accepted_currencies,
+      active: body.active ?? true,
+      threeDSecureEnabled: supports(formula, 'three_d_secure_pass_through'),
+    };
   }
 
   /** Soft when transactions refer to the connection (they keep showing it), else the row goes. */
   async delete(who: Principal, id: string): Promise<void> {
     await this.find(who.tenantId, id, true);
-    const used: unknown[] = await this.db.tx.query(
-      'SELECT 1 FROM transactions WHERE connection_id = $1 LIMIT 1',
-      [id],
-    );
-    if (used.length)
-      await this.db.tx.query('UPDATE connections SET deleted_at = $2, active = false WHERE id = $1', [
-        id,
-        this.clock.now(),
-      ]);
-    else await this.db.tx.query('DELETE FROM connections WHERE id = $1', [id]);
+    if (await this.transactions.usesConnection(who.tenantId, id))
+      await this.connections.softDelete(who.tenantId, id, this.clock.now());
+    else await this.connections.delete(who.tenantId, id);
   }
 
   /** The connection with its clear credentials, for a payment; deleted ones only when `includeDeleted`. */
@@ -218,11 +174,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     id: string,
     includeDeleted = false,
   ): Promise<UsableConnection | undefined> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND id = $2${includeDeleted ? '' : ' AND deleted_at IS NULL'}`,
-      [tenantId, id],
-    );
-    const row = rows[0];
+    const row = await this.connections.find(tenantId, id, { includeDeleted });
     if (!row) return undefined;
     return { row, formula: findFormula(row.formula_id)!, credentials: await this.credentialsOf(row) };
   }
@@ -231,25 +183,18 @@ export class ConnectionsService implements OnApplicationShutdown {
   @Interval(1_000)
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
-    const rows: { id: string }[] = await this.db.tx.query(
-      `SELECT id FROM connections WHERE status = 'pending' AND deleted_at IS NULL ORDER BY updated_at LIMIT 50`,
-    );
-    for (const { id } of rows) await this.verify(id);
+    for (const { tenant_id, id } of await this.connections.findPending(50)) await this.verify(tenant_id, id);
   }
 
   /** Checks one connection's credentials; the result applies only if the connection did not change meanwhile. */
-  async verify(id: string): Promise<void> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE id = $1 AND status = 'pending' AND deleted_at IS NULL`,
-      [id],
-    );
-    const row = rows[0];
+  async verify(tenantId: string, id: string): Promise<void> {
+    const row = await this.connections.findPendingOne(tenantId, id);
     if (!row) return;
     const result = await this.processors.for(row.formula_id).verifyCredentials(await this.credentialsOf(row));
-    await this.db.tx.query(
-      `UPDATE connections SET status = $3, status_reason = $4 WHERE id = $1 AND version = $2 AND status = 'pending'`,
-      [id, row.version, result.ok ? 'available' : 'failed', result.reason ?? null],
-    );
+    await this.connections.recordVerification(row, {
+      status: result.ok ? 'available' : 'failed',
+      reason: result.reason ?? null,
+    });
   }
 
   onApplicationShutdown(): Promise<unknown> {
@@ -258,9 +203,9 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   /** Verifies soon after the request's transaction has committed (the sweep catches anything missed). */
-  private afterCommit(id: string): void {
+  private afterCommit(tenantId: string, id: string): void {
     const run = new Promise<void>((resolve) => setTimeout(resolve, 50))
-      .then(() => (this.stopped ? undefined : this.verify(id)))
+      .then(() => (this.stopped ? undefined : this.verify(tenantId, id)))
       .catch((error: unknown) =>
         this.logger.warn({ err: error, connection_id: id }, 'connection verification failed'),
       )
@@ -269,12 +214,9 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   private async find(tenantId: string, id: string, lock = false): Promise<ConnectionRow> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
-      [tenantId, id],
-    );
-    if (!rows[0]) throw notFound('Connection');
-    return rows[0];
+    const row = await this.connections.find(tenantId, id, { lock });
+    if (!row) throw OrchestrationException.connectionNotFound();
+    return row;
   }
 
   private async splitSecrets(

@@ -1,0 +1,132 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../../../common/jobs/clock';
+import { ConnectionsService } from '../connections/connections.service';
+import { processorFailure, withTimeout } from '../processors/processor-calls';
+import type { AuthorizeResult } from '../processors/processor.port';
+import { ProcessorRegistry } from '../processors/processor.registry';
+import { approvalDigest } from '../transactions/approval-links';
+import { TransactionJournal } from '../transactions/transaction-journal';
+import { transition } from '../transactions/transaction-state';
+import { stateOf, TransactionRow, TransactionsRepository } from '../transactions/transactions.repository';
+
+/** What the approval page shows: where the link stands, and the transaction once the buyer decided. */
+export type ApprovalOutcome = 'unknown' | 'used' | 'expired' | 'approved' | 'declined' | 'failed';
+
+/** What the page tells the buyer once the processor answered the challenge. */
+const PAGE_OUTCOME: Record<AuthorizeResult['outcome'], ApprovalOutcome> = {
+  approved: 'approved',
+  declined: 'declined',
+  failed: 'failed',
+  challenge: 'failed',
+};
+
+/** The buyer as the audit log names them: the tenant's, acting through no application. */
+const buyer = (row: TransactionRow) => ({ tenantId: row.tenant_id, applicationId: null });
+
+/** Buyer approvals (3-D Secure challenges): the page's view of a link and the buyer's decision. */
+@Injectable()
+export class ApprovalsService {
+  private readonly logger = new Logger('Approvals');
+
+  constructor(
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly transactions: TransactionsRepository,
+    private readonly journal: TransactionJournal,
+    private readonly connections: ConnectionsService,
+    private readonly processors: ProcessorRegistry,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The approval page's view of a pending transaction, or why there is none. */
+  async find(
+    token: string,
+  ): Promise<{ row?: TransactionRow; state: 'unknown' | 'used' | 'expired' | 'pending' }> {
+    const row = await this.transactions.findByApprovalDigest(approvalDigest(token));
+    if (!row) return { state: 'unknown' };
+    if (row.error_code === 'approval_expired') return { state: 'expired', row };
+    if (row.status !== 'buyer_approval_pending') return { state: 'used', row };
+    if (row.approval_expires_at && row.approval_expires_at <= this.clock.now())
+      return { state: 'expired', row };
+    return { state: 'pending', row };
+  }
+
+  /** The buyer's choice on the approval page; returns what the page shows next. */
+  async decide(
+    token: string,
+    approved: boolean,
+  ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
+    const claimed = await this.db.withTransaction(async () => {
+      const row = await this.transactions.findByApprovalDigest(approvalDigest(token), { lock: true });
+      if (!row) return { outcome: 'unknown' as const };
+      // Expired by the settlement job before the buyer came back: still an expired link, not a used one.
+      if (row.error_code === 'approval_expired') return { outcome: 'expired' as const, row };
+      if (row.status !== 'buyer_approval_pending') return { outcome: 'used' as const, row };
+      const now = this.clock.now();
+      if (row.approval_expires_at && row.approval_expires_at <= now) {
+        await this.expire(row, now);
+        return { outcome: 'expired' as const, row };
+      }
+      await this.transactions.apply(
+        row.tenant_id,
+        row.id,
+        transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
+        now,
+      );
+      return { outcome: 'claimed' as const, row };
+    });
+    if (claimed.outcome !== 'claimed') return claimed;
+    const row = claimed.row;
+    const connection = (await this.connections.loadForPayment(row.tenant_id, row.connection_id, true))!;
+    let result: AuthorizeResult;
+    try {
+      result = await withTimeout(
+        this.processors.for(connection.formula.id).completeChallenge({
+          credentials: connection.credentials,
+          reconciliationId: this.journal.reconciliationId(row.id),
+          connectionTransactionId: row.connection_transaction_id ?? '',
+          intent: row.intent,
+          approved,
+        }),
+      );
+    } catch (error) {
+      this.logger.warn(
+        { err: error, transaction_id: row.id },
+        'challenge completion failed at the processor',
+      );
+      result = processorFailure(row.connection_transaction_id, 'not_provided');
+    }
+    return this.db.withTransaction(async () => {
+      const now = this.clock.now();
+      // The state before the claim: `processing` is where the claim left it.
+      const next = transition(
+        { ...stateOf(row), status: 'processing' },
+        { kind: 'challenge_completed', result },
+        now,
+      );
+      await this.transactions.apply(row.tenant_id, row.id, next, now);
+      await this.journal.log(
+        buyer(row),
+        row.id,
+        'update',
+        `Buyer ${approved ? 'approved' : 'declined'} the payment on the approval page: ${next.patch.status}`,
+      );
+      const updated = (await this.transactions.find(row.tenant_id, row.id))!;
+      return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
+    });
+  }
+
+  /** Ends a buyer approval that ran out of time: the payment failed and the link stops working. */
+  async expire(row: TransactionRow, now: Date): Promise<boolean> {
+    const applied = await this.transactions.apply(
+      row.tenant_id,
+      row.id,
+      transition(stateOf(row), { kind: 'approval_expired' }, now),
+      now,
+    );
+    if (applied)
+      await this.journal.log(buyer(row), row.id, 'update', 'Buyer approval expired: authorization_failed');
+    return applied;
+  }
+}

@@ -1,0 +1,30 @@
+import { DomainErrorKind, DomainException } from '../../common/errors/domain.exception';
+
+/** Why orchestration refuses a request; the values are the problems' `code` on the wire. */
+export enum OrchestrationErrorCode {
+  /** No such transaction or connection for the tenant (another tenant's is never told apart). */
+  NotFound = 'not_found',
+  /** The transaction's status does not allow the operation (or nothing is left to refund). */
+  Conflict = 'conflict',
+  VoidNotSupported = 'void_not_supported',
+  RefundsNotSupported = 'refunds_not_supported',
+}
+
+const KIND: Record<OrchestrationErrorCode, DomainErrorKind> = {
+  [OrchestrationErrorCode.NotFound]: 'not_found',
+  [OrchestrationErrorCode.Conflict]: 'conflict',
+  [OrchestrationErrorCode.VoidNotSupported]: 'invalid',
+  [OrchestrationErrorCode.RefundsNotSupported]: 'invalid',
+};
+
+export class OrchestrationException extends DomainException<OrchestrationErrorCode> {
+  readonly kind = KIND[this.code];
+
+  static transactionNotFound(): OrchestrationException {
+    return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Transaction not found');
+  }
+
+  static connectionNotFound(): OrchestrationException {
+    return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Connection not found');
+  }
+}

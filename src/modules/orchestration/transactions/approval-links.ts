@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
+import { BASE62 } from '../../../common/auth/api-key';
+import { open, seal } from '../../../common/crypto/aead';
+import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { AppConfig } from '../../../config/app-config';
+import type { IssuedApproval, TransactionRow } from './transactions.repository';
+
+/** How long the buyer has to approve on the approval page. */
+export const APPROVAL_LIFETIME_MS = 15 * 60_000;
+
+const approvalAad = (tenantId: string, id: string) => `${tenantId}:${id}:approval-token`;
+
+/** The digest an approval token is looked up by (the token itself is stored only sealed). */
+export const approvalDigest = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
+
+/**
+ * Buyer approval links (3-D Secure challenges): a 256-bit random token, stored sealed with the tenant's
+ * key (so the transaction can show its link again) and as a digest (so the page can find it).
+ */
+@Injectable()
+export class ApprovalLinks {
+  constructor(
+    private readonly tenantKeys: TenantKeysService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async issue(tenantId: string, transactionId: string, createdAt: Date): Promise<IssuedApproval> {
+    const token = BASE62.encode(randomBytes(32));
+    const keys = await this.tenantKeys.keysFor(tenantId);
+    return {
+      tokenDigest: approvalDigest(token),
+      sealedToken: seal(keys.encryption, Buffer.from(token, 'utf8'), approvalAad(tenantId, transactionId)),
+      expiresAt: new Date(createdAt.getTime() + APPROVAL_LIFETIME_MS),
+    };
+  }
+
+  /** The page a pending transaction's buyer approves on; null when there is nothing to approve. */
+  async urlOf(row: TransactionRow): Promise<string | null> {
+    if (row.status !== 'buyer_approval_pending' || !row.approval_token) return null;
+    const keys = await this.tenantKeys.keysFor(row.tenant_id);
+    const token = open(keys.encryption, row.approval_token, approvalAad(row.tenant_id, row.id)).toString(
+      'utf8',
+    );
+    return `${this.config.publicBaseUrl}/orchestration/approvals/${token}`;
+  }
+}

@@ -1,0 +1,294 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { SqlParams } from '../../../database/sql';
+import type { ThreeDSecureResult } from '../processors/processor.port';
+import type { TransactionStatus } from './transaction.dto';
+import type { PendingOperation, TransactionPatch, TransactionState, Transition } from './transaction-state';
+
+/** A transaction as stored, with the connection summary every transaction object shows. */
+export interface TransactionRow {
+  id: string;
+  tenant_id: string;
+  connection_id: string;
+  token_id: string;
+  status: TransactionStatus;
+  pending_operation: PendingOperation | null;
+  pending_since: Date | null;
+  pending_amount: string | null;
+  previous_status: TransactionStatus | null;
+  intent: 'authorize' | 'capture';
+  amount: string;
+  currency: string;
+  country: string | null;
+  authorized_amount: string;
+  captured_amount: string;
+  refunded_amount: string;
+  external_identifier: string | null;
+  metadata: Record<string, string> | null;
+  payment_source: 'ecommerce' | 'card_on_file' | 'recurring';
+  merchant_initiated: boolean;
+  is_subsequent_payment: boolean;
+  previous_scheme_transaction_id: string | null;
+  three_d_session_id: string | null;
+  payment_method: PaymentMethodSummary;
+  scheme_transaction_id: string | null;
+  connection_transaction_id: string | null;
+  error_code: string | null;
+  auth_response_code: string | null;
+  cvv_response_code: TransactionState['cvvResponseCode'];
+  three_d_secure: ThreeDSecureResult | null;
+  approval_token: Buffer | null;
+  approval_expires_at: Date | null;
+  authorized_at: Date | null;
+  captured_at: Date | null;
+  voided_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  /** Joined from the connection. */
+  c_formula_id: string;
+  c_display_name: string;
+  c_method: string;
+}
+
+/** The card a transaction charged, as it shows it (never more than the last four digits). */
+export interface PaymentMethodSummary {
+  scheme: string | null;
+  label: string;
+  expiration_date: string;
+  fingerprint: string;
+}
+
+/** A transaction as a create request records it, before its processor is asked. */
+export interface NewTransaction {
+  id: string;
+  tenantId: string;
+  connectionId: string;
+  tokenId: string;
+  intent: 'authorize' | 'capture';
+  amount: number;
+  currency: string;
+  country: string | null;
+  externalIdentifier: string | null;
+  metadata: Record<string, string> | null;
+  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  merchantInitiated: boolean;
+  isSubsequentPayment: boolean;
+  previousSchemeTransactionId: string | null;
+  threeDSessionId: string | null;
+  paymentMethod: PaymentMethodSummary;
+  createdBy: string | null;
+  createdAt: Date;
+}
+
+/** The buyer approval link of a transaction, as stored: its digest (for lookup) and itself, sealed. */
+export interface IssuedApproval {
+  tokenDigest: Buffer;
+  sealedToken: Buffer;
+  expiresAt: Date;
+}
+
+export interface TransactionFilters {
+  status?: TransactionStatus;
+  connectionId?: string;
+  externalIdentifier?: string;
+}
+
+const SELECT_TRANSACTION = `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
+  FROM transactions t JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
+
+/** The state machine's view of a stored transaction. */
+export function stateOf(row: TransactionRow): TransactionState {
+  return {
+    status: row.status,
+    intent: row.intent,
+    amount: Number(row.amount),
+    authorizedAmount: Number(row.authorized_amount),
+    cvvResponseCode: row.cvv_response_code,
+    pendingOperation: row.pending_operation,
+    pendingAmount: row.pending_amount === null ? null : Number(row.pending_amount),
+    previousStatus: row.previous_status,
+  };
+}
+
+/** The SET list of a patch: every column it names, `pending_*` and `previous_status` cleared unless set. */
+function assignments(patch: TransactionPatch, approval: IssuedApproval | undefined, p: SqlParams): string[] {
+  const set = (column: string, value: unknown) => `${column} = ${p.add(value)}`;
+  const out = [
+    set('status', patch.status),
+    set('pending_operation', patch.pending?.operation ?? null),
+    set('pending_since', patch.pending?.since ?? null),
+    set('pending_amount', patch.pending?.amount ?? null),
+    set('previous_status', patch.previousStatus ?? null),
+  ];
+  const optional: [string, unknown][] = [
+    ['connection_transaction_id', patch.connectionTransactionId],
+    ['scheme_transaction_id', patch.schemeTransactionId],
+    ['auth_response_code', patch.authResponseCode],
+    ['cvv_response_code', patch.cvvResponseCode],
+    ['error_code', patch.errorCode],
+    [
+      'three_d_secure',
+      patch.threeDSecure === undefined ? undefined : patch.threeDSecure && JSON.stringify(patch.threeDSecure),
+    ],
+    ['authorized_amount', patch.authorizedAmount],
+    ['authorized_at', patch.authorizedAt],
+    ['captured_amount', patch.capturedAmount],
+    ['captured_at', patch.capturedAt],
+    ['voided_at', patch.voidedAt],
+  ];
+  for (const [column, value] of optional) if (value !== undefined) out.push(set(column, value));
+  if (patch.approval === 'clear') out.push(set('approval_token', null));
+  if (patch.approval === 'issue') {
+    if (!approval) throw new Error('a transition that issues an approval needs the approval link');
+    out.push(
+      set('approval_token_hash', approval.tokenDigest),
+      set('approval_token', approval.sealedToken),
+      set('approval_expires_at', approval.expiresAt),
+    );
+  }
+  return out;
+}
+
+/** Transactions (contract section 7): every statement on the `transactions` table. */
+@Injectable()
+export class TransactionsRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** Records a transaction as `processing` its authorization. */
+  async insert(t: NewTransaction): Promise<void> {
+    await this.db.tx.query(
+      `INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
+          amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated,
+          is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by,
+          created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5)`,
+      [
+        t.id,
+        t.tenantId,
+        t.connectionId,
+        t.tokenId,
+        t.createdAt,
+        t.intent,
+        t.amount,
+        t.currency,
+        t.country,
+        t.externalIdentifier,
+        t.metadata ? JSON.stringify(t.metadata) : null,
+        t.paymentSource,
+        t.merchantInitiated,
+        t.isSubsequentPayment,
+        t.previousSchemeTransactionId,
+        t.threeDSessionId,
+        JSON.stringify(t.paymentMethod),
+        t.createdBy,
+      ],
+    );
+  }
+
+  /** One transaction of the tenant; `lock` holds it until the current transaction ends. */
+  async find(
+    tenantId: string,
+    id: string,
+    options: { lock?: boolean } = {},
+  ): Promise<TransactionRow | undefined> {
+    const rows: TransactionRow[] = await this.db.tx.query(
+      `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2${options.lock ? ' FOR UPDATE OF t' : ''}`,
+      [tenantId, id],
+    );
+    return rows[0];
+  }
+
+  /**
+   * The transaction an approval link belongs to. The link is all the buyer has (no tenant is known
+   * yet), so this is the one lookup across tenants, by the digest of a 256-bit random token.
+   */
+  async findByApprovalDigest(
+    digest: Buffer,
+    options: { lock?: boolean } = {},
+  ): Promise<TransactionRow | undefined> {
+    const rows: TransactionRow[] = await this.db.tx.query(
+      `${SELECT_TRANSACTION} WHERE t.approval_token_hash = $1${options.lock ? ' FOR UPDATE OF t' : ''}`,
+      [digest],
+    );
+    return rows[0];
+  }
+
+  /** A page of the tenant's transactions, newest first, and how many match in all. */
+  async list(
+    tenantId: string,
+    filters: TransactionFilters,
+    page: { skip: number; take: number },
+  ): Promise<{ rows: TransactionRow[]; total: number }> {
+    const p = new SqlParams();
+    const where = [`t.tenant_id = ${p.add(tenantId)}`];
+    if (filters.status) where.push(`t.status = ${p.add(filters.status)}`);
+    if (filters.connectionId) where.push(`t.connection_id = ${p.add(filters.connectionId)}`);
+    if (filters.externalIdentifier)
+      where.push(`t.external_identifier = ${p.add(filters.externalIdentifier)}`);
+    const countParams = [...p.values];
+    const rows: TransactionRow[] = await this.db.tx.query(
+      `${SELECT_TRANSACTION} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(page.take)} OFFSET ${p.add(page.skip)}`,
+      p.values,
+    );
+    const [{ n }]: { n: number }[] = await this.db.tx.query(
+      `SELECT count(*)::int AS n FROM transactions t WHERE ${where.join(' AND ')}`,
+      countParams,
+    );
+    return { rows, total: n };
+  }
+
+  /**
+   * Applies a state machine transition, only if the transaction is still in `transition.from` (so that a
+   * request and the settlement job never both settle it). True when it applied.
+   */
+  async apply(
+    tenantId: string,
+    id: string,
+    transition: Transition,
+    now: Date,
+    approval?: IssuedApproval,
+  ): Promise<boolean> {
+    const p = new SqlParams();
+    const sets = assignments(transition.patch, approval, p);
+    sets.push(`updated_at = ${p.add(now)}`);
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `UPDATE transactions SET ${sets.join(', ')}
+        WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`,
+      p.values,
+    );
+    return count === 1;
+  }
+
+  /** Adds a settled refund to the transaction's refunded amount. */
+  async addRefunded(tenantId: string, id: string, amount: string, now: Date): Promise<void> {
+    await this.db.tx.query(
+      `UPDATE transactions SET refunded_amount = refunded_amount + $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2`,
+      [tenantId, id, amount, now],
+    );
+  }
+
+  /**
+   * What the settlement job has to settle, across tenants: asynchronous captures and voids, operations
+   * interrupted before `stuckBefore`, and buyer approvals expired by `now`.
+   */
+  async findUnsettled(stuckBefore: Date, now: Date, limit: number): Promise<TransactionRow[]> {
+    return this.db.tx.query(
+      `${SELECT_TRANSACTION}
+        WHERE (t.status IN ('capture_pending', 'authorization_void_pending'))
+           OR (t.status = 'processing' AND t.pending_since <= $1)
+           OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)
+        ORDER BY t.updated_at LIMIT $3`,
+      [stuckBefore, now, limit],
+    );
+  }
+
+  /** Whether any transaction, deleted connection or not, refers to the connection. */
+  async usesConnection(tenantId: string, connectionId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.tx.query(
+      'SELECT 1 FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1',
+      [tenantId, connectionId],
+    );
+    return rows.length > 0;
+  }
+}
