@@ -44,6 +44,16 @@ module.exports = {
       ...database,
     },
     {
+      // Services and repositories against the run's PostgreSQL, without HTTP.
+      displayName: 'medium',
+      testEnvironment: 'node',
+      rootDir: __dirname,
+      roots: ['<rootDir>/test/medium'],
+      testMatch: ['**/*.medium-spec.ts'],
+      transform,
+      ...database,
+    },
+    {
       displayName: 'openapi',
       testEnvironment: 'node',
       rootDir: __dirname,
