@@ -1,10 +1,8 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../auth/principal';
-import { ownsTransactions } from '../context/own-transactions.decorator';
+import { onRequestCommit } from '../context/transactional';
 import { AuditTrail } from './audit-trail.service';
 import { ENTITY_TYPES, type AuditEntry } from './audit.types';
 import { AUDIT_METADATA, type AuditSpec } from './audited.decorator';
@@ -24,38 +22,41 @@ function resultId(result: unknown): string | null {
 }
 
 /**
- * Writes the audit log of every handler marked `@Audited`. A change runs in one transaction with its
- * log rows (services' own transactions join it), so a failed change leaves no log and a committed one
- * always has its log. A read is logged once it has succeeded.
+ * Writes the audit log of every handler marked `@Audited`. A change's log rows commit with it: they are
+ * written in the transaction the service method declares (`@Transactional()`), just before it commits,
+ * so a failed change leaves no log and a committed one always has its log. A handler that commits
+ * several transactions itself (orchestration) writes its own rows in them; anything left is written
+ * after it. A read is logged once it has succeeded.
  */
 @Injectable()
 export class AuditInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly trail: AuditTrail,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = this.reflector.get<AuditSpec | undefined>(AUDIT_METADATA, context.getHandler());
     if (!spec || context.getType() !== 'http') return next.handle();
     const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
-    const run = async (): Promise<unknown> => {
+    return defer(async (): Promise<unknown> => {
       const pending = this.trail.begin();
+      const write = async (result: unknown): Promise<void> => {
+        const who = req.principal;
+        if (!who) return;
+        const entries: AuditEntry[] =
+          spec.entries === 'recorded' ? pending : [...pending, this.defaultEntry(spec, req, result)];
+        await this.trail.write(
+          { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
+          entries,
+        );
+      };
+      const changes = spec.operation !== 'read' && spec.operation !== 'search';
+      const edge = changes ? onRequestCommit(write) : undefined;
       const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
-      const who = req.principal;
-      if (!who) return result;
-      const entries: AuditEntry[] =
-        spec.entries === 'recorded' ? pending : [...pending, this.defaultEntry(spec, req, result)];
-      await this.trail.write(
-        { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
-        entries,
-      );
+      if (!edge?.ran) await write(result);
       return result;
-    };
-    const changes =
-      spec.operation !== 'read' && spec.operation !== 'search' && !ownsTransactions(this.reflector, context);
-    return defer(() => (changes ? this.db.withTransaction(run) : run()));
+    });
   }
 
   private defaultEntry(spec: AuditSpec, req: RequestWithPrincipal, result: unknown): AuditEntry {

@@ -13,7 +13,7 @@ import {
 /**
  * Authorizes the authenticated principal for the route: 403 for an unauthorized session, a key of the
  * wrong kind, or a missing permission. Permissions held only through rules pass here only on routes
- * marked `@EvaluatedPerToken()`, which check them per token with the rule evaluator.
+ * marked `@RequirePermissions(p, { perToken: true })`, which check them per token with the rule evaluator.
  */
 @Injectable()
 export class PermissionsGuard implements CanActivate {

@@ -10,16 +10,41 @@ export const KEY_KINDS_METADATA = 'vault:key-kinds';
 export const PUBLIC_METADATA = 'vault:public';
 export const PER_TOKEN_METADATA = 'vault:per-token';
 
+export interface AuthOptions {
+  /**
+   * The route checks its permission per token with the rule evaluator, so a permission held only through
+   * access rules gets past the guard here. Everywhere else a permission must be held outright: a rule
+   * scoped to some tokens grants nothing on connections, transactions of other tokens, logs or applications.
+   */
+  perToken?: boolean;
+  /** Only keys of these kinds (a session is created with a public key, authorized with a private one). */
+  keyKinds?: KeyKind[];
+  /** No key at all (health, documentation, the buyer approval page); no permission may be listed. */
+  public?: boolean;
+}
+
 /**
- * Marks a route as needing a valid `BT-API-KEY` holding every listed permission (none listed: any
- * valid key). One decorator feeds the guards and the OpenAPI document (security, 401 and 403).
+ * A route's whole authorization in one line: a valid `BT-API-KEY` holding every listed permission (none
+ * listed: any valid key), with the options above. One decorator feeds the guards and the OpenAPI
+ * document (security, 401 and 403).
  */
-export function RequirePermissions(...permissions: Permission[]): MethodDecorator & ClassDecorator {
-  const needs = permissions.length
-    ? `Requires the permission${permissions.length > 1 ? 's' : ''} ${permissions.join(', ')}.`
+export function RequirePermissions(
+  permissions: Permission | Permission[] = [],
+  options: AuthOptions = {},
+): MethodDecorator & ClassDecorator {
+  const list = Array.isArray(permissions) ? permissions : [permissions];
+  if (options.public) {
+    if (list.length || options.keyKinds || options.perToken)
+      throw new Error('a public route takes no permission, key kind or per-token check');
+    return SetMetadata(PUBLIC_METADATA, true);
+  }
+  const needs = list.length
+    ? `Requires the permission${list.length > 1 ? 's' : ''} ${list.join(', ')}.`
     : 'Any valid key.';
   return applyDecorators(
-    SetMetadata(PERMISSIONS_METADATA, permissions),
+    SetMetadata(PERMISSIONS_METADATA, list),
+    ...(options.keyKinds ? [SetMetadata(KEY_KINDS_METADATA, options.keyKinds)] : []),
+    ...(options.perToken ? [SetMetadata(PER_TOKEN_METADATA, true)] : []),
     ApiSecurity(API_KEY_SECURITY),
     ApiUnauthorizedResponse({
       description: 'BT-API-KEY is missing, unknown, revoked or expired.',
@@ -28,18 +53,3 @@ export function RequirePermissions(...permissions: Permission[]): MethodDecorato
     ApiForbiddenResponse({ description: `The key may not do this. ${needs}`, content: problemContent() }),
   );
 }
-
-/** Restricts a route to keys of the given kinds (a session is created with a public key only). */
-export const RequireKeyKind = (...kinds: KeyKind[]): MethodDecorator & ClassDecorator =>
-  SetMetadata(KEY_KINDS_METADATA, kinds);
-
-/**
- * The route checks its permission per token with the rule evaluator, so a permission held only through
- * access rules gets past the guard here. Everywhere else a permission must be held outright: a rule
- * scoped to some tokens grants nothing on connections, transactions of other tokens, logs or applications.
- */
-export const EvaluatedPerToken = (): MethodDecorator & ClassDecorator =>
-  SetMetadata(PER_TOKEN_METADATA, true);
-
-/** A route that needs no key at all (health, documentation, the buyer approval page). */
-export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_METADATA, true);

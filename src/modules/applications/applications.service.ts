@@ -1,3 +1,4 @@
+import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -127,6 +128,7 @@ export class ApplicationsService {
     });
   }
 
+  @Transactional()
   async create(who: Principal, dto: CreateApplicationDto): Promise<ApplicationDto> {
     const rules = (dto.rules ?? []) as AccessRule[];
     const errors = checkGrants(dto.type, dto.permissions, rules);
@@ -200,6 +202,7 @@ export class ApplicationsService {
     return applicationDto(app, await this.keyDtos(who.tenantId, id));
   }
 
+  @Transactional()
   async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
     return this.db.withTransaction(async () => {
       await this.lockTenant(who);
@@ -226,6 +229,7 @@ export class ApplicationsService {
     });
   }
 
+  @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
     await this.db.withTransaction(async () => {
       await this.lockTenant(who);
@@ -248,6 +252,7 @@ export class ApplicationsService {
     return this.keyDtos(who.tenantId, id);
   }
 
+  @Transactional()
   async createKey(who: Principal, id: string): Promise<ApiKeyDto> {
     return this.db.withTransaction(async () => {
       const app = await this.findOwned(who, id, true);
@@ -261,6 +266,7 @@ export class ApplicationsService {
     });
   }
 
+  @Transactional()
   async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
     await this.db.withTransaction(async () => {
       await this.lockTenant(who);

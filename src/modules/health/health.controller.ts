@@ -1,10 +1,10 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
-import { Public } from '../../common/auth/require-permissions.decorator';
+import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 
 @ApiTags('Health')
-@Public()
+@RequirePermissions([], { public: true })
 @Controller('health')
 export class HealthController {
   constructor(

@@ -1,5 +1,3 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import {
   CallHandler,
   ExecutionContext,
@@ -13,7 +11,7 @@ import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
 import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
-import { ownsTransactions } from '../../common/context/own-transactions.decorator';
+import { onRequestCommit } from '../../common/context/transactional';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
@@ -46,7 +44,7 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
 
 /**
  * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH (contract section 8). The key is claimed before the
- * handler runs; the handler runs in one transaction with the storing of its 2xx response, so a change
+ * handler runs; its 2xx response is stored in the transaction the service method declares, so a change
  * is never committed without its record; a failure releases the key. The header is ignored on other
  * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`).
  */
@@ -56,7 +54,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   constructor(
     private readonly idempotency: IdempotencyService,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly reflector: Reflector,
   ) {}
 
@@ -98,36 +95,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
           res.setHeader(REPLAYED_HEADER, 'true');
           return send(outcome.response, res);
       }
-      if (ownsTransactions(this.reflector, context)) {
-        // The handler commits its own work (it calls a processor); the record is completed after it.
-        let stored: StoredResponse;
-        try {
-          stored = serialize(await lastValueFrom(next.handle(), { defaultValue: undefined }), res);
-        } catch (error) {
-          await this.idempotency.release(scope, outcome.claimId);
-          throw error;
-        }
+      // The record commits with the change: in the transaction the service method declares.
+      let recorded: StoredResponse | undefined;
+      const edge = onRequestCommit(async (result) => {
+        const stored = serialize(result, res);
         if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
-          this.logger.warn(
-            'an idempotency claim was taken over while its request ran past the claim timeout',
-          );
-        return send(stored, res);
-      }
+          throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
+            'Retry-After': '1',
+          });
+        recorded = stored;
+      });
+      let result: unknown;
       try {
-        const response = await this.db.withTransaction(async () => {
-          const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
-          const stored = serialize(result, res);
-          if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
-            throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
-              'Retry-After': '1',
-            });
-          return stored;
-        });
-        return send(response, res);
+        result = await lastValueFrom(next.handle(), { defaultValue: undefined });
       } catch (error) {
         await this.idempotency.release(scope, outcome.claimId);
         throw error;
       }
+      if (edge.ran && recorded) return send(recorded, res);
+      // The handler committed its own transactions (it calls a processor): the record is completed after it.
+      const stored = serialize(result, res);
+      if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
+        this.logger.warn('an idempotency claim was taken over while its request ran past the claim timeout');
+      return send(stored, res);
     });
   }
 }

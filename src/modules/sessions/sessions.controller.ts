@@ -8,7 +8,7 @@ import {
 } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
-import { RequireKeyKind, RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
@@ -20,8 +20,7 @@ export class SessionsController {
   constructor(private readonly sessions: SessionsService) {}
 
   @Post()
-  @RequirePermissions()
-  @RequireKeyKind('public')
+  @RequirePermissions([], { keyKinds: ['public'] })
   @NeverReplayed()
   @Audited('session', 'create', { entries: 'recorded' })
   @ApiOperation({
@@ -41,8 +40,7 @@ export class SessionsController {
 
   @Post('authorize')
   @HttpCode(204)
-  @RequirePermissions()
-  @RequireKeyKind('private')
+  @RequirePermissions([], { keyKinds: ['private'] })
   @Audited('session', 'update', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'authorizeSession',

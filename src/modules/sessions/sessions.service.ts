@@ -1,3 +1,4 @@
+import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -35,6 +36,7 @@ export class SessionsService {
   ) {}
 
   /** A new session without access; the key and nonce are returned once and stored as digests. */
+  @Transactional()
   async create(who: Principal): Promise<CreateSessionResponseDto & { id: string }> {
     const id = randomUUID();
     const sessionKey = generateApiKey('session');
@@ -59,6 +61,7 @@ export class SessionsService {
    * Grants permissions and rules to the session holding `nonce`. The nonce is consumed by the same
    * UPDATE that grants, so two concurrent authorizations cannot both succeed.
    */
+  @Transactional()
   async authorize(who: Principal, body: AuthorizeSessionDto): Promise<{ id: string }> {
     const permissions = body.permissions ?? [];
     const rules = (body.rules ?? []) as AccessRule[];

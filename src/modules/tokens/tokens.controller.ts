@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } fr
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
-import { EvaluatedPerToken, RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
@@ -31,12 +31,11 @@ const FREE_FORM = {
 
 @ApiTags('Tokens')
 @Controller()
-@EvaluatedPerToken()
 export class TokensController {
   constructor(private readonly tokens: TokensService) {}
 
   @Post('tokenize')
-  @RequirePermissions('token:create')
+  @RequirePermissions('token:create', { perToken: true })
   @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'tokenize',
@@ -61,7 +60,7 @@ export class TokensController {
   }
 
   @Post('tokens')
-  @RequirePermissions('token:create')
+  @RequirePermissions('token:create', { perToken: true })
   @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({ operationId: 'createToken', summary: 'Create one token' })
   @ApiBody({
@@ -91,7 +90,7 @@ export class TokensController {
   }
 
   @Get('tokens')
-  @RequirePermissions('token:read')
+  @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
   @ApiOperation({
     operationId: 'listTokens',
@@ -110,7 +109,7 @@ export class TokensController {
 
   @Post('tokens/search')
   @HttpCode(200)
-  @RequirePermissions('token:search')
+  @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
   @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens' })
   @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
@@ -119,7 +118,7 @@ export class TokensController {
   }
 
   @Get('v2/tokens')
-  @RequirePermissions('token:read')
+  @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
   @ApiOperation({
     operationId: 'listTokensV2',
@@ -144,7 +143,7 @@ export class TokensController {
 
   @Post('v2/tokens/search')
   @HttpCode(200)
-  @RequirePermissions('token:search')
+  @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
   @ApiOperation({ operationId: 'searchTokensV2', summary: 'Search tokens (cursor pagination)' })
   @ApiOkResponse({ type: TokenCursorPageDto })
@@ -153,7 +152,7 @@ export class TokensController {
   }
 
   @Get('tokens/:id')
-  @RequirePermissions('token:read')
+  @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
   @ApiOperation({ operationId: 'getToken', summary: 'Get a token (masked)' })
   @ApiOkResponse({ type: TokenObjectDto })
@@ -162,7 +161,7 @@ export class TokensController {
   }
 
   @Patch('tokens/:id')
-  @RequirePermissions('token:update')
+  @RequirePermissions('token:update', { perToken: true })
   @Audited('token', 'update')
   @ApiOperation({
     operationId: 'updateToken',
@@ -180,7 +179,7 @@ export class TokensController {
 
   @Delete('tokens/:id')
   @HttpCode(204)
-  @RequirePermissions('token:delete')
+  @RequirePermissions('token:delete', { perToken: true })
   @Audited('token', 'delete')
   @ApiOperation({ operationId: 'deleteToken', summary: 'Delete a token and destroy its data' })
   delete(@Principal() who: Principal, @TokenId() id: string): Promise<void> {

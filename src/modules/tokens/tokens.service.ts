@@ -1,3 +1,4 @@
+import { Transactional } from '../../common/context/transactional';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
 import {
   CURSOR_TIME,
@@ -136,6 +137,7 @@ export class TokensService {
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
+  @Transactional()
   async tokenize(who: Principal, body: unknown): Promise<unknown> {
     const errors: FieldErrors = {};
     if (isElement(body)) {
@@ -163,6 +165,7 @@ export class TokensService {
   }
 
   /** POST /tokens: one element, the token object with its mask. */
+  @Transactional()
   async createOne(who: Principal, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body)) throw badRequest('The body must be a token request object with type and data.');
     const [created] = await this.createElements(who, [{ path: '', raw: body }]);
@@ -391,6 +394,7 @@ export class TokensService {
     return tokenDto(row, { transform });
   }
 
+  @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
     await this.db.withTransaction(async () => {
       await this.findAccessible(who, id, 'token:delete', true);
@@ -404,6 +408,7 @@ export class TokensService {
    * needs a reveal rule over the token; an expiry added or moved earlier is a delete, so it needs
    * `token:delete`.
    */
+  @Transactional()
   async update(who: Principal, id: string, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body)) throw badRequest('The body must be an object.');
     const now = this.clock.now();

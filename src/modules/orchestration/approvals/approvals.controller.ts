@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Post, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Public } from '../../../common/auth/require-permissions.decorator';
+import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import type { TransactionRow } from '../transactions/transactions.repository';
 import { ApprovalsService } from './approvals.service';
 import { ApprovalView, formatAmount, renderApprovalPage } from './approval-page';
@@ -48,7 +48,7 @@ function payment(row: TransactionRow): ApprovalView['payment'] {
  */
 @ApiExcludeController()
 @Controller('orchestration/approvals')
-@Public()
+@RequirePermissions([], { public: true })
 export class ApprovalsController {
   constructor(private readonly approvals: ApprovalsService) {}
 

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
+import { afterCommit, Transactional } from '../../../common/context/transactional';
 import { open, seal } from '../../../common/crypto/aead';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../../common/errors/domain.exception';
@@ -112,11 +113,12 @@ export class ConnectionsService implements OnApplicationShutdown {
     private readonly clock: Clock,
   ) {}
 
+  @Transactional()
   async create(who: Principal, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const id = randomUUID();
     const values = await this.valuesOf(who.tenantId, id, body, new Map());
     const row = await this.connections.insert(who.tenantId, id, values, who.applicationId, this.clock.now());
-    this.afterCommit(who.tenantId, id);
+    this.verifyAfterCommit(who.tenantId, id);
     return connectionDto(row, { withMethod: false });
   }
 
@@ -129,12 +131,13 @@ export class ConnectionsService implements OnApplicationShutdown {
     return connectionDto(await this.find(who.tenantId, id), { withMethod: true });
   }
 
+  @Transactional()
   async update(who: Principal, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const current = await this.find(who.tenantId, id, true);
     const stored = body.connection_formula_id === current.formula_id ? await this.credentialsOf(current) : {};
     const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
     const row = await this.connections.update(who.tenantId, id, values, this.clock.now());
-    this.afterCommit(who.tenantId, id);
+    this.verifyAfterCommit(who.tenantId, id);
     return connectionDto(row, { withMethod: true });
   }
 
@@ -161,6 +164,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   /** Soft when transactions refer to the connection (they keep showing it), else the row goes. */
+  @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
     await this.find(who.tenantId, id, true);
     if (await this.transactions.usesConnection(who.tenantId, id))
@@ -183,6 +187,8 @@ export class ConnectionsService implements OnApplicationShutdown {
   @Interval(1_000)
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
+    // Each connection is verified at most once at a time across instances: the recorded result applies
+    // only to the version verified (recordVerification), so a second verifier changes nothing.
     for (const { tenant_id, id } of await this.connections.findPending(50)) await this.verify(tenant_id, id);
   }
 
@@ -202,15 +208,17 @@ export class ConnectionsService implements OnApplicationShutdown {
     return Promise.allSettled([...this.verifying]);
   }
 
-  /** Verifies soon after the request's transaction has committed (the sweep catches anything missed). */
-  private afterCommit(tenantId: string, id: string): void {
-    const run = new Promise<void>((resolve) => setTimeout(resolve, 50))
-      .then(() => (this.stopped ? undefined : this.verify(tenantId, id)))
-      .catch((error: unknown) =>
-        this.logger.warn({ err: error, connection_id: id }, 'connection verification failed'),
-      )
-      .finally(() => this.verifying.delete(run));
-    this.verifying.add(run);
+  /** Verifies once the change has committed (the sweep catches anything missed, a crash say). */
+  private verifyAfterCommit(tenantId: string, id: string): void {
+    afterCommit(() => {
+      if (this.stopped) return;
+      const run = this.verify(tenantId, id)
+        .catch((error: unknown) =>
+          this.logger.warn({ err: error, connection_id: id }, 'connection verification failed'),
+        )
+        .finally(() => this.verifying.delete(run));
+      this.verifying.add(run);
+    });
   }
 
   private async find(tenantId: string, id: string, lock = false): Promise<ConnectionRow> {

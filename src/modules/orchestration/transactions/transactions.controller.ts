@@ -2,8 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
-import { EvaluatedPerToken, RequirePermissions } from '../../../common/auth/require-permissions.decorator';
-import { OwnTransactions } from '../../../common/context/own-transactions.decorator';
+import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../../common/pagination/offset-pagination';
 import { OffsetPaginationQueryDto } from '../../../common/pagination/offset-pagination.dto';
 import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
@@ -27,10 +26,8 @@ export class TransactionsController {
   constructor(private readonly transactions: TransactionsService) {}
 
   @Post()
-  @RequirePermissions('token:use')
-  @EvaluatedPerToken()
+  @RequirePermissions('token:use', { perToken: true })
   @Audited('transaction', 'create', { entries: 'recorded' })
-  @OwnTransactions()
   @ApiOperation({
     operationId: 'createTransaction',
     summary: 'Pay with a card token through a connection',
@@ -69,7 +66,6 @@ export class TransactionsController {
   @HttpCode(200)
   @RequirePermissions('orchestration:transaction:capture')
   @Audited('transaction', 'update', { entries: 'recorded' })
-  @OwnTransactions()
   @ApiOperation({
     operationId: 'captureTransaction',
     summary: 'Capture an authorized transaction',
@@ -86,10 +82,8 @@ export class TransactionsController {
 
   @Post(':id/void')
   @HttpCode(200)
-  @RequirePermissions('token:use')
-  @EvaluatedPerToken()
+  @RequirePermissions('token:use', { perToken: true })
   @Audited('transaction', 'update', { entries: 'recorded' })
-  @OwnTransactions()
   @ApiOperation({ operationId: 'voidTransaction', summary: 'Void an authorized, uncaptured transaction' })
   @ApiOkResponse({ type: TransactionDto })
   void(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
@@ -99,7 +93,6 @@ export class TransactionsController {
   @Post(':id/refunds')
   @RequirePermissions('orchestration:transaction:refund')
   @Audited('transaction', 'update', { entries: 'recorded' })
-  @OwnTransactions()
   @ApiOperation({
     operationId: 'createRefund',
     summary: 'Refund a captured transaction',

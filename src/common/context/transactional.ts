@@ -1,0 +1,104 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { ClsServiceManager } from 'nestjs-cls';
+
+/**
+ * Explicit transactions. A service method that writes declares its transaction with `@Transactional()`:
+ * called outside a transaction it opens one (the library's TransactionHost) and commits when it returns;
+ * called inside one it joins it. Two things attach to the transaction a method opens:
+ *
+ * - the request's edge work (`onRequestCommit`): the audit and idempotency interceptors register what
+ *   must commit with the change (its audit rows, its idempotency record). The first method that opens a
+ *   transaction in a request runs it, with its result, just before it commits; the interceptors open
+ *   no transaction. A handler that commits several transactions of its own (orchestration, which must
+ *   commit before it calls a processor) opens them with `TransactionHost.withTransaction`, which runs no
+ *   edge work: the interceptors then write theirs after the handler, as their own transaction.
+ * - `afterCommit(fn)`: work that must see the change committed (a background verification): it runs
+ *   once the transaction has committed, never if it rolled back.
+ */
+
+type EdgeWork = (result: unknown) => Promise<void>;
+
+interface RequestEdge {
+  work: EdgeWork[];
+  /** The result the edge work ran with, once a transaction ran it. */
+  ran?: { result: unknown };
+}
+
+interface Frame {
+  afterCommit: (() => void)[];
+}
+
+const EDGE_KEY = 'transactional:edge';
+const FRAME_KEY = 'transactional:frame';
+
+function cls() {
+  const service = ClsServiceManager.getClsService();
+  return service.isActive() ? service : undefined;
+}
+
+/**
+ * Registers work that must commit with the request's change. Answers a handle that tells, after the
+ * handler, whether a transaction ran it (and with which result).
+ */
+export function onRequestCommit(work: EdgeWork): RequestEdge {
+  const store = cls();
+  if (!store) throw new Error('onRequestCommit needs a request context');
+  let edge = store.get<RequestEdge | undefined>(EDGE_KEY);
+  if (!edge || edge.ran) {
+    edge = { work: [] };
+    store.set(EDGE_KEY, edge);
+  }
+  edge.work.push(work);
+  return edge;
+}
+
+/** Runs `fn` once the current transaction has committed; outside a transaction, at once. */
+export function afterCommit(fn: () => void): void {
+  const frame = cls()?.get<Frame | undefined>(FRAME_KEY);
+  if (frame) frame.afterCommit.push(fn);
+  else if (TransactionHost.getInstance().isTransactionActive())
+    throw new Error('afterCommit needs a transaction opened by a @Transactional() method');
+  else fn();
+}
+
+/** Runs the request's edge work inside the transaction; answers the edge if this call ran it. */
+async function runEdge(result: unknown): Promise<RequestEdge | undefined> {
+  const edge = cls()?.get<RequestEdge | undefined>(EDGE_KEY);
+  if (!edge || edge.ran) return undefined;
+  edge.ran = { result };
+  for (const work of edge.work) await work(result);
+  return edge;
+}
+
+/** Declares that the method's writes are one transaction (see the top of this file). */
+export function Transactional(): MethodDecorator {
+  return (_target, _key, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => Promise<unknown>;
+    descriptor.value = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const host = TransactionHost.getInstance();
+      if (host.isTransactionActive()) return original.apply(this, args);
+      const store = cls();
+      if (!store) return host.withTransaction(() => original.apply(this, args));
+      const outer = store.get<Frame | undefined>(FRAME_KEY);
+      const frame: Frame = { afterCommit: [] };
+      store.set(FRAME_KEY, frame);
+      let edge: RequestEdge | undefined;
+      try {
+        const result = await host.withTransaction(async () => {
+          const value = await original.apply(this, args);
+          edge = await runEdge(value);
+          return value;
+        });
+        for (const fn of frame.afterCommit) fn();
+        return result;
+      } catch (error) {
+        // Rolled back: the edge work did not commit either; whoever handles the error may retry it.
+        if (edge) edge.ran = undefined;
+        throw error;
+      } finally {
+        store.set(FRAME_KEY, outer);
+      }
+    };
+    return descriptor;
+  };
+}
