@@ -2,8 +2,10 @@ import { Client, type ClientConfig } from 'pg';
 import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { EmbeddedPostgres } from './embedded-postgres';
-import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+
+/** A TypeORM entity class; each module registers its own through `DatabaseModule.forFeature`. */
+export type EntityClass = new () => object;
 
 /** Advisory lock keys used across the service (one namespace, so that they never collide). */
 export const LOCK_KEYS = {
@@ -52,14 +54,18 @@ export class ListeningClient extends Client {
   }
 }
 
-export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres): DataSourceOptions {
+export function dataSourceOptions(
+  config: AppConfig,
+  embedded?: EmbeddedPostgres,
+  entities: EntityClass[] = [],
+): DataSourceOptions {
   const connection = embedded
     ? { host: embedded.host, port: embedded.port, username: 'postgres', database: 'postgres' }
     : { url: config.DATABASE_URL };
   return {
     type: 'postgres',
     ...connection,
-    entities: ENTITIES,
+    entities,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     synchronize: false,
@@ -75,10 +81,16 @@ export function dataSourceOptions(config: AppConfig, embedded?: EmbeddedPostgres
   };
 }
 
-/** Builds the one data source of the process (app, CLI and ormconfig.ts all come through here). */
-export async function createDataSource(config: AppConfig): Promise<VaultDataSource> {
+/**
+ * Builds the one data source of the process (app, CLI and ormconfig.ts all come through here). Without
+ * entities (migrations, raw SQL) it still serves everything but `getRepository`.
+ */
+export async function createDataSource(
+  config: AppConfig,
+  entities: EntityClass[] = [],
+): Promise<VaultDataSource> {
   const embedded = config.embedded ? await EmbeddedPostgres.start(config.DATA_DIR, config.role) : undefined;
-  return new VaultDataSource(dataSourceOptions(config, embedded), embedded);
+  return new VaultDataSource(dataSourceOptions(config, embedded, entities), embedded);
 }
 
 /**
@@ -104,8 +116,11 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
 }
 
 /** Opens the data source and brings its schema up to date. */
-export async function openDatabase(config: AppConfig): Promise<VaultDataSource> {
-  const dataSource = await createDataSource(config);
+export async function openDatabase(
+  config: AppConfig,
+  entities: EntityClass[] = [],
+): Promise<VaultDataSource> {
+  const dataSource = await createDataSource(config, entities);
   try {
     await dataSource.initialize();
     await runMigrations(dataSource);
