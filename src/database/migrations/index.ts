@@ -8,6 +8,7 @@ import { AuditChain1795000000006 } from './1795000000006-AuditChain';
 import { RateLimits1795000000007 } from './1795000000007-RateLimits';
 import { JobRuns1795000000008 } from './1795000000008-JobRuns';
 import { AbuseRules1795000000009 } from './1795000000009-AbuseRules';
+import { TenantScopedKeys1795000000010 } from './1795000000010-TenantScopedKeys';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   RateLimits1795000000007,
   JobRuns1795000000008,
   AbuseRules1795000000009,
+  TenantScopedKeys1795000000010,
 ];

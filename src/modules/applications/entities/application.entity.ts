@@ -5,11 +5,12 @@ import type { ApplicationType } from '../../../common/auth/permissions';
 @Entity({ name: 'applications' })
 @Index('applications_tenant_created_idx', ['tenantId', 'createdAt', 'id'])
 export class ApplicationEntity {
+  /** The primary key is (tenant_id, id): a table that can be distributed by tenant (docs/scaling.md). */
+  @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
   @PrimaryColumn('uuid')
   id: string;
-
-  @Column({ name: 'tenant_id', type: 'uuid' })
-  tenantId: string;
 
   @Column({ type: 'varchar', length: 200 })
   name: string;
