@@ -58,7 +58,9 @@ export class ApprovalsService {
     approved: boolean,
   ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
     const claimed = await this.db.withTransaction(async () => {
-      const row = await this.transactions.findByApprovalDigest(approvalDigest(token), { lock: true });
+      // Found by the link's digest, then locked by its key (one shard when distributed by tenant).
+      const found = await this.transactions.findByApprovalDigest(approvalDigest(token));
+      const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
       if (!row) return { outcome: 'unknown' as const };
       // Expired by the settlement job before the buyer came back: still an expired link, not a used one.
       if (row.error_code === 'approval_expired') return { outcome: 'expired' as const, row };

@@ -203,12 +203,9 @@ export class TransactionsRepository {
    * The transaction an approval link belongs to. The link is all the buyer has (no tenant is known
    * yet), so this is the one lookup across tenants, by the digest of a 256-bit random token.
    */
-  async findByApprovalDigest(
-    digest: Buffer,
-    options: { lock?: boolean } = {},
-  ): Promise<TransactionRow | undefined> {
+  async findByApprovalDigest(digest: Buffer): Promise<TransactionRow | undefined> {
     const rows: TransactionRow[] = await this.db.tx.query(
-      `${SELECT_TRANSACTION} WHERE t.approval_token_hash = $1${options.lock ? ' FOR UPDATE OF t' : ''}`,
+      `${SELECT_TRANSACTION} WHERE t.approval_token_hash = $1`,
       [digest],
     );
     return rows[0];
