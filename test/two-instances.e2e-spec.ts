@@ -3,10 +3,9 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AuditChainService } from '../src/common/audit/audit-chain.service';
 import { Clock } from '../src/common/jobs/clock';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { PgThrottlerStorage } from '../src/common/throttling/pg-throttler.storage';
 import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
-import { LogsService } from '../src/modules/logs/logs.service';
-import { SessionsService } from '../src/modules/sessions/sessions.service';
 import { TokenJobsService } from '../src/modules/tokens/token-jobs.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
@@ -32,8 +31,8 @@ describe('two instances on one database', () => {
       const jobs: [string, number, (t: TestApp) => Promise<unknown>][] = [
         ['expired-tokens', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredTokens()],
         ['cvc-retention', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredCvcs()],
-        ['expired-sessions', 60_000, (t) => t.app.get(SessionsService).scheduledPurge()],
-        ['log-retention', 3_600_000, (t) => t.app.get(LogsService).scheduledPurgeExpired()],
+        ['expired-sessions', 60_000, (t) => t.app.get(RetentionJob).runTick('expired-sessions')],
+        ['log-retention', 3_600_000, (t) => t.app.get(RetentionJob).runTick('log-retention')],
         ['idempotency-records', 600_000, (t) => t.app.get(IdempotencyService).scheduledPurgeExpired()],
         ['rate-limits', 600_000, (t) => t.app.get(PgThrottlerStorage).scheduledPurge()],
         ['audit-chain', 1_000, (t) => t.app.get(AuditChainService).sealTick()],
