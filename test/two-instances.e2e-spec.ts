@@ -5,7 +5,6 @@ import { AuditChainService } from '../src/common/audit/audit-chain.service';
 import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
 import { PgThrottlerStorage } from '../src/common/throttling/pg-throttler.storage';
-import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
 import { TokenJobsService } from '../src/modules/tokens/token-jobs.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
@@ -33,7 +32,7 @@ describe('two instances on one database', () => {
         ['cvc-retention', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredCvcs()],
         ['expired-sessions', 60_000, (t) => t.app.get(RetentionJob).runTick('expired-sessions')],
         ['log-retention', 3_600_000, (t) => t.app.get(RetentionJob).runTick('log-retention')],
-        ['idempotency-records', 600_000, (t) => t.app.get(IdempotencyService).scheduledPurgeExpired()],
+        ['idempotency-records', 600_000, (t) => t.app.get(RetentionJob).runTick('idempotency-records')],
         ['rate-limits', 600_000, (t) => t.app.get(PgThrottlerStorage).scheduledPurge()],
         ['audit-chain', 1_000, (t) => t.app.get(AuditChainService).sealTick()],
       ];
