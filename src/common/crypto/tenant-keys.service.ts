@@ -7,8 +7,6 @@ import { open, seal } from './aead';
 import { MasterKeyRing } from './master-keys';
 import { TenantKeyStore, WrappedTenantKey } from './tenant-key.store';
 
-export type { WrappedTenantKey } from './tenant-key.store';
-
 /** The keys a tenant's data is protected with, all derived from its one wrapped root key. */
 export interface TenantKeys {
   /** AES-256-GCM key for token data and CVCs. */
