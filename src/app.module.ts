@@ -28,6 +28,7 @@ import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
 import { OrchestrationModule } from './modules/orchestration/orchestration.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
+import { TenantsRepositoryModule } from './modules/tenants/tenants-repository.module';
 import { TenantsModule } from './modules/tenants/tenants.module';
 import { SessionsModule } from './modules/sessions/sessions.module';
 import { TokensModule } from './modules/tokens/tokens.module';
@@ -44,7 +45,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     LoggerModule.forRoot(loggerParams(config, options.logStream)),
     DatabaseModule,
     AuthModule,
-    CryptoModule,
+    CryptoModule.forRoot(TenantsRepositoryModule),
     JobsModule,
     AuditModule,
     ClsModule.forRoot({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { Clock } from '../src/common/jobs/clock';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 
@@ -137,7 +138,7 @@ describe('idempotency', () => {
       expect(later.body.id).not.toBe(first.body.id);
       const stale = await count('idempotency_records');
       clock.advance(24 * 60 * 60_000 + 1000);
-      await t.app.get(IdempotencyService).purgeExpired();
+      await t.app.get(RetentionJob).runNow('idempotency-records');
       expect(await count('idempotency_records')).toBeLessThan(stale);
     } finally {
       clock.reset();

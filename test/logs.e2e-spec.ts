@@ -2,7 +2,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AuditTrail } from '../src/common/audit/audit-trail.service';
 import { Clock } from '../src/common/jobs/clock';
-import { LogsService } from '../src/modules/logs/logs.service';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 
 interface Log {
@@ -314,14 +314,14 @@ describe('audit logs', () => {
     await insert(366);
     await insert(364.5);
     expect(await countLogs(other.tenantId)).toBe(4);
-    const service = t.app.get(LogsService);
-    await service.purgeExpired();
+    const retention = t.app.get(RetentionJob);
+    await retention.runNow('log-retention');
     expect(await countLogs(other.tenantId)).toBe(3);
     // A day later by the service's clock, the 364.5-day-old row is past retention too; today's are not.
     const clock = t.app.get(Clock);
     clock.advance(day);
     try {
-      await service.purgeExpired();
+      await retention.runNow('log-retention');
     } finally {
       clock.reset();
     }

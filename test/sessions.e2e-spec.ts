@@ -2,7 +2,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { hashApiKey } from '../src/common/auth/api-key';
 import { Clock } from '../src/common/jobs/clock';
-import { SessionsService } from '../src/modules/sessions/sessions.service';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' };
@@ -203,14 +203,14 @@ describe('sessions', () => {
       (await db.query('SELECT count(*)::int AS n FROM sessions WHERE key_hash = $1', [hashApiKey(key)]))[0]
         .n === 1;
     const fresh = await createSession();
-    await t.app.get(SessionsService).purgeExpired();
+    await t.app.get(RetentionJob).runNow('expired-sessions');
     expect(await exists(session.session_key)).toBe(false);
     expect(await exists(fresh.session_key)).toBe(true);
     // The job reads the injected clock: three minutes on, the fresh session is gone too.
     const clock = t.app.get(Clock);
     clock.advance(3 * 60_000 + 1000);
     try {
-      await t.app.get(SessionsService).purgeExpired();
+      await t.app.get(RetentionJob).runNow('expired-sessions');
     } finally {
       clock.reset();
     }

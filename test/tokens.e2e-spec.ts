@@ -302,12 +302,12 @@ describe('token vault', () => {
       }).expect(201);
       await request(t.http).get(`/tokens/${created.body.id}`).set('BT-API-KEY', pvt).expect(200);
       const { Clock } = await import('../src/common/jobs/clock');
-      const { TokenJobsService } = await import('../src/modules/tokens/token-jobs.service');
+      const { RetentionJob } = await import('../src/common/jobs/retention.job');
       const clock = t.app.get(Clock);
       clock.advance(2 * 60_000);
       try {
         expectProblem(await request(t.http).get(`/tokens/${created.body.id}`).set('BT-API-KEY', pvt), 404);
-        await t.app.get(TokenJobsService).purgeExpiredTokens();
+        await t.app.get(RetentionJob).runNow('expired-tokens');
         const rows = await db.query('SELECT count(*)::int AS n FROM tokens WHERE id = $1', [created.body.id]);
         expect(rows[0].n).toBe(0);
       } finally {
@@ -318,18 +318,18 @@ describe('token vault', () => {
     it('keeps the CVC apart and deletes it after an hour', async () => {
       const created = await tokenize(card()).expect(201);
       const { Clock } = await import('../src/common/jobs/clock');
-      const { TokenJobsService } = await import('../src/modules/tokens/token-jobs.service');
+      const { RetentionJob } = await import('../src/common/jobs/retention.job');
       const cvcs = async () =>
         (
           await db.query('SELECT count(*)::int AS n FROM token_cvcs WHERE token_id = $1', [created.body.id])
         )[0].n;
       expect(await cvcs()).toBe(1);
-      await t.app.get(TokenJobsService).purgeExpiredCvcs();
+      await t.app.get(RetentionJob).runNow('cvc-retention');
       expect(await cvcs()).toBe(1);
       const clock = t.app.get(Clock);
       clock.advance(61 * 60_000);
       try {
-        await t.app.get(TokenJobsService).purgeExpiredCvcs();
+        await t.app.get(RetentionJob).runNow('cvc-retention');
         expect(await cvcs()).toBe(0);
       } finally {
         clock.reset();

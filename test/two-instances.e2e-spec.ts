@@ -3,11 +3,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AuditChainService } from '../src/common/audit/audit-chain.service';
 import { Clock } from '../src/common/jobs/clock';
-import { PgThrottlerStorage } from '../src/common/throttling/pg-throttler.storage';
-import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
-import { LogsService } from '../src/modules/logs/logs.service';
-import { SessionsService } from '../src/modules/sessions/sessions.service';
-import { TokenJobsService } from '../src/modules/tokens/token-jobs.service';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
 /** Two instances of the service on one database. */
@@ -30,12 +26,12 @@ describe('two instances on one database', () => {
     b.app.get(Clock).advance(offset);
     try {
       const jobs: [string, number, (t: TestApp) => Promise<unknown>][] = [
-        ['expired-tokens', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredTokens()],
-        ['cvc-retention', 60_000, (t) => t.app.get(TokenJobsService).scheduledPurgeExpiredCvcs()],
-        ['expired-sessions', 60_000, (t) => t.app.get(SessionsService).scheduledPurge()],
-        ['log-retention', 3_600_000, (t) => t.app.get(LogsService).scheduledPurgeExpired()],
-        ['idempotency-records', 600_000, (t) => t.app.get(IdempotencyService).scheduledPurgeExpired()],
-        ['rate-limits', 600_000, (t) => t.app.get(PgThrottlerStorage).scheduledPurge()],
+        ['expired-tokens', 60_000, (t) => t.app.get(RetentionJob).runTick('expired-tokens')],
+        ['cvc-retention', 60_000, (t) => t.app.get(RetentionJob).runTick('cvc-retention')],
+        ['expired-sessions', 60_000, (t) => t.app.get(RetentionJob).runTick('expired-sessions')],
+        ['log-retention', 3_600_000, (t) => t.app.get(RetentionJob).runTick('log-retention')],
+        ['idempotency-records', 600_000, (t) => t.app.get(RetentionJob).runTick('idempotency-records')],
+        ['rate-limits', 600_000, (t) => t.app.get(RetentionJob).runTick('rate-limits')],
         ['audit-chain', 1_000, (t) => t.app.get(AuditChainService).sealTick()],
       ];
       const db = a.app.get(DataSource);

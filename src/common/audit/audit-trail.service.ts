@@ -1,10 +1,8 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
-import { multiRowInsert } from '../../database/sql';
 import { Clock } from '../jobs/clock';
+import { AuditLogsRepository } from './audit-logs.repository';
 import type { AuditActor, AuditEntry } from './audit.types';
 
 const PENDING_CLS_KEY = 'audit:pending';
@@ -18,7 +16,7 @@ const PENDING_CLS_KEY = 'audit:pending';
 export class AuditTrail {
   constructor(
     private readonly cls: ClsService,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly logs: AuditLogsRepository,
     private readonly clock: Clock,
   ) {}
 
@@ -40,31 +38,18 @@ export class AuditTrail {
     if (!entries.length) return;
     const now = this.clock.now();
     const suffix = actor.sessionId ? ` (session ${actor.sessionId})` : '';
-    const { sql, params } = multiRowInsert(
-      'audit_logs',
-      [
-        'id',
-        'tenant_id',
-        'actor_id',
-        'actor_type',
-        'entity_type',
-        'entity_id',
-        'operation',
-        'message',
-        'created_at',
-      ],
-      entries.map((e) => [
-        randomUUID(),
-        actor.tenantId,
-        actor.applicationId,
-        actor.applicationId === null ? 'buyer' : 'application',
-        e.entityType,
-        e.entityId,
-        e.operation,
-        `${e.message}${suffix}`,
-        now,
-      ]),
+    await this.logs.insert(
+      entries.map((e) => ({
+        id: randomUUID(),
+        tenantId: actor.tenantId,
+        actorId: actor.applicationId,
+        actorType: actor.applicationId === null ? 'buyer' : 'application',
+        entityType: e.entityType,
+        entityId: e.entityId,
+        operation: e.operation,
+        message: `${e.message}${suffix}`,
+        createdAt: now,
+      })),
     );
-    await this.db.tx.query(sql, params);
   }
 }

@@ -1,31 +1,52 @@
-import { Global, Logger, Module } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { DynamicModule, Global, Logger, Module, Type } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { verifyMasterKeys } from './master-key-checks';
+import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import { loadMasterKeys, MasterKeyRing } from './master-keys';
+import { TenantKeyStore } from './tenant-key.store';
 import { TenantKeysService } from './tenant-keys.service';
 
 @Global()
-@Module({
-  providers: [
-    {
-      // The server and the CLI both stop here when their keys do not fit the database (section 15).
-      provide: MasterKeyRing,
-      inject: [AppConfig, DataSource],
-      useFactory: async (config: AppConfig, dataSource: DataSource) => {
-        try {
-          const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
-          await verifyMasterKeys(ring, dataSource);
-          return ring;
-        } catch (error) {
-          // Nothing else will close the database: the application never finishes starting.
-          await dataSource.destroy();
-          throw error;
-        }
-      },
-    },
-    TenantKeysService,
-  ],
-  exports: [MasterKeyRing, TenantKeysService],
-})
-export class CryptoModule {}
+@Module({})
+export class CryptoModule {
+  /**
+   * `keyStore`: a module that provides and exports the `TenantKeyStore` (the tenants table belongs to
+   * the tenants module, which nothing in common/ imports).
+   */
+  static forRoot(keyStore: Type | DynamicModule): DynamicModule {
+    return {
+      module: CryptoModule,
+      imports: [keyStore],
+      providers: [
+        MasterKeyChecksRepository,
+        {
+          // The server and the CLI both stop here when their keys do not fit the database (section 15).
+          provide: MasterKeyRing,
+          inject: [AppConfig, DataSource, TransactionHost, MasterKeyChecksRepository, TenantKeyStore],
+          useFactory: async (
+            config: AppConfig,
+            dataSource: DataSource,
+            db: TransactionHost<TransactionalAdapterTypeOrm>,
+            checks: MasterKeyChecksRepository,
+            tenantKeys: TenantKeyStore,
+          ) => {
+            try {
+              const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
+              await verifyMasterKeys(ring, { db, checks, tenantKeys });
+              return ring;
+            } catch (error) {
+              // Nothing else will close the database: the application never finishes starting.
+              await dataSource.destroy();
+              throw error;
+            }
+          },
+        },
+        TenantKeysService,
+      ],
+      exports: [MasterKeyRing, TenantKeysService],
+    };
+  }
+}

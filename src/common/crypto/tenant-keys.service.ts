@@ -5,6 +5,7 @@ import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { BASE62 } from '../auth/api-key';
 import { open, seal } from './aead';
 import { MasterKeyRing } from './master-keys';
+import { TenantKeyStore, WrappedTenantKey } from './tenant-key.store';
 
 /** The keys a tenant's data is protected with, all derived from its one wrapped root key. */
 export interface TenantKeys {
@@ -16,11 +17,6 @@ export interface TenantKeys {
   searchIndex: Buffer;
   /** HMAC key for idempotency request digests. */
   idempotency: Buffer;
-}
-
-export interface WrappedTenantKey {
-  keyVersion: string;
-  wrappedKey: Buffer;
 }
 
 const CACHE_LIMIT = 10_000;
@@ -47,6 +43,7 @@ export class TenantKeysService {
 
   constructor(
     private readonly ring: MasterKeyRing,
+    private readonly store: TenantKeyStore,
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
@@ -59,21 +56,15 @@ export class TenantKeysService {
   async keysFor(tenantId: string): Promise<TenantKeys> {
     const cached = this.cache.get(tenantId);
     if (cached) return cached;
-    const rows: { key_version: string; wrapped_key: Buffer | null }[] = await this.db.tx.query(
-      'SELECT key_version, wrapped_key FROM tenants WHERE id = $1',
-      [tenantId],
-    );
-    if (!rows[0]) throw new Error(`tenant ${tenantId} does not exist`);
-    let { key_version: version, wrapped_key: wrapped } = rows[0];
+    const stored = await this.store.find(tenantId);
+    if (!stored) throw new Error(`tenant ${tenantId} does not exist`);
+    let { keyVersion: version, wrappedKey: wrapped } = stored;
     if (!wrapped) {
       // A tenant created before envelope encryption existed: give it a key now, once.
-      const fresh = this.newTenantKey(tenantId);
-      const [updated]: [{ key_version: string; wrapped_key: Buffer }[], number] = await this.db.tx.query(
-        `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
-          WHERE id = $1 RETURNING key_version, wrapped_key`,
-        [tenantId, fresh.keyVersion, fresh.wrappedKey],
-      );
-      ({ key_version: version, wrapped_key: wrapped } = updated[0]);
+      ({ keyVersion: version, wrappedKey: wrapped } = await this.store.setIfUnset(
+        tenantId,
+        this.newTenantKey(tenantId),
+      ));
     }
     const root = this.unwrap(tenantId, version, wrapped);
     const keys: TenantKeys = {
@@ -91,26 +82,22 @@ export class TenantKeysService {
   async rotate(): Promise<{ rewrapped: number; active: string }> {
     const active = this.ring.active;
     return this.db.withTransaction(async () => {
-      const rows: { id: string; key_version: string; wrapped_key: Buffer }[] = await this.db.tx.query(
-        'SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1 FOR UPDATE',
-        [active.version],
-      );
+      const rows = await this.store.lockWrappedUnderOther(active.version);
       for (const row of rows) {
-        const root = this.unwrap(row.id, row.key_version, row.wrapped_key);
-        await this.db.tx.query('UPDATE tenants SET key_version = $2, wrapped_key = $3 WHERE id = $1', [
-          row.id,
-          active.version,
-          seal(active.key, root, wrapAad(row.id)),
-        ]);
+        const root = this.unwrap(row.tenantId, row.keyVersion, row.wrappedKey);
+        await this.store.replace(row.tenantId, {
+          keyVersion: active.version,
+          wrappedKey: seal(active.key, root, wrapAad(row.tenantId)),
+        });
       }
       this.cache.clear();
       return { rewrapped: rows.length, active: active.version };
     });
   }
 
-  private unwrap(tenantId: string, version: string, wrapped: Buffer): Buffer {
-    const master = this.ring.get(version);
-    if (!master) throw new UnknownMasterKeyError(version);
+  private unwrap(tenantId: string, version: string | null, wrapped: Buffer): Buffer {
+    const master = version === null ? undefined : this.ring.get(version);
+    if (!master) throw new UnknownMasterKeyError(String(version));
     return open(master, wrapped, wrapAad(tenantId));
   }
 }

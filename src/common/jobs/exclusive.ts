@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { Clock } from './clock';
+import { JobRunsRepository } from './job-runs.repository';
 
 /** A scheduled run: the length of the job's period, so that each period runs once across instances. */
 export interface Tick {
@@ -26,17 +27,14 @@ export class ExclusiveJobRunner {
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly cls: ClsService,
     private readonly clock: Clock,
+    private readonly runs: JobRunsRepository,
   ) {}
 
   async run<T>(name: string, lockKey: number, work: () => Promise<T>, tick?: Tick): Promise<T | undefined> {
     try {
       return await this.cls.run(() =>
         this.db.withTransaction(async () => {
-          const rows: { locked: boolean }[] = await this.db.tx.query(
-            'SELECT pg_try_advisory_xact_lock($1) AS locked',
-            [lockKey],
-          );
-          if (!rows[0]?.locked) return undefined;
+          if (!(await this.runs.tryLock(lockKey))) return undefined;
           if (tick && !(await this.claimTick(name, tick))) return undefined;
           return work();
         }),
@@ -50,15 +48,14 @@ export class ExclusiveJobRunner {
   private async claimTick(name: string, tick: Tick): Promise<boolean> {
     const now = this.clock.now();
     const start = new Date(Math.floor(now.getTime() / tick.tickMs) * tick.tickMs);
-    const claimed: unknown[] = await this.db.tx.query(
-      `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
-      [name, start, this.instanceId, now],
-    );
-    if (claimed.length && tick.tickMs >= 60_000)
-      await this.db.tx.query('DELETE FROM job_runs WHERE ran_at < $1', [
-        new Date(now.getTime() - 2 * 86_400_000),
-      ]);
-    return claimed.length > 0;
+    const claimed = await this.runs.claim({
+      job: name,
+      tickStart: start,
+      instanceId: this.instanceId,
+      ranAt: now,
+    });
+    if (claimed && tick.tickMs >= 60_000)
+      await this.runs.deleteRanBefore(new Date(now.getTime() - 2 * 86_400_000));
+    return claimed;
   }
 }

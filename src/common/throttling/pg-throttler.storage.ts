@@ -1,12 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
-import { Cron, CronExpression } from '@nestjs/schedule';
 import type { ThrottlerStorage } from '@nestjs/throttler';
-import { DataSource } from 'typeorm';
-import { LOCK_KEYS } from '../../database/data-source';
 import { Clock } from '../jobs/clock';
-import { ExclusiveJobRunner, Tick } from '../jobs/exclusive';
+import { RateLimitsRepository } from './rate-limits.repository';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -37,10 +32,8 @@ export class PgThrottlerStorage implements ThrottlerStorage {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly counters: RateLimitsRepository,
     private readonly clock: Clock,
-    private readonly jobs: ExclusiveJobRunner,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {
     this.timer = setInterval(() => void this.flushAll(), SYNC_MS);
     this.timer.unref();
@@ -77,38 +70,12 @@ export class PgThrottlerStorage implements ThrottlerStorage {
     return this.flushAll();
   }
 
-  /** Deletes windows that ended more than an hour ago; once per tick across instances. */
-  @Cron(CronExpression.EVERY_10_MINUTES)
-  scheduledPurge(): Promise<number | undefined> {
-    return this.purge({ tickMs: 600000 });
-  }
-
-  purge(tick?: Tick): Promise<number | undefined> {
-    return this.jobs.run(
-      'rate-limits',
-      LOCK_KEYS.jobRateLimits,
-      async () => {
-        const [, count]: [unknown, number] = await this.db.tx.query(
-          'DELETE FROM rate_limits WHERE window_start < $1',
-          [new Date(this.clock.now().getTime() - 3_600_000)],
-        );
-        return count;
-      },
-      tick,
-    );
-  }
-
   private async flush(key: string, window: Window): Promise<void> {
     const add = window.pending;
     window.pending = 0;
     try {
-      const rows: { hits: number }[] = await this.dataSource.query(
-        `INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, $3)
-         ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + EXCLUDED.hits
-         RETURNING hits`,
-        [key, new Date(window.start), add],
-      );
-      window.synced = Math.max(window.synced, rows[0].hits);
+      const hits = await this.counters.add(key, new Date(window.start), add);
+      window.synced = Math.max(window.synced, hits);
       window.lastSync = this.clock.now().getTime();
     } catch (error) {
       // The database is unreachable: keep counting locally (the request itself will fail or not on its own).

@@ -1,12 +1,34 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfig } from '../../config/app-config';
+import { LOCK_KEYS } from '../../database/data-source';
+import { RetentionJob } from '../jobs/retention.job';
 import { ApiKeyThrottlerGuard } from './api-key-throttler.guard';
 import { PgThrottlerStorage } from './pg-throttler.storage';
+import { RateLimitsRepository } from './rate-limits.repository';
 
-@Module({ providers: [PgThrottlerStorage], exports: [PgThrottlerStorage] })
-class ThrottlerStorageModule {}
+/**
+ * The shared counters. Their retention is registered here rather than by the storage, whose
+ * `onModuleInit` Nest calls twice (the throttler module provides the same instance again as its storage).
+ */
+@Module({ providers: [RateLimitsRepository, PgThrottlerStorage], exports: [PgThrottlerStorage] })
+class ThrottlerStorageModule implements OnModuleInit {
+  constructor(
+    private readonly retention: RetentionJob,
+    private readonly counters: RateLimitsRepository,
+  ) {}
+
+  /** Windows that ended more than an hour ago are deleted every 10 minutes. */
+  onModuleInit(): void {
+    this.retention.register({
+      name: 'rate-limits',
+      lockKey: LOCK_KEYS.jobRateLimits,
+      periodMs: 600_000,
+      purge: (now) => this.counters.deleteStartedBefore(new Date(now.getTime() - 3_600_000)),
+    });
+  }
+}
 
 /** Per-key rate limits shared through PostgreSQL; 429 problem with Retry-After past the limit. */
 @Module({

@@ -1,20 +1,9 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import type { AccessRule } from '../../common/auth/access-rule';
 import { hashApiKey, KeyKind, sameDigest } from '../../common/auth/api-key';
 import type { ApplicationType } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
 import { PrincipalResolver, PrincipalResolvers, Resolution } from '../../common/auth/principal-resolver';
-
-interface KeyRow {
-  key_id: string;
-  key_hash: Buffer;
-  application_id: string;
-  tenant_id: string;
-  type: ApplicationType;
-  permissions: string[];
-  rules: AccessRule[] | null;
-}
+import { ApplicationsRepository } from './applications.repository';
 
 const TYPE_OF_KIND: Partial<Record<KeyKind, ApplicationType>> = {
   public: 'public',
@@ -26,7 +15,7 @@ const TYPE_OF_KIND: Partial<Record<KeyKind, ApplicationType>> = {
 @Injectable()
 export class ApplicationKeyResolver implements PrincipalResolver, OnModuleInit {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly applications: ApplicationsRepository,
     private readonly resolvers: PrincipalResolvers,
   ) {}
 
@@ -36,20 +25,14 @@ export class ApplicationKeyResolver implements PrincipalResolver, OnModuleInit {
 
   async resolve(key: string, kind: KeyKind): Promise<Resolution> {
     const digest = hashApiKey(key);
-    const rows: KeyRow[] = await this.dataSource.query(
-      `SELECT k.id AS key_id, k.key_hash, a.id AS application_id, a.tenant_id, a.type, a.permissions, a.rules
-         FROM api_keys k JOIN applications a ON a.id = k.application_id
-        WHERE k.key_hash = $1`,
-      [digest],
-    );
-    const row = rows[0];
-    if (!row || !sameDigest(row.key_hash, digest) || TYPE_OF_KIND[kind] !== row.type) return undefined;
+    const row = await this.applications.findKeyHolder(digest);
+    if (!row || !sameDigest(row.keyHash, digest) || TYPE_OF_KIND[kind] !== row.type) return undefined;
     const principal: Principal = {
-      tenantId: row.tenant_id,
-      applicationId: row.application_id,
+      tenantId: row.tenantId,
+      applicationId: row.applicationId,
       applicationType: row.type,
       keyKind: kind,
-      keyId: row.key_id,
+      keyId: row.keyId,
       authorized: true,
       permissions: row.permissions,
       rules: row.rules ?? [],

@@ -3,7 +3,6 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { EntityManager, In } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import { generateApiKey, hashApiKey, KeyKind } from '../../common/auth/api-key';
 import { checkGrants } from '../../common/auth/grants';
@@ -18,6 +17,7 @@ import { conflict, forbidden, notFound } from '../../common/errors/problem.excep
 import { validationProblem } from '../../common/errors/validation';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import { ApplicationsRepository } from './applications.repository';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
 import { CreateApplicationDto } from './dto/create-application.dto';
 import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
@@ -91,25 +91,16 @@ export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearK
 /** Applications and their keys, always within the caller's tenant. */
 @Injectable()
 export class ApplicationsService {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
-  private get tx(): EntityManager {
-    return this.db.tx;
-  }
-
-  private apps() {
-    return this.tx.getRepository(ApplicationEntity);
-  }
-
-  private keys() {
-    return this.tx.getRepository(ApiKeyEntity);
-  }
+  constructor(
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly applications: ApplicationsRepository,
+  ) {}
 
   /** Creates an application (and its first key unless told not to); used by the API, the CLI and bootstrap. */
   async createApplication(input: NewApplication): Promise<ApplicationDto> {
     return this.db.withTransaction(async () => {
       const now = new Date();
-      const app = this.apps().create({
+      const app: ApplicationEntity = {
         id: randomUUID(),
         tenantId: input.tenantId,
         name: input.name,
@@ -120,8 +111,8 @@ export class ApplicationsService {
         createdAt: now,
         modifiedBy: null,
         modifiedAt: null,
-      });
-      await this.apps().insert(app);
+      };
+      await this.applications.insert(app);
       if (!input.createKey) return applicationDto(app, []);
       const { entity, clear } = await this.insertKey(app, input.createdBy, now);
       return applicationDto(app, [keyDto(entity, clear)], clear);
@@ -154,28 +145,21 @@ export class ApplicationsService {
    * `start` (a previous `after`) continues from there instead of `page`, as Basis Theory's SDK does.
    */
   async list(who: Principal, query: ListApplicationsQueryDto): Promise<ApplicationPageDto> {
-    const qb = this.apps()
-      .createQueryBuilder('a')
-      .where('a.tenant_id = :tenant', { tenant: who.tenantId })
-      .orderBy('a.created_at', 'ASC')
-      .addOrderBy('a.id', 'ASC');
-    if (query.type) qb.andWhere('a.type IN (:...types)', { types: query.type });
-    if (query.id) qb.andWhere('a.id IN (:...ids)', { ids: query.id });
-    const total = await qb.getCount();
-    if (query.start !== undefined) {
-      const [afterId] = decodeCursor(query.start, [CURSOR_UUID]);
-      qb.andWhere(
-        '(a.created_at, a.id) > (SELECT b.created_at, b.id FROM applications b WHERE b.id = :afterId AND b.tenant_id = :tenant)',
-        { afterId },
-      );
-    } else qb.skip(offsetOf(query).skip);
-    const rows = await qb.take(query.size + 1).getMany();
+    const start =
+      query.start !== undefined
+        ? { afterId: decodeCursor(query.start, [CURSOR_UUID])[0] }
+        : { skip: offsetOf(query).skip };
+    const { total, rows } = await this.applications.page(
+      { tenantId: who.tenantId, types: query.type, ids: query.id },
+      start,
+      query.size + 1,
+    );
     const apps = rows.slice(0, query.size);
     const keys = apps.length
-      ? await this.keys().find({
-          where: { tenantId: who.tenantId, applicationId: In(apps.map((a) => a.id)) },
-          order: { createdAt: 'ASC' },
-        })
+      ? await this.applications.keysOf(
+          who.tenantId,
+          apps.map((a) => a.id),
+        )
       : [];
     const page = offsetPage(
       apps.map((app) =>
@@ -205,7 +189,7 @@ export class ApplicationsService {
   @Transactional()
   async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
     return this.db.withTransaction(async () => {
-      await this.lockTenant(who);
+      await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);
       const permissions = dto.permissions ?? app.permissions;
       const rules = dto.rules ?? app.rules ?? [];
@@ -219,30 +203,32 @@ export class ApplicationsService {
           app,
           'Removing application:create or application:update from it',
         );
-      app.name = dto.name;
-      app.permissions = [...new Set(permissions)];
-      app.rules = rules.length ? rules : null;
-      app.modifiedBy = who.applicationId;
-      app.modifiedAt = new Date();
-      await this.apps().save(app);
-      return applicationDto(app, await this.keyDtos(who.tenantId, id));
+      const changes = {
+        name: dto.name,
+        permissions: [...new Set(permissions)],
+        rules: rules.length ? rules : null,
+        modifiedBy: who.applicationId,
+        modifiedAt: new Date(),
+      };
+      await this.applications.update(who.tenantId, id, changes);
+      return applicationDto({ ...app, ...changes }, await this.keyDtos(who.tenantId, id));
     });
   }
 
   @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
     await this.db.withTransaction(async () => {
-      await this.lockTenant(who);
+      await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);
       assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Deleting this application');
       if (administers(app)) await this.assertNotLastAdministrator(who, app, 'Deleting it');
-      await this.apps().delete({ tenantId: who.tenantId, id });
+      await this.applications.delete(who.tenantId, id);
     });
   }
 
   async getKey(who: Principal, id: string, keyId: string): Promise<ApiKeyDto> {
     await this.findOwned(who, id);
-    const key = await this.keys().findOneBy({ tenantId: who.tenantId, applicationId: id, id: keyId });
+    const key = await this.applications.findKey(who.tenantId, id, keyId);
     if (!key) throw notFound('Application key');
     return keyDto(key);
   }
@@ -269,32 +255,19 @@ export class ApplicationsService {
   @Transactional()
   async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
     await this.db.withTransaction(async () => {
-      await this.lockTenant(who);
+      await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);
       assertHolds(
         who,
         managementPermissions(app.permissions, app.rules ?? []),
         'Deleting a key of this application',
       );
-      const key = await this.keys().findOneBy({ tenantId: who.tenantId, applicationId: id, id: keyId });
+      const key = await this.applications.findKey(who.tenantId, id, keyId);
       if (!key) throw notFound('Application key');
-      if (
-        administers(app) &&
-        (await this.keys().countBy({ tenantId: who.tenantId, applicationId: id })) === 1
-      )
+      if (administers(app) && (await this.applications.countKeys(who.tenantId, id)) === 1)
         await this.assertNotLastAdministrator(who, app, 'Deleting its last key');
-      await this.keys().delete({ tenantId: who.tenantId, applicationId: id, id: keyId });
+      await this.applications.deleteKey(who.tenantId, id, keyId);
     });
-  }
-
-  /**
-   * Changes that could leave a tenant without an administrator take the tenant's row lock first, so two
-   * administrators removing each other at once are serialized and the second one sees the first.
-   * `FOR NO KEY UPDATE`, not `FOR UPDATE`: the latter also blocks the `FOR KEY SHARE` lock that every
-   * foreign-key insert (a new key, an audit row) takes on the tenant, and deadlocks with them.
-   */
-  private async lockTenant(who: Principal): Promise<void> {
-    await this.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [who.tenantId]);
   }
 
   /** 409 when `app` is the tenant's last application holding application:create and application:update with a key. */
@@ -303,13 +276,7 @@ export class ApplicationsService {
     app: ApplicationEntity,
     doing: string,
   ): Promise<void> {
-    const [{ others }]: { others: number }[] = await this.tx.query(
-      `SELECT count(*)::int AS others FROM applications a
-        WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
-          AND EXISTS (SELECT 1 FROM api_keys k WHERE k.application_id = a.id)`,
-      [who.tenantId, app.id, ADMINISTRATION],
-    );
-    if (others === 0)
+    if ((await this.applications.countOthersHoldingWithKey(who.tenantId, app.id, ADMINISTRATION)) === 0)
       throw conflict(
         `${doing} would leave the tenant without an application holding application:create and application:update (with a key); create another one first.`,
       );
@@ -320,30 +287,27 @@ export class ApplicationsService {
   }
 
   private async findOwned(who: Principal, id: string, lock = false): Promise<ApplicationEntity> {
-    const app = await this.apps().findOne({
-      where: { tenantId: who.tenantId, id },
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
-    });
+    const app = await this.applications.findOne(who.tenantId, id, lock);
     if (!app) throw notFound('Application');
     return app;
   }
 
   private async keyDtos(tenantId: string, applicationId: string): Promise<ApiKeyDto[]> {
-    const keys = await this.keys().find({ where: { tenantId, applicationId }, order: { createdAt: 'ASC' } });
+    const keys = await this.applications.keysOf(tenantId, [applicationId]);
     return keys.map((k) => keyDto(k));
   }
 
   private async insertKey(app: ApplicationEntity, createdBy: string | null, now: Date) {
     const clear = generateApiKey(KIND_OF_TYPE[app.type]);
-    const entity = this.keys().create({
+    const entity: ApiKeyEntity = {
       id: randomUUID(),
       tenantId: app.tenantId,
       applicationId: app.id,
       keyHash: hashApiKey(clear),
       createdBy,
       createdAt: now,
-    });
-    await this.keys().insert(entity);
+    };
+    await this.applications.insertKey(entity);
     return { entity, clear };
   }
 }

@@ -1,16 +1,13 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { Injectable } from '@nestjs/common';
-import { Cron, CronExpression } from '@nestjs/schedule';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { configure } from 'safe-stable-stringify';
-import { DataSource } from 'typeorm';
 import type { Principal } from '../../common/auth/principal';
 import { open, seal } from '../../common/crypto/aead';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
+import { RetentionJob } from '../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../database/data-source';
+import { IdempotencyRepository } from './idempotency.repository';
 
 /** A claim left by a process that died is taken over after this long. */
 export const CLAIM_TIMEOUT_MS = 60_000;
@@ -40,30 +37,29 @@ export type ClaimOutcome =
   | { kind: 'mismatch' }
   | { kind: 'replay'; response: StoredResponse };
 
-interface RecordRow {
-  request_digest: Buffer;
-  state: 'processing' | 'completed';
-  response_status: number | null;
-  response_headers: Record<string, string> | null;
-  response_body: Buffer | null;
-}
-
-const PK = 'tenant_id = $1 AND scope = $2 AND key_digest = $3';
-
 /**
  * Storage of idempotency records (contract section 8). A key is claimed with one atomic
  * `INSERT ... ON CONFLICT` on the (tenant, caller, key) primary key, so the rules hold across instances;
  * a claim past its timeout, or a record past its lifetime, is taken over by the same statement.
  */
 @Injectable()
-export class IdempotencyService {
+export class IdempotencyService implements OnModuleInit {
   constructor(
-    private readonly dataSource: DataSource,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly records: IdempotencyRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
-    private readonly jobs: ExclusiveJobRunner,
+    private readonly retention: RetentionJob,
   ) {}
+
+  /** Records past their lifetime are deleted every 10 minutes (one set-based statement). */
+  onModuleInit(): void {
+    this.retention.register({
+      name: 'idempotency-records',
+      lockKey: LOCK_KEYS.jobIdempotencyRecords,
+      periodMs: 600_000,
+      purge: (now) => this.records.deleteExpired(now),
+    });
+  }
 
   /** The scope of a key: tenant and calling application or session; the request as an HMAC of its canonical form. */
   async scopeFor(
@@ -88,44 +84,27 @@ export class IdempotencyService {
     for (let attempt = 0; attempt < 5; attempt++) {
       const claimId = randomUUID();
       const now = this.clock.now();
-      const claimed: { claim_id: string }[] = await this.dataSource.query(
-        `INSERT INTO idempotency_records AS r
-                (tenant_id, scope, key_digest, request_digest, claim_id, state, claimed_until, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, 'processing', $6, $7, $8)
-         ON CONFLICT (tenant_id, scope, key_digest) DO UPDATE
-            SET request_digest = EXCLUDED.request_digest, claim_id = EXCLUDED.claim_id, state = 'processing',
-                claimed_until = EXCLUDED.claimed_until, response_status = NULL, response_headers = NULL,
-                response_body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-          WHERE r.expires_at <= EXCLUDED.created_at
-             OR (r.state = 'processing' AND r.claimed_until <= EXCLUDED.created_at)
-         RETURNING claim_id`,
-        [
-          s.tenantId,
-          s.scope,
-          s.keyDigest,
-          s.requestDigest,
-          claimId,
-          new Date(now.getTime() + CLAIM_TIMEOUT_MS),
-          now,
-          new Date(now.getTime() + RECORD_LIFETIME_MS),
-        ],
-      );
-      if (claimed[0]?.claim_id === claimId) return { kind: 'claimed', claimId };
-      const rows: RecordRow[] = await this.dataSource.query(
-        `SELECT request_digest, state, response_status, response_headers, response_body
-           FROM idempotency_records WHERE ${PK}`,
-        [s.tenantId, s.scope, s.keyDigest],
-      );
-      const row = rows[0];
+      const holder = await this.records.claim({
+        tenantId: s.tenantId,
+        scope: s.scope,
+        keyDigest: s.keyDigest,
+        requestDigest: s.requestDigest,
+        claimId,
+        claimedUntil: new Date(now.getTime() + CLAIM_TIMEOUT_MS),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + RECORD_LIFETIME_MS),
+      });
+      if (holder === claimId) return { kind: 'claimed', claimId };
+      const row = await this.records.find(s);
       if (!row) continue;
-      if (!row.request_digest.equals(s.requestDigest)) return { kind: 'mismatch' };
+      if (!row.requestDigest.equals(s.requestDigest)) return { kind: 'mismatch' };
       if (row.state === 'processing') return { kind: 'in-flight' };
       return {
         kind: 'replay',
         response: {
-          status: row.response_status!,
-          headers: row.response_headers ?? {},
-          body: row.response_body ? open(s.sealKey, row.response_body, this.aad(s)) : Buffer.alloc(0),
+          status: row.responseStatus!,
+          headers: row.responseHeaders ?? {},
+          body: row.responseBody ? open(s.sealKey, row.responseBody, this.aad(s)) : Buffer.alloc(0),
         },
       };
     }
@@ -137,52 +116,16 @@ export class IdempotencyService {
    * its record commit together. False when the claim was taken over meanwhile (it outlived its timeout).
    */
   async complete(s: IdempotencyScope, claimId: string, response: StoredResponse): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
-      `UPDATE idempotency_records
-          SET state = 'completed', response_status = $5, response_headers = $6, response_body = $7
-        WHERE ${PK} AND claim_id = $4`,
-      [
-        s.tenantId,
-        s.scope,
-        s.keyDigest,
-        claimId,
-        response.status,
-        JSON.stringify(response.headers),
-        response.body.length ? seal(s.sealKey, response.body, this.aad(s)) : null,
-      ],
-    );
-    return count === 1;
+    return this.records.complete(s, claimId, {
+      status: response.status,
+      headers: response.headers,
+      sealedBody: response.body.length ? seal(s.sealKey, response.body, this.aad(s)) : null,
+    });
   }
 
   /** A failed request gives its key back: the next request with it is processed as new. */
   async release(s: IdempotencyScope, claimId: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM idempotency_records WHERE ${PK} AND claim_id = $4`, [
-      s.tenantId,
-      s.scope,
-      s.keyDigest,
-      claimId,
-    ]);
-  }
-
-  /** Deletes records past their lifetime; one set-based statement, once per tick across instances. */
-  @Cron(CronExpression.EVERY_10_MINUTES)
-  scheduledPurgeExpired(): Promise<number | undefined> {
-    return this.purgeExpired({ tickMs: 600000 });
-  }
-
-  purgeExpired(tick?: Tick): Promise<number | undefined> {
-    return this.jobs.run(
-      'idempotency-records',
-      LOCK_KEYS.jobIdempotencyRecords,
-      async () => {
-        const [, count]: [unknown, number] = await this.db.tx.query(
-          'DELETE FROM idempotency_records WHERE expires_at <= $1',
-          [this.clock.now()],
-        );
-        return count;
-      },
-      tick,
-    );
+    await this.records.release(s, claimId);
   }
 
   private aad(s: IdempotencyScope): string {

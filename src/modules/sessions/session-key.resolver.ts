@@ -1,25 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import type { AccessRule } from '../../common/auth/access-rule';
 import { hashApiKey, sameDigest } from '../../common/auth/api-key';
 import { narrowToHolder } from '../../common/auth/grants';
 import type { Principal } from '../../common/auth/principal';
 import { PrincipalResolver, PrincipalResolvers, Resolution } from '../../common/auth/principal-resolver';
 import { Clock } from '../../common/jobs/clock';
-
-interface SessionRow {
-  id: string;
-  key_hash: Buffer;
-  tenant_id: string;
-  application_id: string;
-  permissions: string[];
-  rules: AccessRule[];
-  authorized_at: Date | null;
-  expires_at: Date;
-  /** The authorizing application's grants as they are now (null before authorization). */
-  holder_permissions: string[] | null;
-  holder_rules: AccessRule[] | null;
-}
+import { SessionsRepository } from './sessions.repository';
 
 /**
  * Resolves session keys. The principal is the public application that created the session (audit logs
@@ -30,7 +15,7 @@ interface SessionRow {
 @Injectable()
 export class SessionKeyResolver implements PrincipalResolver, OnModuleInit {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly sessions: SessionsRepository,
     private readonly resolvers: PrincipalResolvers,
     private readonly clock: Clock,
   ) {}
@@ -41,28 +26,21 @@ export class SessionKeyResolver implements PrincipalResolver, OnModuleInit {
 
   async resolve(key: string): Promise<Resolution> {
     const digest = hashApiKey(key);
-    const rows: SessionRow[] = await this.dataSource.query(
-      `SELECT s.id, s.key_hash, s.tenant_id, s.application_id, s.permissions, s.rules, s.authorized_at,
-              s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
-         FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
-        WHERE s.key_hash = $1`,
-      [digest],
-    );
-    const row = rows[0];
-    if (!row || !sameDigest(row.key_hash, digest)) return undefined;
-    if (row.expires_at.getTime() <= this.clock.now().getTime()) return 'expired';
-    const authorized = row.authorized_at !== null;
-    if (authorized && row.holder_permissions === null) return undefined;
+    const row = await this.sessions.findByKeyHash(digest);
+    if (!row || !sameDigest(row.keyHash, digest)) return undefined;
+    if (row.expiresAt.getTime() <= this.clock.now().getTime()) return 'expired';
+    const authorized = row.authorizedAt !== null;
+    if (authorized && row.holderPermissions === null) return undefined;
     const grants = authorized
       ? narrowToHolder(
-          { permissions: row.holder_permissions ?? [], rules: row.holder_rules ?? [] },
+          { permissions: row.holderPermissions ?? [], rules: row.holderRules ?? [] },
           row.permissions,
           row.rules,
         )
       : { permissions: row.permissions, rules: row.rules };
     const principal: Principal = {
-      tenantId: row.tenant_id,
-      applicationId: row.application_id,
+      tenantId: row.tenantId,
+      applicationId: row.applicationId,
       applicationType: 'public',
       keyKind: 'session',
       keyId: row.id,

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { SessionKeyResolver } from './session-key.resolver';
 import { SessionsController } from './sessions.controller';
+import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 
 @Module({
   controllers: [SessionsController],
-  providers: [SessionsService, SessionKeyResolver],
+  providers: [SessionsRepository, SessionsService, SessionKeyResolver],
 })
 export class SessionsModule {}

@@ -1,8 +1,7 @@
 import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { Injectable } from '@nestjs/common';
-import { Cron, CronExpression } from '@nestjs/schedule';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AccessRule } from '../../common/auth/access-rule';
@@ -12,28 +11,34 @@ import type { Principal } from '../../common/auth/principal';
 import { addFieldError, FieldErrors } from '../../common/errors/problem.exception';
 import { validationProblem } from '../../common/errors/validation';
 import { Clock } from '../../common/jobs/clock';
-import { ExclusiveJobRunner, Tick } from '../../common/jobs/exclusive';
+import { RetentionJob } from '../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../database/data-source';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
+import { SessionsRepository } from './sessions.repository';
 
 export const SESSION_LIFETIME_MS = 3 * 60_000;
 export const MAX_SESSION_LIFETIME_MS = 24 * 60 * 60_000;
 
-interface NonceRow {
-  id: string;
-  created_at: Date;
-  expires_at: Date;
-}
-
 /** Sessions (contract section 4): created by a public application, authorized by a private one. */
 @Injectable()
-export class SessionsService {
+export class SessionsService implements OnModuleInit {
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly sessions: SessionsRepository,
     private readonly clock: Clock,
-    private readonly jobs: ExclusiveJobRunner,
+    private readonly retention: RetentionJob,
     private readonly audit: AuditTrail,
   ) {}
+
+  /** Sessions past `expires_at` are deleted every minute (one set-based statement). */
+  onModuleInit(): void {
+    this.retention.register({
+      name: 'expired-sessions',
+      lockKey: LOCK_KEYS.jobExpiredSessions,
+      periodMs: 60_000,
+      purge: (now) => this.sessions.deleteExpired(now),
+    });
+  }
 
   /** A new session without access; the key and nonce are returned once and stored as digests. */
   @Transactional()
@@ -43,11 +48,15 @@ export class SessionsService {
     const nonce = BASE62.encode(randomBytes(24));
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
-    await this.db.tx.query(
-      `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, expires_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, who.tenantId, who.applicationId, hashApiKey(sessionKey), hashApiKey(nonce), expiresAt, now],
-    );
+    await this.sessions.insert({
+      id,
+      tenantId: who.tenantId,
+      applicationId: who.applicationId,
+      keyHash: hashApiKey(sessionKey),
+      nonceHash: hashApiKey(nonce),
+      expiresAt,
+      createdAt: now,
+    });
     this.audit.record({
       entityType: 'session',
       entityId: id,
@@ -74,17 +83,12 @@ export class SessionsService {
 
     const now = this.clock.now();
     return this.db.withTransaction(async () => {
-      const rows: NonceRow[] = await this.db.tx.query(
-        `SELECT id, created_at, expires_at FROM sessions
-          WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
-        [hashApiKey(body.nonce), who.tenantId, now],
-      );
-      const session = rows[0];
+      const session = await this.sessions.lockPendingByNonce(who.tenantId, hashApiKey(body.nonce), now);
       if (!session) throw validationProblem({ nonce: ['the nonce is unknown, expired or already used'] });
-      let expiresAt = session.expires_at;
+      let expiresAt = session.expiresAt;
       if (body.expires_at !== undefined) {
         expiresAt = new Date(body.expires_at);
-        const latest = session.created_at.getTime() + MAX_SESSION_LIFETIME_MS;
+        const latest = session.createdAt.getTime() + MAX_SESSION_LIFETIME_MS;
         if (expiresAt.getTime() <= now.getTime())
           throw validationProblem({ expires_at: ['expires_at must be in the future'] });
         if (expiresAt.getTime() > latest)
@@ -94,13 +98,13 @@ export class SessionsService {
             ],
           });
       }
-      await this.db.tx.query(
-        `UPDATE sessions
-            SET nonce_hash = NULL, permissions = $2, rules = $3, authorized_by = $4, authorized_at = $5,
-                expires_at = $6
-          WHERE id = $1`,
-        [session.id, permissions, JSON.stringify(rules), who.applicationId, now, expiresAt],
-      );
+      await this.sessions.authorize(who.tenantId, session.id, {
+        permissions,
+        rules,
+        authorizedBy: who.applicationId,
+        authorizedAt: now,
+        expiresAt,
+      });
       const granted = [
         permissions.length ? `permissions ${permissions.join(', ')}` : '',
         rules.length ? `${rules.length} rule${rules.length > 1 ? 's' : ''}` : '',
@@ -113,26 +117,5 @@ export class SessionsService {
       });
       return { id: session.id };
     });
-  }
-
-  /** Deletes sessions past `expires_at`; one set-based statement, once per tick across instances. */
-  @Cron(CronExpression.EVERY_MINUTE)
-  scheduledPurge(): Promise<number | undefined> {
-    return this.purgeExpired({ tickMs: 60_000 });
-  }
-
-  purgeExpired(tick?: Tick): Promise<number | undefined> {
-    return this.jobs.run(
-      'expired-sessions',
-      LOCK_KEYS.jobExpiredSessions,
-      async () => {
-        const [, count]: [unknown, number] = await this.db.tx.query(
-          'DELETE FROM sessions WHERE expires_at <= $1',
-          [this.clock.now()],
-        );
-        return count;
-      },
-      tick,
-    );
   }
 }

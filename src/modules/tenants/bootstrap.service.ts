@@ -3,8 +3,8 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../config/app-config';
-import { LOCK_KEYS } from '../../database/data-source';
 import { CreatedTenantDto } from './dto/tenant.dto';
+import { TenantsRepository } from './tenants.repository';
 import { TenantsService } from './tenants.service';
 
 /**
@@ -20,6 +20,7 @@ export class BootstrapService implements OnApplicationBootstrap {
     private readonly config: AppConfig,
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tenants: TenantsService,
+    private readonly repository: TenantsRepository,
     private readonly cls: ClsService,
   ) {}
 
@@ -27,8 +28,8 @@ export class BootstrapService implements OnApplicationBootstrap {
     if (!this.config.BOOTSTRAP) return;
     const created = await this.cls.run(() =>
       this.db.withTransaction(async (): Promise<CreatedTenantDto | undefined> => {
-        await this.db.tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.bootstrap]);
-        if ((await this.tenants.countTenants()) > 0) return undefined;
+        await this.repository.lockBootstrap();
+        if ((await this.repository.count()) > 0) return undefined;
         return this.tenants.createTenant('default');
       }),
     );

@@ -10,11 +10,13 @@ import { notFound } from '../../common/errors/problem.exception';
 import { ApplicationsService } from '../applications/applications.service';
 import { CreatedTenantDto, TenantDto } from './dto/tenant.dto';
 import { TenantEntity } from './tenant.entity';
+import { TenantsRepository } from './tenants.repository';
 
 @Injectable()
 export class TenantsService {
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly tenants: TenantsRepository,
     private readonly applications: ApplicationsService,
     private readonly tenantKeys: TenantKeysService,
     private readonly audit: AuditTrail,
@@ -25,10 +27,8 @@ export class TenantsService {
     return this.db.withTransaction(async () => {
       const id = randomUUID();
       const { keyVersion, wrappedKey } = this.tenantKeys.newTenantKey(id);
-      const tenant = this.db.tx
-        .getRepository(TenantEntity)
-        .create({ id, name, keyVersion, wrappedKey, createdAt: new Date() });
-      await this.db.tx.getRepository(TenantEntity).insert(tenant);
+      const tenant: TenantEntity = { id, name, keyVersion, wrappedKey, createdAt: new Date() };
+      await this.tenants.insert(tenant);
       const app = await this.applications.createApplication({
         tenantId: tenant.id,
         name: `${name} management`,
@@ -51,12 +51,8 @@ export class TenantsService {
     });
   }
 
-  async countTenants(): Promise<number> {
-    return this.db.tx.getRepository(TenantEntity).count();
-  }
-
   async getSelf(who: Principal): Promise<TenantDto> {
-    const tenant = await this.db.tx.getRepository(TenantEntity).findOneBy({ id: who.tenantId });
+    const tenant = await this.tenants.findById(who.tenantId);
     if (!tenant) throw notFound('Tenant');
     return { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() };
   }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ExpressionEvaluator } from './expression-evaluator';
-import { TokenJobsService } from './token-jobs.service';
+import { TokenRetention } from './token-retention';
+import { TokenRetentionRepository } from './token-retention.repository';
 import { TokensController } from './tokens.controller';
 import { TokensService } from './tokens.service';
 
@@ -9,7 +10,8 @@ import { TokensService } from './tokens.service';
   // A factory: the evaluator's constructor takes limits (tests pass their own), not providers.
   providers: [
     TokensService,
-    TokenJobsService,
+    TokenRetentionRepository,
+    TokenRetention,
     { provide: ExpressionEvaluator, useFactory: () => new ExpressionEvaluator() },
   ],
   exports: [TokensService],

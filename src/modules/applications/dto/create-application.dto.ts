@@ -1,19 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsOptional,
-  IsString,
-  Length,
-  ValidateNested,
-} from 'class-validator';
-import { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { IsBoolean, IsIn, IsOptional, IsString, Length } from 'class-validator';
+import type { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { GrantField, GrantsDto } from '../../../common/auth/grants.dto';
 import { APPLICATION_TYPES, type ApplicationType } from '../../../common/auth/permissions';
 
-export class CreateApplicationDto {
+export class CreateApplicationDto extends GrantsDto {
   /** @example "Checkout backend" */
   @IsString()
   @Length(1, 200)
@@ -24,19 +15,12 @@ export class CreateApplicationDto {
   type: ApplicationType;
 
   /** Permissions held on every container; each must be allowed for the application type. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(50)
-  @IsString({ each: true })
-  permissions?: string[];
+  @GrantField()
+  declare permissions?: string[];
 
   /** Container-scoped grants, evaluated by ascending priority. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(100)
-  @ValidateNested({ each: true })
-  @Type(() => AccessRuleDto)
-  rules?: AccessRuleDto[];
+  @GrantField()
+  declare rules?: AccessRuleDto[];
 
   /** Create the application's first key (default true). */
   @IsOptional()

@@ -1,24 +1,17 @@
-import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, Length, ValidateNested } from 'class-validator';
-import { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { IsString, Length } from 'class-validator';
+import type { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { GrantField, GrantsDto } from '../../../common/auth/grants.dto';
 
-export class UpdateApplicationDto {
+export class UpdateApplicationDto extends GrantsDto {
   @IsString()
   @Length(1, 200)
   name: string;
 
   /** Replaces the permissions when given; omitted keeps them. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(50)
-  @IsString({ each: true })
-  permissions?: string[];
+  @GrantField()
+  declare permissions?: string[];
 
   /** Replaces the rules when given; omitted keeps them. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(100)
-  @ValidateNested({ each: true })
-  @Type(() => AccessRuleDto)
-  rules?: AccessRuleDto[];
+  @GrantField()
+  declare rules?: AccessRuleDto[];
 }

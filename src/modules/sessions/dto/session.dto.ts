@@ -1,14 +1,6 @@
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  IsArray,
-  IsISO8601,
-  IsOptional,
-  IsString,
-  Length,
-  ValidateNested,
-} from 'class-validator';
-import { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { IsISO8601, IsOptional, IsString, Length } from 'class-validator';
+import type { AccessRuleDto } from '../../../common/auth/access-rule.dto';
+import { GrantField, GrantsDto } from '../../../common/auth/grants.dto';
 
 export class CreateSessionResponseDto {
   /** The key for calls made through the session; it has no access until a private application authorizes it. */
@@ -21,26 +13,19 @@ export class CreateSessionResponseDto {
   expires_at: string;
 }
 
-export class AuthorizeSessionDto {
+export class AuthorizeSessionDto extends GrantsDto {
   /** The nonce returned when the session was created; it can be used once. */
   @IsString()
   @Length(1, 200)
   nonce: string;
 
   /** Permissions granted on every container; never more than the authorizing application holds. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(50)
-  @IsString({ each: true })
-  permissions?: string[];
+  @GrantField()
+  declare permissions?: string[];
 
   /** Access rules; session rules may use `conditions` on the token's `id`, `type` or `container`. */
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(100)
-  @ValidateNested({ each: true })
-  @Type(() => AccessRuleDto)
-  rules?: AccessRuleDto[];
+  @GrantField()
+  declare rules?: AccessRuleDto[];
 
   /** When the session is deleted: in the future and at most 24 hours after its creation. */
   @IsOptional()

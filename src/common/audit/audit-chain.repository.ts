@@ -1,0 +1,104 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { cursorTimeSql } from '../pagination/cursor-pagination';
+import { SqlParams } from '../../database/sql';
+
+/** An audit log row as the chain hashes it: every field exactly as stored, `created_at` as text. */
+export interface ChainRow {
+  id: string;
+  tenant_id: string;
+  actor_id: string | null;
+  actor_type: string;
+  entity_type: string;
+  entity_id: string | null;
+  operation: string;
+  message: string;
+  created_text: string;
+  seq: string | null;
+  prev_hash: Buffer | null;
+  hash: Buffer | null;
+}
+
+/** The last sealed position of a tenant's chain. */
+export interface ChainHead {
+  tenantId: string;
+  seq: number;
+  hash: Buffer;
+}
+
+/** A row's place in its chain. */
+export interface ChainSeal {
+  id: string;
+  seq: number;
+  prevHash: Buffer;
+  hash: Buffer;
+}
+
+const COLUMNS = `id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message,
+  ${cursorTimeSql('created_at')} AS created_text, seq, prev_hash, hash`;
+
+/** The hash chain over `audit_logs` and its heads (`audit_chain_heads`); statements join the caller's transaction. */
+@Injectable()
+export class AuditChainRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** Tenants with rows not sealed yet, at most `limit` of them. */
+  async tenantsWithUnsealedRows(limit: number): Promise<string[]> {
+    const rows: { tenant_id: string }[] = await this.db.tx.query(
+      'SELECT DISTINCT tenant_id FROM audit_logs WHERE seq IS NULL LIMIT $1',
+      [limit],
+    );
+    return rows.map((row) => row.tenant_id);
+  }
+
+  async head(tenantId: string): Promise<ChainHead | undefined> {
+    return (await this.heads(tenantId))[0];
+  }
+
+  /** The heads of every chain, or of one tenant's, by tenant. */
+  async heads(tenantId?: string): Promise<ChainHead[]> {
+    const rows: { tenant_id: string; seq: string; hash: Buffer }[] = await this.db.tx.query(
+      `SELECT tenant_id, seq, hash FROM audit_chain_heads${tenantId ? ' WHERE tenant_id = $1' : ''} ORDER BY tenant_id`,
+      tenantId ? [tenantId] : [],
+    );
+    return rows.map((row) => ({ tenantId: row.tenant_id, seq: Number(row.seq), hash: row.hash }));
+  }
+
+  /** A tenant's oldest rows not sealed yet, in the order they are chained. */
+  unsealedRows(tenantId: string, limit: number): Promise<ChainRow[]> {
+    return this.db.tx.query(
+      `SELECT ${COLUMNS} FROM audit_logs WHERE tenant_id = $1 AND seq IS NULL ORDER BY created_at, id LIMIT $2`,
+      [tenantId, limit],
+    );
+  }
+
+  /** A tenant's sealed rows after position `afterSeq`, in chain order. */
+  sealedRowsAfter(tenantId: string, afterSeq: number, limit: number): Promise<ChainRow[]> {
+    return this.db.tx.query(
+      `SELECT ${COLUMNS} FROM audit_logs WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [tenantId, afterSeq, limit],
+    );
+  }
+
+  /** Writes the rows' places (one statement) and moves the tenant's head to `head`. */
+  async seal(tenantId: string, seals: ChainSeal[], head: { seq: number; hash: Buffer }): Promise<void> {
+    const p = new SqlParams();
+    const tenant = p.add(tenantId);
+    const values = seals.map(
+      (s) =>
+        `(${p.add(s.id)}::uuid, ${p.add(s.seq)}::bigint, ${p.add(s.prevHash)}::bytea, ${p.add(s.hash)}::bytea)`,
+    );
+    await this.db.tx.query(
+      `UPDATE audit_logs AS a SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
+         FROM (VALUES ${values.join(', ')}) AS v(id, seq, prev_hash, hash)
+        WHERE a.tenant_id = ${tenant}::uuid AND a.id = v.id AND a.seq IS NULL`,
+      p.values,
+    );
+    await this.db.tx.query(
+      `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, $2, $3)
+       ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
+      [tenantId, head.seq, head.hash],
+    );
+  }
+}

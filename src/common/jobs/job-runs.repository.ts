@@ -1,0 +1,41 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+
+/** One period of a job, as claimed in `job_runs`. */
+export interface JobTick {
+  job: string;
+  tickStart: Date;
+  instanceId: string;
+  ranAt: Date;
+}
+
+/** The advisory locks and `job_runs` claims of scheduled jobs; every statement joins the caller's transaction. */
+@Injectable()
+export class JobRunsRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** `pg_try_advisory_xact_lock`: true when this transaction now holds the lock (released at its end). */
+  async tryLock(lockKey: number): Promise<boolean> {
+    const rows: { locked: boolean }[] = await this.db.tx.query(
+      'SELECT pg_try_advisory_xact_lock($1) AS locked',
+      [lockKey],
+    );
+    return rows[0]?.locked === true;
+  }
+
+  /** Claims a tick (primary key job + period start): false when some instance has claimed it already. */
+  async claim(tick: JobTick): Promise<boolean> {
+    const claimed: { job: string }[] = await this.db.tx.query(
+      `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
+      [tick.job, tick.tickStart, tick.instanceId, tick.ranAt],
+    );
+    return claimed.length > 0;
+  }
+
+  /** Forgets the runs recorded before `cutoff`. */
+  async deleteRanBefore(cutoff: Date): Promise<void> {
+    await this.db.tx.query('DELETE FROM job_runs WHERE ran_at < $1', [cutoff]);
+  }
+}

@@ -1,0 +1,36 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+/**
+ * The `rate_limits` counters (one row per key and window). Adding hits is a statement of its own
+ * (`dataSource`), never part of a request's transaction: a count must hold even when the request fails.
+ */
+@Injectable()
+export class RateLimitsRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  /** Adds `hits` to a window's shared count; returns the count every instance has added so far. */
+  async add(key: string, windowStart: Date, hits: number): Promise<number> {
+    const rows: { hits: number }[] = await this.dataSource.query(
+      `INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, $3)
+       ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + EXCLUDED.hits
+       RETURNING hits`,
+      [key, windowStart, hits],
+    );
+    return rows[0].hits;
+  }
+
+  /** Deletes the windows that started before `cutoff`: one set-based statement, in the job's transaction. */
+  async deleteStartedBefore(cutoff: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      'DELETE FROM rate_limits WHERE window_start < $1',
+      [cutoff],
+    );
+    return count;
+  }
+}

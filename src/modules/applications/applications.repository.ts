@@ -1,0 +1,173 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { In, Repository } from 'typeorm';
+import type { AccessRule } from '../../common/auth/access-rule';
+import type { ApplicationType } from '../../common/auth/permissions';
+import { ApiKeyEntity } from './entities/api-key.entity';
+import { ApplicationEntity } from './entities/application.entity';
+
+export interface ApplicationFilter {
+  tenantId: string;
+  types?: ApplicationType[];
+  ids?: string[];
+}
+
+/** Where a page starts: after an application (a cursor), or after skipping `skip` rows. */
+export type PageStart = { afterId: string } | { skip: number };
+
+export interface ApplicationChanges {
+  name: string;
+  permissions: string[];
+  rules: AccessRule[] | null;
+  modifiedBy: string;
+  modifiedAt: Date;
+}
+
+/** An application key found by its digest, with what its application holds. */
+export interface KeyHolder {
+  keyId: string;
+  keyHash: Buffer;
+  applicationId: string;
+  tenantId: string;
+  type: ApplicationType;
+  permissions: string[];
+  rules: AccessRule[] | null;
+}
+
+interface KeyHolderRow {
+  key_id: string;
+  key_hash: Buffer;
+  application_id: string;
+  tenant_id: string;
+  type: ApplicationType;
+  permissions: string[];
+  rules: AccessRule[] | null;
+}
+
+/** Applications and their keys (`applications`, `api_keys`); every statement joins the caller's transaction. */
+@Injectable()
+export class ApplicationsRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  private get apps(): Repository<ApplicationEntity> {
+    return this.db.tx.getRepository(ApplicationEntity);
+  }
+
+  private get keys(): Repository<ApiKeyEntity> {
+    return this.db.tx.getRepository(ApiKeyEntity);
+  }
+
+  async insert(app: ApplicationEntity): Promise<void> {
+    await this.apps.insert(app);
+  }
+
+  /** A tenant's application, locked until the transaction ends when `lock` is set. */
+  findOne(tenantId: string, id: string, lock = false): Promise<ApplicationEntity | null> {
+    return this.apps.findOne({
+      where: { tenantId, id },
+      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+  }
+
+  /** Up to `take` applications oldest first from `start`, and how many match the filter in all. */
+  async page(
+    filter: ApplicationFilter,
+    start: PageStart,
+    take: number,
+  ): Promise<{ total: number; rows: ApplicationEntity[] }> {
+    const qb = this.apps
+      .createQueryBuilder('a')
+      .where('a.tenant_id = :tenant', { tenant: filter.tenantId })
+      .orderBy('a.created_at', 'ASC')
+      .addOrderBy('a.id', 'ASC');
+    if (filter.types) qb.andWhere('a.type IN (:...types)', { types: filter.types });
+    if (filter.ids) qb.andWhere('a.id IN (:...ids)', { ids: filter.ids });
+    const total = await qb.getCount();
+    if ('afterId' in start)
+      qb.andWhere(
+        '(a.created_at, a.id) > (SELECT b.created_at, b.id FROM applications b WHERE b.id = :afterId AND b.tenant_id = :tenant)',
+        { afterId: start.afterId },
+      );
+    else qb.skip(start.skip);
+    return { total, rows: await qb.take(take).getMany() };
+  }
+
+  async update(tenantId: string, id: string, changes: ApplicationChanges): Promise<void> {
+    await this.apps.update({ tenantId, id }, changes);
+  }
+
+  async delete(tenantId: string, id: string): Promise<void> {
+    await this.apps.delete({ tenantId, id });
+  }
+
+  /**
+   * Takes the tenant's row lock, so that changes which could leave the tenant without an administrator
+   * are serialized. `FOR NO KEY UPDATE`, not `FOR UPDATE`: the latter also blocks the `FOR KEY SHARE`
+   * lock that every foreign-key insert (a new key, an audit row) takes on the tenant, and deadlocks with them.
+   */
+  async lockTenant(tenantId: string): Promise<void> {
+    await this.db.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [tenantId]);
+  }
+
+  /** How many of the tenant's applications other than `exceptId` hold every one of `permissions` and have a key. */
+  async countOthersHoldingWithKey(
+    tenantId: string,
+    exceptId: string,
+    permissions: string[],
+  ): Promise<number> {
+    const [{ others }]: { others: number }[] = await this.db.tx.query(
+      `SELECT count(*)::int AS others FROM applications a
+        WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
+          AND EXISTS (SELECT 1 FROM api_keys k WHERE k.tenant_id = a.tenant_id AND k.application_id = a.id)`,
+      [tenantId, exceptId, permissions],
+    );
+    return others;
+  }
+
+  async insertKey(key: ApiKeyEntity): Promise<void> {
+    await this.keys.insert(key);
+  }
+
+  /** The keys of these applications of the tenant, oldest first. */
+  keysOf(tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
+    return this.keys.find({
+      where: { tenantId, applicationId: In(applicationIds) },
+      order: { createdAt: 'ASC' },
+    });
+  }
+
+  findKey(tenantId: string, applicationId: string, id: string): Promise<ApiKeyEntity | null> {
+    return this.keys.findOneBy({ tenantId, applicationId, id });
+  }
+
+  countKeys(tenantId: string, applicationId: string): Promise<number> {
+    return this.keys.countBy({ tenantId, applicationId });
+  }
+
+  async deleteKey(tenantId: string, applicationId: string, id: string): Promise<void> {
+    await this.keys.delete({ tenantId, applicationId, id });
+  }
+
+  /** The key with this digest and its application, of any tenant: the key is what tells the tenant. */
+  async findKeyHolder(keyHash: Buffer): Promise<KeyHolder | undefined> {
+    const rows: KeyHolderRow[] = await this.db.tx.query(
+      `SELECT k.id AS key_id, k.key_hash, a.id AS application_id, a.tenant_id, a.type, a.permissions, a.rules
+         FROM api_keys k JOIN applications a ON a.id = k.application_id AND a.tenant_id = k.tenant_id
+        WHERE k.key_hash = $1`,
+      [keyHash],
+    );
+    const row = rows[0];
+    return (
+      row && {
+        keyId: row.key_id,
+        keyHash: row.key_hash,
+        applicationId: row.application_id,
+        tenantId: row.tenant_id,
+        type: row.type,
+        permissions: row.permissions,
+        rules: row.rules,
+      }
+    );
+  }
+}

@@ -1,0 +1,143 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+/** A record's primary key: tenant, caller (application or session) and the HMAC of the key. */
+export interface RecordKey {
+  tenantId: string;
+  scope: string;
+  keyDigest: Buffer;
+}
+
+export interface NewClaim extends RecordKey {
+  requestDigest: Buffer;
+  claimId: string;
+  claimedUntil: Date;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface IdempotencyRecord {
+  requestDigest: Buffer;
+  state: 'processing' | 'completed';
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  /** Sealed with the tenant's key; null for an empty body. */
+  responseBody: Buffer | null;
+}
+
+export interface CompletedResponse {
+  status: number;
+  headers: Record<string, string>;
+  sealedBody: Buffer | null;
+}
+
+interface RecordRow {
+  request_digest: Buffer;
+  state: 'processing' | 'completed';
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: Buffer | null;
+}
+
+const PK = 'tenant_id = $1 AND scope = $2 AND key_digest = $3';
+
+/**
+ * The `idempotency_records` table. Claims, reads and releases are statements of their own (`dataSource`),
+ * committed at once whatever transaction the caller is in, so that other requests see a claim as soon
+ * as it is taken; completing joins the caller's transaction, so the change and its record commit together.
+ */
+@Injectable()
+export class IdempotencyRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  /**
+   * Inserts a claim, or takes over a record past its lifetime or a claim past its timeout (one atomic
+   * `INSERT ... ON CONFLICT`); returns the claim id now on the record (another request's when it holds it).
+   */
+  async claim(claim: NewClaim): Promise<string | undefined> {
+    const claimed: { claim_id: string }[] = await this.dataSource.query(
+      `INSERT INTO idempotency_records AS r
+              (tenant_id, scope, key_digest, request_digest, claim_id, state, claimed_until, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'processing', $6, $7, $8)
+       ON CONFLICT (tenant_id, scope, key_digest) DO UPDATE
+          SET request_digest = EXCLUDED.request_digest, claim_id = EXCLUDED.claim_id, state = 'processing',
+              claimed_until = EXCLUDED.claimed_until, response_status = NULL, response_headers = NULL,
+              response_body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= EXCLUDED.created_at
+           OR (r.state = 'processing' AND r.claimed_until <= EXCLUDED.created_at)
+       RETURNING claim_id`,
+      [
+        claim.tenantId,
+        claim.scope,
+        claim.keyDigest,
+        claim.requestDigest,
+        claim.claimId,
+        claim.claimedUntil,
+        claim.createdAt,
+        claim.expiresAt,
+      ],
+    );
+    return claimed[0]?.claim_id;
+  }
+
+  async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
+    const rows: RecordRow[] = await this.dataSource.query(
+      `SELECT request_digest, state, response_status, response_headers, response_body
+         FROM idempotency_records WHERE ${PK}`,
+      [key.tenantId, key.scope, key.keyDigest],
+    );
+    const row = rows[0];
+    return (
+      row && {
+        requestDigest: row.request_digest,
+        state: row.state,
+        responseStatus: row.response_status,
+        responseHeaders: row.response_headers,
+        responseBody: row.response_body,
+      }
+    );
+  }
+
+  /** Stores the response on the record while `claimId` still holds it; false when it no longer does. */
+  async complete(key: RecordKey, claimId: string, response: CompletedResponse): Promise<boolean> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `UPDATE idempotency_records
+          SET state = 'completed', response_status = $5, response_headers = $6, response_body = $7
+        WHERE ${PK} AND claim_id = $4`,
+      [
+        key.tenantId,
+        key.scope,
+        key.keyDigest,
+        claimId,
+        response.status,
+        JSON.stringify(response.headers),
+        response.sealedBody,
+      ],
+    );
+    return count === 1;
+  }
+
+  /** Deletes the record while `claimId` still holds it. */
+  async release(key: RecordKey, claimId: string): Promise<void> {
+    await this.dataSource.query(`DELETE FROM idempotency_records WHERE ${PK} AND claim_id = $4`, [
+      key.tenantId,
+      key.scope,
+      key.keyDigest,
+      claimId,
+    ]);
+  }
+
+  /** Deletes the records of every tenant past their lifetime at `now`: one set-based statement. */
+  async deleteExpired(now: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      'DELETE FROM idempotency_records WHERE expires_at <= $1',
+      [now],
+    );
+    return count;
+  }
+}

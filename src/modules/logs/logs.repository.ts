@@ -1,0 +1,122 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import type { EntityType, Operation } from '../../common/audit/audit.types';
+import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
+import { SqlParams } from '../../database/sql';
+
+export interface LogFilter {
+  tenantId: string;
+  entityType?: string;
+  entityId?: string;
+  startDate?: string;
+  endDate?: string;
+  /** Keyset position: rows strictly older than `(created_at, id)`. */
+  before?: { createdAt: string; id: string };
+}
+
+/** One audit log row, with its keyset timestamp exact to the microsecond (for a cursor). */
+export interface LogRecord {
+  id: string;
+  tenantId: string;
+  actorId: string | null;
+  actorType: string;
+  entityType: EntityType;
+  entityId: string | null;
+  operation: Operation;
+  message: string;
+  createdAt: Date;
+  cursorAt: string;
+}
+
+interface LogRow {
+  id: string;
+  tenant_id: string;
+  actor_id: string | null;
+  actor_type: string;
+  entity_type: EntityType;
+  entity_id: string | null;
+  operation: Operation;
+  message: string;
+  created_at: Date;
+  cursor_at: string;
+}
+
+/**
+ * The page query, newest first. The filters are equalities on an index's leading columns and a range
+ * on `created_at`, and the order is that index's order backwards, so a page is an index range scan of
+ * `limit` entries whatever the size of the table (see the 1,000,000-row EXPLAIN test).
+ */
+function logWhere(filter: LogFilter, p: SqlParams): string {
+  const where = [`tenant_id = ${p.add(filter.tenantId)}`];
+  if (filter.entityType !== undefined) where.push(`entity_type = ${p.add(filter.entityType)}`);
+  if (filter.entityId !== undefined) where.push(`entity_id = ${p.add(filter.entityId)}`);
+  if (filter.startDate !== undefined) where.push(`created_at >= ${p.add(filter.startDate)}::timestamptz`);
+  if (filter.endDate !== undefined) where.push(`created_at < ${p.add(filter.endDate)}::timestamptz`);
+  if (filter.before)
+    where.push(
+      `(created_at, id) < (${p.add(filter.before.createdAt)}::timestamptz, ${p.add(filter.before.id)}::uuid)`,
+    );
+  return where.join(' AND ');
+}
+
+export function logPageQuery(
+  filter: LogFilter,
+  limit: number,
+  offset = 0,
+): { sql: string; params: unknown[] } {
+  const p = new SqlParams();
+  const sql = `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
+         ${cursorTimeSql('created_at')} AS cursor_at
+    FROM audit_logs
+   WHERE ${logWhere(filter, p)}
+   ORDER BY created_at DESC, id DESC
+   LIMIT ${p.add(limit)}${offset ? ` OFFSET ${p.add(offset)}` : ''}`;
+  return { sql, params: p.values };
+}
+
+function logCountQuery(filter: LogFilter): { sql: string; params: unknown[] } {
+  const p = new SqlParams();
+  return { sql: `SELECT count(*)::int AS n FROM audit_logs WHERE ${logWhere(filter, p)}`, params: p.values };
+}
+
+const record = (row: LogRow): LogRecord => ({
+  id: row.id,
+  tenantId: row.tenant_id,
+  actorId: row.actor_id,
+  actorType: row.actor_type,
+  entityType: row.entity_type,
+  entityId: row.entity_id,
+  operation: row.operation,
+  message: row.message,
+  createdAt: row.created_at,
+  cursorAt: row.cursor_at,
+});
+
+/** Reading `audit_logs` (written by common/audit) and deleting what is past retention. */
+@Injectable()
+export class LogsRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** A page of a tenant's logs, newest first: `limit` rows after skipping `offset`. */
+  async page(filter: LogFilter, limit: number, offset = 0): Promise<LogRecord[]> {
+    const { sql, params } = logPageQuery(filter, limit, offset);
+    const rows: LogRow[] = await this.db.tx.query(sql, params);
+    return rows.map(record);
+  }
+
+  async count(filter: LogFilter): Promise<number> {
+    const { sql, params } = logCountQuery(filter);
+    const [{ n }]: { n: number }[] = await this.db.tx.query(sql, params);
+    return n;
+  }
+
+  /** Deletes the logs of every tenant written before `cutoff`: one set-based statement. */
+  async deleteCreatedBefore(cutoff: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      'DELETE FROM audit_logs WHERE created_at < $1',
+      [cutoff],
+    );
+    return count;
+  }
+}

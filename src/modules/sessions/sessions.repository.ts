@@ -1,0 +1,151 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import type { AccessRule } from '../../common/auth/access-rule';
+
+export interface NewSession {
+  id: string;
+  tenantId: string;
+  applicationId: string;
+  keyHash: Buffer;
+  nonceHash: Buffer;
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+/** A session that a nonce can still authorize. */
+export interface PendingSession {
+  id: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface SessionGrant {
+  permissions: string[];
+  rules: AccessRule[];
+  authorizedBy: string;
+  authorizedAt: Date;
+  expiresAt: Date;
+}
+
+/** A session found by its key, with the authorizing application's grants as they are now. */
+export interface SessionByKey {
+  id: string;
+  keyHash: Buffer;
+  tenantId: string;
+  applicationId: string;
+  permissions: string[];
+  rules: AccessRule[];
+  authorizedAt: Date | null;
+  expiresAt: Date;
+  /** Null before authorization, or when the authorizing application is gone. */
+  holderPermissions: string[] | null;
+  holderRules: AccessRule[] | null;
+}
+
+interface SessionByKeyRow {
+  id: string;
+  key_hash: Buffer;
+  tenant_id: string;
+  application_id: string;
+  permissions: string[];
+  rules: AccessRule[];
+  authorized_at: Date | null;
+  expires_at: Date;
+  holder_permissions: string[] | null;
+  holder_rules: AccessRule[] | null;
+}
+
+/** The `sessions` table; every statement joins the caller's transaction. */
+@Injectable()
+export class SessionsRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  async insert(session: NewSession): Promise<void> {
+    await this.db.tx.query(
+      `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, expires_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [
+        session.id,
+        session.tenantId,
+        session.applicationId,
+        session.keyHash,
+        session.nonceHash,
+        session.expiresAt,
+        session.createdAt,
+      ],
+    );
+  }
+
+  /** The unexpired session of the tenant that still holds this nonce, locked until the transaction ends. */
+  async lockPendingByNonce(
+    tenantId: string,
+    nonceHash: Buffer,
+    now: Date,
+  ): Promise<PendingSession | undefined> {
+    const rows: { id: string; created_at: Date; expires_at: Date }[] = await this.db.tx.query(
+      `SELECT id, created_at, expires_at FROM sessions
+        WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
+      [nonceHash, tenantId, now],
+    );
+    const row = rows[0];
+    return row && { id: row.id, createdAt: row.created_at, expiresAt: row.expires_at };
+  }
+
+  /** Grants, and consumes the nonce in the same statement. */
+  async authorize(tenantId: string, id: string, grant: SessionGrant): Promise<void> {
+    await this.db.tx.query(
+      `UPDATE sessions
+          SET nonce_hash = NULL, permissions = $3, rules = $4, authorized_by = $5, authorized_at = $6,
+              expires_at = $7
+        WHERE tenant_id = $1 AND id = $2`,
+      [
+        tenantId,
+        id,
+        grant.permissions,
+        JSON.stringify(grant.rules),
+        grant.authorizedBy,
+        grant.authorizedAt,
+        grant.expiresAt,
+      ],
+    );
+  }
+
+  /**
+   * The session holding this key digest, of any tenant (the key is what tells the tenant), with the
+   * grants its authorizing application holds now.
+   */
+  async findByKeyHash(keyHash: Buffer): Promise<SessionByKey | undefined> {
+    const rows: SessionByKeyRow[] = await this.db.tx.query(
+      `SELECT s.id, s.key_hash, s.tenant_id, s.application_id, s.permissions, s.rules, s.authorized_at,
+              s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
+         FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
+        WHERE s.key_hash = $1`,
+      [keyHash],
+    );
+    const row = rows[0];
+    return (
+      row && {
+        id: row.id,
+        keyHash: row.key_hash,
+        tenantId: row.tenant_id,
+        applicationId: row.application_id,
+        permissions: row.permissions,
+        rules: row.rules,
+        authorizedAt: row.authorized_at,
+        expiresAt: row.expires_at,
+        holderPermissions: row.holder_permissions,
+        holderRules: row.holder_rules,
+      }
+    );
+  }
+
+  /** Deletes the sessions of every tenant that expired by `now`: one set-based statement. */
+  async deleteExpired(now: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      'DELETE FROM sessions WHERE expires_at <= $1',
+      [now],
+    );
+    return count;
+  }
+}

@@ -1,0 +1,27 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+
+/** The vault's set-based DELETEs of rows whose `expires_at` has passed, in the retention job's transaction. */
+@Injectable()
+export class TokenRetentionRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** Deletes the tokens of every tenant that expired by `now`. */
+  deleteExpiredTokens(now: Date): Promise<number> {
+    return this.deleteExpired('tokens', now);
+  }
+
+  /** Deletes the CVCs of every tenant kept past their hour by `now`. */
+  deleteExpiredCvcs(now: Date): Promise<number> {
+    return this.deleteExpired('token_cvcs', now);
+  }
+
+  private async deleteExpired(table: 'tokens' | 'token_cvcs', now: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `DELETE FROM ${table} WHERE expires_at <= $1`,
+      [now],
+    );
+    return count;
+  }
+}

@@ -1,0 +1,31 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { RetentionJob } from '../../common/jobs/retention.job';
+import { LOCK_KEYS } from '../../database/data-source';
+import { TokenRetentionRepository } from './token-retention.repository';
+
+/**
+ * The vault's retention policies, run by RetentionJob every minute: expired tokens, and CVCs, which are
+ * kept one hour at most (they are also deleted on first use in an authorization).
+ */
+@Injectable()
+export class TokenRetention implements OnModuleInit {
+  constructor(
+    private readonly retention: RetentionJob,
+    private readonly expired: TokenRetentionRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.retention.register({
+      name: 'expired-tokens',
+      lockKey: LOCK_KEYS.jobExpiredTokens,
+      periodMs: 60_000,
+      purge: (now) => this.expired.deleteExpiredTokens(now),
+    });
+    this.retention.register({
+      name: 'cvc-retention',
+      lockKey: LOCK_KEYS.jobCvcRetention,
+      periodMs: 60_000,
+      purge: (now) => this.expired.deleteExpiredCvcs(now),
+    });
+  }
+}
