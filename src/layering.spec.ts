@@ -102,10 +102,15 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
       'vault-knows-no-payments: src/modules/tokens/layering-probe.ts -> src/modules/orchestration/transactions/transactions.service.ts',
     ]);
     // orchestration already uses tokens: the probe also closes a cycle between the two modules.
-    expect(brief(found.filter((v) => v.type !== 'dependency'))).toEqual([
-      'no-circular-between-modules: src/modules/orchestration/transactions -> src/modules/tokens',
-      'no-circular-between-modules: src/modules/tokens -> src/modules/orchestration/transactions',
-    ]);
+    const cycles = brief(found.filter((v) => v.type !== 'dependency'));
+    expect(cycles).toEqual(
+      expect.arrayContaining([
+        'no-circular-between-modules: src/modules/orchestration/transactions -> src/modules/tokens',
+        'no-circular-between-modules: src/modules/tokens -> src/modules/orchestration/transactions',
+      ]),
+    );
+    for (const cycle of cycles)
+      expect(cycle).toMatch(/^no-circular-between-modules: src\/modules\/(tokens|orchestration)/);
 
     // The command of `npm run lint` fails, naming the rules.
     const lint = await depcruise(dir, 'err');

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TenantKeyStore } from '../../common/crypto/tenant-key.store';
+import { DatabaseModule } from '../../database/database.module';
+import { TenantEntity } from './tenant.entity';
 import { TenantsRepository } from './tenants.repository';
 
 /**
@@ -7,6 +9,7 @@ import { TenantsRepository } from './tenants.repository';
  * tenants' root keys) and TenantsModule share one repository without importing each other.
  */
 @Module({
+  imports: [DatabaseModule.forFeature([TenantEntity])],
   providers: [TenantsRepository, { provide: TenantKeyStore, useExisting: TenantsRepository }],
   exports: [TenantsRepository, TenantKeyStore],
 })
