@@ -19,6 +19,8 @@ export const LOCK_KEYS = {
   jobIdempotencyRecords: 72_105,
   jobAuditChain: 72_106,
   jobRateLimits: 72_107,
+  jobSettlement: 72_108,
+  jobConnectionVerification: 72_109,
   /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
   deduplication: 72_201,
 } as const;

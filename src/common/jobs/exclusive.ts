@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
+import { AppConfig } from '../../config/app-config';
 import { Clock } from './clock';
 import { JobRunsRepository } from './job-runs.repository';
 
@@ -28,7 +29,33 @@ export class ExclusiveJobRunner {
     private readonly cls: ClsService,
     private readonly clock: Clock,
     private readonly runs: JobRunsRepository,
+    private readonly config: AppConfig,
   ) {}
+
+  /** Jobs of this process that `runAlone` is running now. */
+  private readonly running = new Set<string>();
+
+  /**
+   * Runs a frequent job (every second: settlement, connection verification) on at most one instance
+   * at a time, without wrapping it in a transaction: its work commits its own transactions and calls
+   * vendors between them, holding no lock on any row. Across instances a session-level advisory lock
+   * decides; the embedded database has one instance by construction (its lock file), so only the
+   * process-level guard applies there (its one connection cannot be held for the lock).
+   */
+  async runAlone<T>(name: string, lockKey: number, work: () => Promise<T>): Promise<T | undefined> {
+    if (this.running.has(name)) return undefined;
+    this.running.add(name);
+    try {
+      const run = () => this.cls.run(work);
+      if (this.config.embedded) return await run();
+      return (await this.runs.whileLocked(lockKey, run))?.value;
+    } catch (error) {
+      this.logger.error({ err: error, job: name }, `job ${name} failed`);
+      return undefined;
+    } finally {
+      this.running.delete(name);
+    }
+  }
 
   async run<T>(name: string, lockKey: number, work: () => Promise<T>, tick?: Tick): Promise<T | undefined> {
     try {

@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 
 /** One period of a job, as claimed in `job_runs`. */
 export interface JobTick {
@@ -13,7 +14,33 @@ export interface JobTick {
 /** The advisory locks and `job_runs` claims of scheduled jobs; every statement joins the caller's transaction. */
 @Injectable()
 export class JobRunsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  /**
+   * Runs `work` holding the session-level `pg_try_advisory_lock(key)` on a connection of its own, so
+   * that the work itself may commit transactions of its own (and call vendors between them) while no
+   * other instance runs it. Undefined when another instance holds the lock.
+   */
+  async whileLocked<T>(lockKey: number, work: () => Promise<T>): Promise<{ value: T } | undefined> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      const rows = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [lockKey])) as {
+        locked: boolean;
+      }[];
+      if (rows[0]?.locked !== true) return undefined;
+      try {
+        return { value: await work() };
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [lockKey]);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
 
   /** `pg_try_advisory_xact_lock`: true when this transaction now holds the lock (released at its end). */
   async tryLock(lockKey: number): Promise<boolean> {

@@ -8,6 +8,8 @@ import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../../common/errors/domain.exception';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
+import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
+import { LOCK_KEYS } from '../../../database/data-source';
 import { findFormula, Formula, supports } from '../formulas/formulas';
 import type { Credentials } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
@@ -111,6 +113,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     private readonly tenantKeys: TenantKeysService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
+    private readonly jobs: ExclusiveJobRunner,
   ) {}
 
   @Transactional()
@@ -183,13 +186,14 @@ export class ConnectionsService implements OnApplicationShutdown {
     return { row, formula: findFormula(row.formula_id)!, credentials: await this.credentialsOf(row) };
   }
 
-  /** Verification sweep: pending connections are checked with their vendor, without holding any lock. */
+  /** Verification sweep: pending connections are checked with their vendor, without holding any row lock. */
   @Interval(1_000)
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
-    // Each connection is verified at most once at a time across instances: the recorded result applies
-    // only to the version verified (recordVerification), so a second verifier changes nothing.
-    for (const { tenant_id, id } of await this.connections.findPending(50)) await this.verify(tenant_id, id);
+    await this.jobs.runAlone('connection-verification', LOCK_KEYS.jobConnectionVerification, async () => {
+      for (const { tenant_id, id } of await this.connections.findPending(50))
+        await this.verify(tenant_id, id);
+    });
   }
 
   /** Checks one connection's credentials; the result applies only if the connection did not change meanwhile. */

@@ -4,6 +4,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { ClsService } from 'nestjs-cls';
 import { Clock } from '../../../common/jobs/clock';
+import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
+import { LOCK_KEYS } from '../../../database/data-source';
 import { ApprovalsService } from '../approvals/approvals.service';
 import { ConnectionsService } from '../connections/connections.service';
 import { ProcessorRegistry } from '../processors/processor.registry';
@@ -25,7 +27,6 @@ const system = (tenantId: string) => ({ tenantId, applicationId: null });
 @Injectable()
 export class SettlementService {
   private readonly logger = new Logger('Settlement');
-  private running = false;
 
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
@@ -37,19 +38,12 @@ export class SettlementService {
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
     private readonly cls: ClsService,
+    private readonly jobs: ExclusiveJobRunner,
   ) {}
 
   @Interval(1_000)
   async tick(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      await this.settle();
-    } catch (error) {
-      this.logger.error({ err: error }, 'settlement failed');
-    } finally {
-      this.running = false;
-    }
+    await this.jobs.runAlone('settlement', LOCK_KEYS.jobSettlement, () => this.settle());
   }
 
   /** One pass over everything unsettled; returns how many transactions and refunds moved. */
