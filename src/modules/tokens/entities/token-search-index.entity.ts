@@ -1,0 +1,14 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** One search index of a token: the HMAC digest of an index expression's value, never the value. */
+@Entity({ name: 'token_search_indexes' })
+export class TokenSearchIndexEntity {
+  @PrimaryColumn({ name: 'token_id', type: 'uuid' })
+  tokenId: string;
+
+  @Column({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @PrimaryColumn({ type: 'bytea' })
+  digest: Buffer;
+}
