@@ -705,6 +705,30 @@ export interface components {
             /** @default 20 */
             size: number;
         };
+        UpdateTokenDto: {
+            /**
+             * @description Merged into the token's metadata: a null value removes its key; null removes all metadata.
+             * @example {
+             *       "customer_id": "c_42",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
+            /**
+             * @description Replace the search indexes (at most 20 expressions); evaluated over the stored data, so a change
+             *     needs a reveal rule with token:read over the token.
+             */
+            search_indexes?: string[] | null;
+            /**
+             * Format: date-time
+             * @description A future ISO 8601 date-time, or null for none. Setting it or moving it earlier needs token:delete.
+             */
+            expires_at?: string | null;
+            /** @description Replace the fingerprint expression (null: the type's default); a change needs a reveal rule too. */
+            fingerprint_expression?: string | null;
+        };
         CreateSessionResponseDto: {
             /** @description The key for calls made through the session; it has no access until a private application authorizes it. */
             session_key: string;
@@ -2878,9 +2902,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    [key: string]: unknown;
-                };
+                "application/json": components["schemas"]["UpdateTokenDto"];
             };
         };
         responses: {

@@ -10,7 +10,7 @@ import {
   TransactionsRepository,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
 import { TransactionsService } from '../../src/modules/orchestration/transactions/transactions.service';
-import { TokensService } from '../../src/modules/tokens/tokens.service';
+import { TokenizeService } from '../../src/modules/tokens/tokenize.service';
 import { sandboxFields } from '../support/orchestration';
 import { MediumContext, principal, startMedium } from './support';
 
@@ -32,7 +32,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
 
   async function card(number = '4242424242424242'): Promise<string> {
     const token = (await m.run(() =>
-      m.get(TokensService).tokenize(who(), {
+      m.get(TokenizeService).tokenize(who(), {
         type: 'card',
         data: { number, expiration_month: 12, expiration_year: 2031 },
       }),

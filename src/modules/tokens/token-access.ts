@@ -32,7 +32,9 @@ export function ruleMatches(rule: AccessRule, token: TokenFacts): boolean {
   return (rule.conditions ?? []).every((condition) => conditionHolds(condition, token));
 }
 
-const byPriority = (rules: AccessRule[]): AccessRule[] => [...rules].sort((a, b) => a.priority - b.priority);
+/** Rules in the order they are tried: ascending priority (the SQL form in token-search.repository.ts too). */
+export const byPriority = (rules: AccessRule[]): AccessRule[] =>
+  [...rules].sort((a, b) => a.priority - b.priority);
 
 /**
  * The one rule evaluator (contract section 5): flat permissions hold on every container; otherwise the
@@ -69,39 +71,4 @@ export function refusedContainers(who: Principal, token: TokenFacts): string[] {
   return token.containers.filter(
     (container) => !decide(who, 'token:create', { ...token, containers: [container] }).allowed,
   );
-}
-
-/**
- * The same decision as SQL over the `tokens` table (alias `t`), so that lists and searches filter and
- * count exactly the tokens the caller may see. Parameters are appended to `params`.
- */
-export function accessPredicate(who: Principal, permission: string, params: unknown[]): string {
-  if (who.permissions.includes(permission)) return 'TRUE';
-  const param = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const startsWith = (column: string, value: string): string =>
-    `left(${column}, char_length(${param(value)}::text)) = $${params.length}::text`;
-  const anyContainer = (test: (c: string) => string): string =>
-    `EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE ${test('c')})`;
-  const branches = byPriority(who.rules).map((rule) => {
-    let match: string;
-    if (rule.container !== undefined) {
-      const container = rule.container;
-      match = anyContainer((c) => startsWith(c, container));
-    } else {
-      const parts = (rule.conditions ?? []).map((cond) => {
-        const test = (column: string): string =>
-          cond.operator === 'equals'
-            ? `${column} = ${param(cond.value)}::text`
-            : startsWith(column, cond.value);
-        if (cond.attribute === 'container') return anyContainer(test);
-        return test(cond.attribute === 'id' ? 't.id::text' : 't.type');
-      });
-      match = parts.length ? parts.join(' AND ') : 'TRUE';
-    }
-    return `WHEN ${match} THEN ${rule.permissions.includes(permission) ? 'TRUE' : 'FALSE'}`;
-  });
-  return branches.length ? `(CASE ${branches.join(' ')} ELSE FALSE END)` : 'FALSE';
 }

@@ -53,6 +53,40 @@ export const childPath = (parent: string, key: string | number): string =>
 
 const add = addFieldError;
 
+/** The shape checks of fields that both a token request and `PATCH /tokens/{id}` (UpdateTokenDto) take. */
+export const EXPIRES_AT_FORMAT = 'expires_at must be an ISO 8601 date-time';
+export const SEARCH_INDEXES_FORMAT = 'search_indexes must be an array of at most 20 non-empty expressions';
+export const FINGERPRINT_EXPRESSION_FORMAT = 'fingerprint_expression must be a non-empty expression';
+
+export const isDateTime = (value: unknown): value is string =>
+  typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(new Date(value).getTime());
+
+export const isExpression = (value: unknown): value is string =>
+  typeof value === 'string' && value.length > 0;
+
+export const isExpressionList = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.length <= 20 && value.every(isExpression);
+
+/**
+ * PATCH semantics for metadata: null clears it, a null value removes a key, other values replace; the
+ * result is checked as on create and an empty result is no metadata.
+ */
+export function mergeMetadata(
+  current: Record<string, string> | null,
+  patch: Record<string, unknown> | null | undefined,
+  errors: FieldErrors,
+): Record<string, string> | null {
+  if (patch === undefined) return current;
+  if (patch === null) return null;
+  const merged: Record<string, unknown> = { ...(current ?? {}) };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key];
+    else merged[key] = value;
+  }
+  const metadata = parseMetadata(merged, 'metadata', errors);
+  return metadata && Object.keys(metadata).length === 0 ? null : metadata;
+}
+
 /** A slot of the request: a plain string (a `token` token whose id replaces it) or an element. */
 export interface Slot {
   path: string;
@@ -114,11 +148,11 @@ export function parseMetadata(
 
 export function parseExpiresAt(value: unknown, path: string, now: Date, errors: FieldErrors): Date | null {
   if (value === undefined || value === null) return null;
-  const date = typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime()) || !/^\d{4}-\d\d-\d\dT/.test(value as string)) {
-    add(errors, path, 'expires_at must be an ISO 8601 date-time');
+  if (!isDateTime(value)) {
+    add(errors, path, EXPIRES_AT_FORMAT);
     return null;
   }
+  const date = new Date(value);
   if (date.getTime() <= now.getTime()) add(errors, path, 'expires_at must be in the future');
   return date;
 }
@@ -163,15 +197,11 @@ export function parseSearchIndexes(
   errors: FieldErrors,
 ): string[] | null {
   if (value === undefined || value === null) return null;
-  if (
-    !Array.isArray(value) ||
-    value.length > 20 ||
-    value.some((v) => typeof v !== 'string' || v.length === 0)
-  ) {
-    add(errors, path, 'search_indexes must be an array of at most 20 non-empty expressions');
+  if (!isExpressionList(value)) {
+    add(errors, path, SEARCH_INDEXES_FORMAT);
     return null;
   }
-  (value as string[]).forEach((expression, i) => {
+  value.forEach((expression, i) => {
     try {
       engine.validate(expression);
     } catch (error) {
@@ -182,7 +212,7 @@ export function parseSearchIndexes(
       );
     }
   });
-  return value as string[];
+  return value;
 }
 
 export function parseFingerprintExpression(
@@ -193,8 +223,8 @@ export function parseFingerprintExpression(
   errors: FieldErrors,
 ): string {
   if (value === undefined || value === null) return TYPE_DEFAULTS[type].fingerprintExpression;
-  if (typeof value !== 'string' || value.length === 0) {
-    add(errors, path, 'fingerprint_expression must be a non-empty expression');
+  if (!isExpression(value)) {
+    add(errors, path, FINGERPRINT_EXPRESSION_FORMAT);
     return '';
   }
   try {

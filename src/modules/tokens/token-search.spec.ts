@@ -1,5 +1,5 @@
-import type { FieldErrors } from '../../common/errors/problem.exception';
-import { parseSearchQuery } from './token-search';
+import type { FieldErrors, ProblemException } from '../../common/errors/problem.exception';
+import { emptyFilters, parseListQuery, parseSearchQuery } from './token-search';
 
 describe('parseSearchQuery', () => {
   it('parses every field, quoted values included', () => {
@@ -23,5 +23,60 @@ describe('parseSearchQuery', () => {
     const errors: FieldErrors = {};
     parseSearchQuery(query, errors);
     expect(errors.query?.length).toBeGreaterThan(0);
+  });
+});
+
+describe('parseListQuery (GET /tokens and GET /v2/tokens)', () => {
+  const errorsOf = (query: Record<string, unknown>, version: 'v1' | 'v2'): unknown => {
+    try {
+      parseListQuery(query, version);
+    } catch (error) {
+      return (error as ProblemException).extras.errors;
+    }
+    return undefined;
+  };
+
+  it('parses the shared filters and each version its own paging and metadata', () => {
+    expect(
+      parseListQuery(
+        { type: ['card', 'bank'], container: '/pci/', 'metadata.plan': 'gold', page: '2' },
+        'v1',
+      ),
+    ).toEqual({
+      filters: {
+        ...emptyFilters(),
+        types: ['card', 'bank'],
+        containers: ['/pci/'],
+        metadata: [['plan', 'gold']],
+      },
+      page: 2,
+      size: 20,
+    });
+    expect(
+      parseListQuery({ fingerprint: 'f', metadata: '{"plan":"gold"}', start: 'c', size: '5' }, 'v2'),
+    ).toEqual({
+      filters: { ...emptyFilters(), fingerprints: ['f'], metadata: [['plan', 'gold']] },
+      page: 1,
+      size: 5,
+      start: 'c',
+    });
+  });
+
+  it('names every bad or unknown parameter, each version refusing the other one', () => {
+    expect(errorsOf({ page: '0', size: '101', colour: 'red', start: 'x', metadata: '{}' }, 'v1')).toEqual({
+      page: ['page must be an integer from 1'],
+      size: ['size must be an integer from 1 to 100'],
+      colour: ['property colour should not exist'],
+      start: ['property start should not exist'],
+      metadata: ['property metadata should not exist'],
+    });
+    expect(errorsOf({ page: '1', 'metadata.k': 'v', metadata: '{"k":1}', type: ['a', ['b']] }, 'v2')).toEqual(
+      {
+        page: ['property page should not exist'],
+        'metadata.k': ['property metadata.k should not exist'],
+        metadata: ['metadata must be a JSON object of string values'],
+        type: ['type must be a plain value'],
+      },
+    );
   });
 });

@@ -32,12 +32,15 @@ export const TYPE_DEFAULTS: Record<TokenType, TypeDefaults> = {
   },
 };
 
+/** The masked form of a card or bank (contract section 3): strings and numbers, never the clear number. */
+export type TokenMask = Record<string, string | number>;
+
 /** What validation keeps of a token's data: the value to seal, its mask, and facts orchestration needs. */
 export interface ValidatedData {
   /** The data to encrypt (for cards, without the CVC, which is sealed apart). */
   data: unknown;
   cvc?: string;
-  mask?: Record<string, unknown>;
+  mask?: TokenMask;
   /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
   brand?: string;
 }
@@ -113,7 +116,7 @@ function validateCard(
   return {
     data: { number: digits, expiration_month: month, expiration_year: year },
     cvc: cvc as string | undefined,
-    mask: { number: maskDigits(digits), expiration_month: month, expiration_year: year },
+    mask: { number: maskDigits(digits), expiration_month: month as number, expiration_year: year as number },
     brand: brand?.type,
   };
 }
@@ -163,7 +166,7 @@ function validateBank(value: unknown, path: string, errors: FieldErrors): Valida
   if (Object.keys(errors).length > start) return undefined;
   return {
     data: { routing_number: routing, account_number: account },
-    mask: { routing_number: routing, account_number: maskDigits(account as string) },
+    mask: { routing_number: routing as string, account_number: maskDigits(account as string) },
   };
 }
 

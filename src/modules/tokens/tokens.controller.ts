@@ -7,7 +7,11 @@ import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
 import { TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
-import { CursorTokenPage, TokenDto, TokensService } from './tokens.service';
+import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
+import { TokenListQuery, TokenListQueryPipe } from './token-search';
+import { CursorTokenPage, TokenDto } from './token.mapper';
+import { TokenizeService } from './tokenize.service';
+import { TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseIdPipe('Token'));
 const FREE_FORM = {
@@ -32,7 +36,10 @@ const FREE_FORM = {
 @ApiTags('Tokens')
 @Controller()
 export class TokensController {
-  constructor(private readonly tokens: TokensService) {}
+  constructor(
+    private readonly tokenizer: TokenizeService,
+    private readonly tokens: TokensService,
+  ) {}
 
   @Post('tokenize')
   @RequirePermissions('token:create', { perToken: true })
@@ -56,7 +63,7 @@ export class TokensController {
     },
   })
   tokenize(@Principal() who: Principal, @Body() body: unknown): Promise<unknown> {
-    return this.tokens.tokenize(who, body);
+    return this.tokenizer.tokenize(who, body);
   }
 
   @Post('tokens')
@@ -86,7 +93,7 @@ export class TokensController {
     type: TokenObjectDto,
   })
   create(@Principal() who: Principal, @Body() body: unknown): Promise<TokenDto> {
-    return this.tokens.createOne(who, body);
+    return this.tokenizer.createOne(who, body);
   }
 
   @Get('tokens')
@@ -103,7 +110,10 @@ export class TokensController {
   @ApiQuery({ name: 'fingerprint', required: false })
   @ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 } })
   @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
-  list(@Principal() who: Principal, @Query() query: Record<string, unknown>): Promise<OffsetPage<TokenDto>> {
+  list(
+    @Principal() who: Principal,
+    @Query(new TokenListQueryPipe('v1')) query: TokenListQuery,
+  ): Promise<OffsetPage<TokenDto>> {
     return this.tokens.list(who, query);
   }
 
@@ -137,7 +147,10 @@ export class TokensController {
   @ApiQuery({ name: 'start', required: false })
   @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
   @ApiOkResponse({ type: TokenCursorPageDto })
-  listV2(@Principal() who: Principal, @Query() query: Record<string, unknown>): Promise<CursorTokenPage> {
+  listV2(
+    @Principal() who: Principal,
+    @Query(new TokenListQueryPipe('v2')) query: TokenListQuery,
+  ): Promise<CursorTokenPage> {
     return this.tokens.listV2(who, query);
   }
 
@@ -172,8 +185,12 @@ export class TokensController {
       'token (403 until reveal is available). Setting `expires_at`, or moving it earlier, needs token:delete.',
   })
   @ApiOkResponse({ type: TokenObjectDto })
-  @ApiBody({ schema: { type: 'object', additionalProperties: true } })
-  update(@Principal() who: Principal, @TokenId() id: string, @Body() body: unknown): Promise<TokenDto> {
+  @ApiBody({ type: UpdateTokenDto })
+  update(
+    @Principal() who: Principal,
+    @TokenId() id: string,
+    @TokenPatch(new UpdateTokenPipe()) body: UpdateTokenDto,
+  ): Promise<TokenDto> {
     return this.tokens.update(who, id, body);
   }
 

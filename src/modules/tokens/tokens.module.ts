@@ -1,15 +1,26 @@
 import { Module } from '@nestjs/common';
+import { DatabaseModule } from '../../database/database.module';
+import { TokenCvcEntity } from './entities/token-cvc.entity';
+import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
+import { TokenEntity } from './entities/token.entity';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { TokenRetention } from './token-retention';
 import { TokenRetentionRepository } from './token-retention.repository';
+import { TokenSearchRepository } from './token-search.repository';
+import { TokenizeService } from './tokenize.service';
 import { TokensController } from './tokens.controller';
+import { TokensRepository } from './tokens.repository';
 import { TokensService } from './tokens.service';
 
 @Module({
+  imports: [DatabaseModule.forFeature([TokenEntity, TokenSearchIndexEntity, TokenCvcEntity])],
   controllers: [TokensController],
   // A factory: the evaluator's constructor takes limits (tests pass their own), not providers.
   providers: [
+    TokenizeService,
     TokensService,
+    TokensRepository,
+    TokenSearchRepository,
     TokenRetentionRepository,
     TokenRetention,
     { provide: ExpressionEvaluator, useFactory: () => new ExpressionEvaluator() },

@@ -1,0 +1,55 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { TokenMask, TokenType } from '../token-types';
+
+/** A token: its data sealed with the tenant's key (`data`), the rest in the clear for lists and rules. */
+@Entity({ name: 'tokens' })
+export class TokenEntity {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  /** First of the primary key, as on every tenant-scoped table (docs/scaling.md). */
+  @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @Column({ type: 'varchar', length: 20 })
+  type: TokenType;
+
+  @Column({ type: 'bytea' })
+  data: Buffer;
+
+  @Column({ type: 'jsonb', nullable: true })
+  mask: TokenMask | null;
+
+  @Column({ name: 'card_brand', type: 'varchar', length: 40, nullable: true })
+  cardBrand: string | null;
+
+  @Column({ type: 'varchar', length: 64 })
+  fingerprint: string;
+
+  @Column({ name: 'fingerprint_expression', type: 'text' })
+  fingerprintExpression: string;
+
+  @Column({ type: 'jsonb', nullable: true })
+  metadata: Record<string, string> | null;
+
+  @Column({ name: 'search_indexes', type: 'text', array: true, nullable: true })
+  searchIndexes: string[] | null;
+
+  @Column({ type: 'text', array: true })
+  containers: string[];
+
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
+  expiresAt: Date | null;
+
+  @Column({ name: 'created_by', type: 'uuid', nullable: true })
+  createdBy: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'modified_by', type: 'uuid', nullable: true })
+  modifiedBy: string | null;
+
+  @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
+  modifiedAt: Date | null;
+}

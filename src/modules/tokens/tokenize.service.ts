@@ -1,0 +1,239 @@
+import { Transactional } from '../../common/context/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AuditTrail } from '../../common/audit/audit-trail.service';
+import type { RuleTransform } from '../../common/auth/access-rule';
+import type { Principal } from '../../common/auth/principal';
+import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { badRequest, conflict, FieldErrors, forbidden } from '../../common/errors/problem.exception';
+import { validationProblem } from '../../common/errors/validation';
+import { Clock } from '../../common/jobs/clock';
+import { ExpressionEvaluator } from './expression-evaluator';
+import { decide, refusedContainers } from './token-access';
+import { sealCvc, sealData } from './token-crypto';
+import { TokenDto, tokenDto } from './token.mapper';
+import {
+  applyEvaluation,
+  collectSlots,
+  expressionBatch,
+  isElement,
+  isPlainObject,
+  MAX_TOKENS_PER_REQUEST,
+  parseElement,
+  ParsedElement,
+  rebuild,
+  Slot,
+} from './token-request';
+import { TokenRow, TokensRepository } from './tokens.repository';
+
+export const CVC_RETENTION_MS = 60 * 60 * 1000;
+
+/** A token a create request answers with: one it made, or an existing one it may read (deduplication). */
+interface CreatedToken {
+  row: TokenRow;
+  transform: RuleTransform;
+}
+
+const sameContainers = (a: string[], b: string[]): boolean =>
+  a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+
+/** Creating tokens: `POST /tokenize` (any shape) and `POST /tokens` (one element), with deduplication. */
+@Injectable()
+export class TokenizeService {
+  constructor(
+    private readonly expressions: ExpressionEvaluator,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly tokens: TokensRepository,
+    private readonly tenantKeys: TenantKeysService,
+    private readonly clock: Clock,
+    private readonly audit: AuditTrail,
+  ) {}
+
+  /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
+  @Transactional()
+  async tokenize(who: Principal, body: unknown): Promise<unknown> {
+    const errors: FieldErrors = {};
+    if (isElement(body)) {
+      const [created] = await this.createElements(who, [{ path: '', raw: body }]);
+      return tokenDto(created.row, { transform: created.transform });
+    }
+    const slots = collectSlots(body, errors);
+    if (slots.length > MAX_TOKENS_PER_REQUEST) {
+      throw badRequest(
+        `A tokenize request creates at most ${MAX_TOKENS_PER_REQUEST} tokens; this one has ${slots.length}.`,
+        undefined,
+        'too_many_tokens',
+      );
+    }
+    if (slots.length === 0 && !Object.keys(errors).length) {
+      throw badRequest('The request holds nothing to tokenize.', undefined, 'empty_tokenize');
+    }
+    const created = await this.createElements(who, slots, errors);
+    return rebuild(
+      body,
+      created.map(({ row, transform }, i) =>
+        typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform }),
+      ),
+    );
+  }
+
+  /** POST /tokens: one element, the token object with its mask. */
+  @Transactional()
+  async createOne(who: Principal, body: unknown): Promise<TokenDto> {
+    if (!isPlainObject(body)) throw badRequest('The body must be a token request object with type and data.');
+    const [created] = await this.createElements(who, [{ path: '', raw: body }]);
+    return tokenDto(created.row, { transform: created.transform });
+  }
+
+  /**
+   * Validates every slot (adding to the errors found so far), checks permissions, evaluates the
+   * expressions (off the event loop), then creates in one transaction.
+   */
+  private async createElements(
+    who: Principal,
+    slots: Slot[],
+    errors: FieldErrors = {},
+  ): Promise<CreatedToken[]> {
+    const now = this.clock.now();
+    const parsed: ParsedElement[] = [];
+    for (const slot of slots) {
+      const element = parseElement(slot.raw, slot.path, now, this.expressions, errors);
+      if (element) parsed.push(element);
+    }
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    const refused = parsed.flatMap((el) =>
+      refusedContainers(who, { id: el.id ?? '', type: el.type, containers: el.containers }).map(
+        (container) => `${container}${el.path ? ` (at ${el.path})` : ''}`,
+      ),
+    );
+    if (refused.length) throw forbidden(`token:create is not granted on ${refused.join(', ')}.`);
+    const outcomes = await this.expressions.evaluate(parsed.map(expressionBatch));
+    parsed.forEach((el, i) => Object.assign(el, applyEvaluation(outcomes[i], el.path, errors)));
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    const ids = parsed.map((el) => el.id).filter((id): id is string => !!id);
+    if (new Set(ids).size !== ids.length) throw badRequest('The request gives the same token id twice.');
+
+    return this.db.withTransaction(async () => {
+      const keys = await this.tenantKeys.keysFor(who.tenantId);
+      const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
+      const existing = await this.findDuplicates(who, parsed, fingerprints, now);
+
+      const created: CreatedToken[] = [];
+      const fresh: { row: TokenRow; element: ParsedElement }[] = [];
+      const seen: TokenRow[] = [];
+      parsed.forEach((el, i) => {
+        if (el.deduplicate) {
+          const same = (row: TokenRow) =>
+            row.type === el.type &&
+            row.fingerprint === fingerprints[i] &&
+            sameContainers(row.containers, el.containers);
+          const duplicate =
+            existing.find((candidate) => same(candidate.row)) ??
+            seen
+              .map((row) => ({ row, transform: decide(who, 'token:read', row).transform }))
+              .find((c) => same(c.row));
+          if (duplicate) return created.push(duplicate);
+        }
+        const row: TokenRow = {
+          id: el.id ?? randomUUID(),
+          tenant_id: who.tenantId,
+          type: el.type,
+          mask: el.validated.mask ?? null,
+          card_brand: el.validated.brand ?? null,
+          fingerprint: fingerprints[i],
+          fingerprint_expression: el.fingerprintExpression,
+          metadata: el.metadata,
+          search_indexes: el.searchIndexes,
+          containers: el.containers,
+          expires_at: el.expiresAt,
+          created_by: who.applicationId,
+          created_at: now,
+          modified_by: null,
+          modified_at: null,
+        };
+        // A token made earlier in this request is a duplicate for the later ones on the same terms.
+        if (el.deduplicate && decide(who, 'token:read', row).allowed) seen.push(row);
+        fresh.push({ row, element: el });
+        created.push({ row, transform: 'mask' });
+      });
+      await this.insert(keys, fresh, now);
+      for (const { row } of fresh)
+        this.audit.record({
+          entityType: 'token',
+          entityId: row.id,
+          operation: 'create',
+          message: `Token created (${row.type})`,
+        });
+      return created;
+    });
+  }
+
+  /**
+   * Contract section 15: the live tokens a deduplicating element may be answered with, namely those
+   * of its type and fingerprint that the caller may read (rules-aware), found under the deduplication
+   * lock of each (type, fingerprint). The containers are compared by the caller.
+   */
+  private async findDuplicates(
+    who: Principal,
+    parsed: ParsedElement[],
+    fingerprints: string[],
+    now: Date,
+  ): Promise<CreatedToken[]> {
+    const wanted = parsed.flatMap((el, i) =>
+      el.deduplicate ? [{ type: el.type, fingerprint: fingerprints[i] }] : [],
+    );
+    if (!wanted.length) return [];
+    await this.tokens.lockForDeduplication(who.tenantId, wanted);
+    const rows = await this.tokens.findLiveByFingerprints(
+      who.tenantId,
+      wanted.map((w) => w.fingerprint),
+      now,
+    );
+    return rows.flatMap((row) => {
+      const decision = decide(who, 'token:read', row);
+      return decision.allowed ? [{ row, transform: decision.transform }] : [];
+    });
+  }
+
+  /**
+   * One INSERT per table for the whole request: tokens (sealed), their search index digests, their
+   * CVCs (sealed, apart, for an hour). An id already taken is a 409, decided by the primary key.
+   */
+  private async insert(
+    keys: TenantKeys,
+    fresh: { row: TokenRow; element: ParsedElement }[],
+    now: Date,
+  ): Promise<void> {
+    if (!fresh.length) return;
+    const inserted = await this.tokens.insert(
+      fresh.map(({ row, element }) => ({ ...row, data: sealData(keys, row, element.validated.data) })),
+    );
+    const taken = fresh.find(({ row }) => !inserted.has(row.id));
+    if (taken) throw conflict(`A token with id ${taken.row.id} already exists.`);
+    await this.tokens.insertSearchIndexes(
+      fresh.flatMap(({ row, element }) =>
+        [...new Set(element.indexValues)].map((value) => ({
+          tenantId: row.tenant_id,
+          tokenId: row.id,
+          digest: hmac(keys.searchIndex, value),
+        })),
+      ),
+    );
+    await this.tokens.insertCvcs(
+      fresh.flatMap(({ row, element }) =>
+        element.validated.cvc
+          ? [
+              {
+                tenantId: row.tenant_id,
+                tokenId: row.id,
+                cvc: sealCvc(keys, row, element.validated.cvc),
+                expiresAt: new Date(now.getTime() + CVC_RETENTION_MS),
+              },
+            ]
+          : [],
+      ),
+    );
+  }
+}

@@ -1,0 +1,250 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { FindOptionsSelect, In, IsNull, MoreThan, Or } from 'typeorm';
+import { LOCK_KEYS } from '../../database/data-source';
+import { TokenCvcEntity } from './entities/token-cvc.entity';
+import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
+import { TokenEntity } from './entities/token.entity';
+import type { TokenMask, TokenType } from './token-types';
+
+/** A token as stored, without its sealed data. */
+export interface TokenRow {
+  id: string;
+  tenant_id: string;
+  type: TokenType;
+  mask: TokenMask | null;
+  card_brand: string | null;
+  fingerprint: string;
+  fingerprint_expression: string;
+  metadata: Record<string, string> | null;
+  search_indexes: string[] | null;
+  containers: string[];
+  expires_at: Date | null;
+  created_by: string | null;
+  created_at: Date;
+  modified_by: string | null;
+  modified_at: Date | null;
+}
+
+/** A token with its data sealed (`aead.seal`), as written and as read for use or update. */
+export interface SealedToken extends TokenRow {
+  data: Buffer;
+}
+
+/** What a PATCH changes on a token. */
+export type TokenChanges = Pick<
+  TokenRow,
+  | 'metadata'
+  | 'search_indexes'
+  | 'fingerprint_expression'
+  | 'fingerprint'
+  | 'expires_at'
+  | 'modified_by'
+  | 'modified_at'
+>;
+
+/** The HMAC digest of one search index value of a token. */
+export interface SearchIndexDigest {
+  tenantId: string;
+  tokenId: string;
+  digest: Buffer;
+}
+
+/** A card's CVC, sealed, and when it must be gone. */
+export interface SealedCvc {
+  tenantId: string;
+  tokenId: string;
+  cvc: Buffer;
+  expiresAt: Date;
+}
+
+const toRow = (token: TokenEntity): TokenRow => ({
+  id: token.id,
+  tenant_id: token.tenantId,
+  type: token.type,
+  mask: token.mask,
+  card_brand: token.cardBrand,
+  fingerprint: token.fingerprint,
+  fingerprint_expression: token.fingerprintExpression,
+  metadata: token.metadata,
+  search_indexes: token.searchIndexes,
+  containers: token.containers,
+  expires_at: token.expiresAt,
+  created_by: token.createdBy,
+  created_at: token.createdAt,
+  modified_by: token.modifiedBy,
+  modified_at: token.modifiedAt,
+});
+
+const toEntity = (token: SealedToken): TokenEntity => ({
+  id: token.id,
+  tenantId: token.tenant_id,
+  type: token.type,
+  data: token.data,
+  mask: token.mask,
+  cardBrand: token.card_brand,
+  fingerprint: token.fingerprint,
+  fingerprintExpression: token.fingerprint_expression,
+  metadata: token.metadata,
+  searchIndexes: token.search_indexes,
+  containers: token.containers,
+  expiresAt: token.expires_at,
+  createdBy: token.created_by,
+  createdAt: token.created_at,
+  modifiedBy: token.modified_by,
+  modifiedAt: token.modified_at,
+});
+
+/** Every column but the sealed data. */
+const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
+  id: true,
+  tenantId: true,
+  type: true,
+  mask: true,
+  cardBrand: true,
+  fingerprint: true,
+  fingerprintExpression: true,
+  metadata: true,
+  searchIndexes: true,
+  containers: true,
+  expiresAt: true,
+  createdBy: true,
+  createdAt: true,
+  modifiedBy: true,
+  modifiedAt: true,
+};
+
+/** Not expired at `now` (an expired token is deleted for every purpose, purged or not). */
+const live = (now: Date) => Or(IsNull(), MoreThan(now));
+
+/** The lock key of one (tenant, type, fingerprint): its first 31 bits of SHA-256. */
+const deduplicationKey = (tenantId: string, type: string, fingerprint: string): number =>
+  createHash('sha256').update(`${tenantId}:${type}:${fingerprint}`).digest().readInt32BE(0);
+
+/**
+ * Tokens, their search index digests and their CVCs, always within one tenant. Joins the caller's
+ * transaction (`TransactionHost.tx`). Lists and searches are in `TokenSearchRepository`.
+ */
+@Injectable()
+export class TokensRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  private tokens() {
+    return this.db.tx.getRepository(TokenEntity);
+  }
+
+  private cvcs() {
+    return this.db.tx.getRepository(TokenCvcEntity);
+  }
+
+  /** A live token of the tenant with its sealed data, locked `FOR UPDATE` when asked (in a transaction). */
+  async findLive(
+    tenantId: string,
+    id: string,
+    now: Date,
+    options: { forUpdate?: boolean } = {},
+  ): Promise<SealedToken | undefined> {
+    const token = await this.tokens().findOne({
+      where: { tenantId, id, expiresAt: live(now) },
+      lock: options.forUpdate ? { mode: 'pessimistic_write' } : undefined,
+    });
+    return token ? { ...toRow(token), data: token.data } : undefined;
+  }
+
+  /** The tenant's live tokens with one of these fingerprints, oldest first. */
+  async findLiveByFingerprints(tenantId: string, fingerprints: string[], now: Date): Promise<TokenRow[]> {
+    const tokens = await this.tokens().find({
+      select: WITHOUT_DATA,
+      where: { tenantId, fingerprint: In(fingerprints), expiresAt: live(now) },
+      order: { createdAt: 'ASC', id: 'ASC' },
+    });
+    return tokens.map(toRow);
+  }
+
+  /**
+   * Contract section 15: a transaction-scoped advisory lock per (tenant, type, fingerprint), taken in
+   * one order, so that concurrent identical deduplicating requests wait for each other and exactly one
+   * of them creates the token.
+   */
+  async lockForDeduplication(tenantId: string, keys: { type: string; fingerprint: string }[]): Promise<void> {
+    const lockKeys = [...new Set(keys.map((k) => deduplicationKey(tenantId, k.type, k.fingerprint)))];
+    if (!lockKeys.length) return;
+    await this.db.tx.query(
+      `SELECT count(pg_advisory_xact_lock(${LOCK_KEYS.deduplication}, k))
+         FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered`,
+      [lockKeys],
+    );
+  }
+
+  /**
+   * One multi-row INSERT for the whole batch; an id already taken is skipped (`ON CONFLICT DO NOTHING`),
+   * never an error. Returns the ids inserted.
+   */
+  async insert(tokens: SealedToken[]): Promise<Set<string>> {
+    if (!tokens.length) return new Set();
+    const result = await this.db.tx
+      .createQueryBuilder()
+      .insert()
+      .into(TokenEntity)
+      .values(tokens.map(toEntity))
+      .orIgnore()
+      .returning(['id'])
+      .updateEntity(false)
+      .execute();
+    return new Set((result.raw as { id: string }[]).map((row) => row.id));
+  }
+
+  /** The one INSERT of search index digests (tokenize and PATCH): one statement, duplicates ignored. */
+  async insertSearchIndexes(digests: SearchIndexDigest[]): Promise<void> {
+    if (!digests.length) return;
+    await this.db.tx
+      .createQueryBuilder()
+      .insert()
+      .into(TokenSearchIndexEntity)
+      .values(digests)
+      .orIgnore()
+      .updateEntity(false)
+      .execute();
+  }
+
+  async replaceSearchIndexes(tenantId: string, tokenId: string, digests: Buffer[]): Promise<void> {
+    await this.db.tx.getRepository(TokenSearchIndexEntity).delete({ tenantId, tokenId });
+    await this.insertSearchIndexes(digests.map((digest) => ({ tenantId, tokenId, digest })));
+  }
+
+  async insertCvcs(cvcs: SealedCvc[]): Promise<void> {
+    if (cvcs.length) await this.cvcs().insert(cvcs);
+  }
+
+  async update(tenantId: string, id: string, changes: TokenChanges): Promise<void> {
+    await this.tokens().update(
+      { tenantId, id },
+      {
+        metadata: changes.metadata,
+        searchIndexes: changes.search_indexes,
+        fingerprintExpression: changes.fingerprint_expression,
+        fingerprint: changes.fingerprint,
+        expiresAt: changes.expires_at,
+        modifiedBy: changes.modified_by,
+        modifiedAt: changes.modified_at,
+      },
+    );
+  }
+
+  /** Deletes a token; its search indexes and CVC go with it (foreign keys `ON DELETE CASCADE`). */
+  async delete(tenantId: string, id: string): Promise<void> {
+    await this.tokens().delete({ tenantId, id });
+  }
+
+  /** The token's sealed CVC, if still retained. */
+  async findLiveCvc(tenantId: string, tokenId: string, now: Date): Promise<Buffer | undefined> {
+    const row = await this.cvcs().findOne({ where: { tenantId, tokenId, expiresAt: MoreThan(now) } });
+    return row?.cvc;
+  }
+
+  async deleteCvc(tenantId: string, tokenId: string): Promise<void> {
+    await this.cvcs().delete({ tenantId, tokenId });
+  }
+}
