@@ -123,7 +123,8 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
     const dir = await copyWith({
       'src/database/probe.ts':
         "import type { Principal } from '../common/auth/principal';\nexport type P = Principal;\n",
-      'src/config/probe.ts': "import { Clock } from '../common/jobs/clock';\nexport const p = Clock;\n",
+      'src/config/probe.ts':
+        "import { ValidationException } from '../common/errors/domain.exception';\nexport const p = ValidationException;\n",
       'src/common/probe-domain.ts':
         "import { HealthModule } from '../modules/health/health.module';\nexport const p = HealthModule;\n",
       'src/common/probe-entry.ts':
@@ -157,7 +158,7 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
     expect(new Set(found.map((v) => v.rule.name))).toEqual(new Set(ruleSetUsed.forbidden.map((r) => r.name)));
     expect(brief(found)).toEqual([
       'common-knows-no-domain: src/common/probe-domain.ts -> src/modules/health/health.module.ts',
-      'config-imports-nothing: src/config/probe.ts -> src/common/jobs/clock.ts',
+      'config-imports-nothing: src/config/probe.ts -> src/common/errors/domain.exception.ts',
       'database-imports-no-domain: src/database/probe.ts -> src/common/auth/principal.ts',
       'module-internals-stay-inside-modules: src/cli/probe.ts -> src/modules/tenants/tenant.entity.ts',
       'module-internals-stay-inside: src/modules/orchestration/probe.ts -> src/modules/applications/entities/application.entity.ts',
