@@ -156,7 +156,9 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
 
     const { violations: found, ruleSetUsed } = await cruise(dir);
     expect(new Set(found.map((v) => v.rule.name))).toEqual(new Set(ruleSetUsed.forbidden.map((r) => r.name)));
-    expect(brief(found)).toEqual([
+    // common/ reads the configuration, so the config probe also closes a cycle between the two folders.
+    const configCycle = /^no-circular-between-modules: src\/config -> /;
+    expect(brief(found).filter((line) => !configCycle.test(line))).toEqual([
       'common-knows-no-domain: src/common/probe-domain.ts -> src/modules/health/health.module.ts',
       'config-imports-nothing: src/config/probe.ts -> src/common/errors/domain.exception.ts',
       'database-imports-no-domain: src/database/probe.ts -> src/common/auth/principal.ts',

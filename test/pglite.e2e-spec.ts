@@ -206,6 +206,6 @@ describe('embedded PGlite database', () => {
           .get(TokensService)
           .loadForUse(privatePrincipal(principal.tenant_id, principal.permissions), cardTokenId),
       );
-    expect(token.data).toMatchObject({ number: '4242424242424242' });
+    expect(token?.data).toMatchObject({ number: '4242424242424242' });
   });
 });

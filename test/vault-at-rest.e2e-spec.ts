@@ -155,7 +155,7 @@ describe('sensitive data at rest', () => {
     const tokens = t.app.get(TokensService);
     const cls = t.app.get(ClsService);
     const use = (id: string) => cls.run(() => tokens.loadForUse(privatePrincipal(tenant.tenantId), id));
-    expect((await use(a)).data).toMatchObject({ number: '4242424242424242' });
+    expect((await use(a))?.data).toMatchObject({ number: '4242424242424242' });
 
     const db = t.app.get(DataSource);
     await db.query('UPDATE tokens SET data = (SELECT data FROM tokens WHERE id = $2) WHERE id = $1', [a, b]);

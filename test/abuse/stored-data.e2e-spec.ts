@@ -2,7 +2,7 @@ import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../../src/common/auth/principal';
-import { ProblemException } from '../../src/common/errors/problem.exception';
+import { toProblem } from '../../src/common/errors/problem-details';
 import { TokensService } from '../../src/modules/tokens/tokens.service';
 import {
   expectProblem,
@@ -203,9 +203,11 @@ describe('abuse: evaluation over stored data', () => {
     const failure = await update({ fingerprint_expression: '{{ data[data.number] }}' }).catch(
       (e: unknown) => e,
     );
-    expect(failure).toBeInstanceOf(ProblemException);
-    const problem = failure as ProblemException;
-    expect(JSON.stringify([problem.detail, problem.extras])).not.toContain(number);
-    expect(problem.extras.errors).toEqual({ fingerprint_expression: [expect.stringMatching(/variable/)] });
+    // As the client would see it: the one mapping of exceptions onto problems.
+    const { body: problem, unexpected } = toProblem(failure);
+    expect(unexpected).toBe(false);
+    expect(problem.status).toBe(400);
+    expect(JSON.stringify(problem)).not.toContain(number);
+    expect(problem.errors).toEqual({ fingerprint_expression: [expect.stringMatching(/variable/)] });
   });
 });

@@ -1,3 +1,5 @@
+import { ApplicationsErrorCode, ApplicationsException } from './applications.errors';
+import { ValidationException } from '../../common/errors/domain.exception';
 import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -13,8 +15,6 @@ import {
   PermissionDefinition,
 } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
-import { conflict, forbidden, notFound } from '../../common/errors/problem.exception';
-import { validationProblem } from '../../common/errors/validation';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
 import { ApplicationsRepository } from './applications.repository';
@@ -59,7 +59,11 @@ const administers = (app: { permissions: string[] }): boolean =>
  */
 function assertHolds(who: Principal, needed: string[], doing: string): void {
   const missing = needed.filter((permission) => !who.permissions.includes(permission));
-  if (missing.length) throw forbidden(`${doing} needs the caller to hold ${missing.join(', ')} itself.`);
+  if (missing.length)
+    throw new ApplicationsException(
+      ApplicationsErrorCode.Forbidden,
+      `${doing} needs the caller to hold ${missing.join(', ')} itself.`,
+    );
 }
 
 function keyDto(key: ApiKeyEntity, clear?: string): ApiKeyDto {
@@ -123,7 +127,7 @@ export class ApplicationsService {
   async create(who: Principal, dto: CreateApplicationDto): Promise<ApplicationDto> {
     const rules = (dto.rules ?? []) as AccessRule[];
     const errors = checkGrants(dto.type, dto.permissions, rules);
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
     assertHolds(
       who,
       managementPermissions(dto.permissions, rules),
@@ -194,7 +198,7 @@ export class ApplicationsService {
       const permissions = dto.permissions ?? app.permissions;
       const rules = dto.rules ?? app.rules ?? [];
       const errors = checkGrants(app.type, dto.permissions, dto.rules);
-      if (Object.keys(errors).length) throw validationProblem(errors);
+      if (Object.keys(errors).length) throw new ValidationException(errors);
       assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Updating this application');
       assertHolds(who, managementPermissions(permissions, rules), 'Granting these permissions');
       if (administers(app) && !administers({ permissions }))
@@ -229,7 +233,7 @@ export class ApplicationsService {
   async getKey(who: Principal, id: string, keyId: string): Promise<ApiKeyDto> {
     await this.findOwned(who, id);
     const key = await this.applications.findKey(who.tenantId, id, keyId);
-    if (!key) throw notFound('Application key');
+    if (!key) throw ApplicationsException.notFound('Application key');
     return keyDto(key);
   }
 
@@ -263,7 +267,7 @@ export class ApplicationsService {
         'Deleting a key of this application',
       );
       const key = await this.applications.findKey(who.tenantId, id, keyId);
-      if (!key) throw notFound('Application key');
+      if (!key) throw ApplicationsException.notFound('Application key');
       if (administers(app) && (await this.applications.countKeys(who.tenantId, id)) === 1)
         await this.assertNotLastAdministrator(who, app, 'Deleting its last key');
       await this.applications.deleteKey(who.tenantId, id, keyId);
@@ -277,7 +281,8 @@ export class ApplicationsService {
     doing: string,
   ): Promise<void> {
     if ((await this.applications.countOthersHoldingWithKey(who.tenantId, app.id, ADMINISTRATION)) === 0)
-      throw conflict(
+      throw new ApplicationsException(
+        ApplicationsErrorCode.Conflict,
         `${doing} would leave the tenant without an application holding application:create and application:update (with a key); create another one first.`,
       );
   }
@@ -288,7 +293,7 @@ export class ApplicationsService {
 
   private async findOwned(who: Principal, id: string, lock = false): Promise<ApplicationEntity> {
     const app = await this.applications.findOne(who.tenantId, id, lock);
-    if (!app) throw notFound('Application');
+    if (!app) throw ApplicationsException.notFound('Application');
     return app;
   }
 

@@ -1,7 +1,7 @@
+import { LogsErrorCode, LogsException } from './logs.errors';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ENTITY_TYPES } from '../../common/audit/audit.types';
 import type { Principal } from '../../common/auth/principal';
-import { badRequest } from '../../common/errors/problem.exception';
 import { RetentionJob } from '../../common/jobs/retention.job';
 import {
   CURSOR_TIME,
@@ -54,7 +54,7 @@ export class LogsService implements OnModuleInit {
 
   async list(who: Principal, query: ListLogsQueryDto): Promise<LogPageDto> {
     if (query.page !== undefined && query.start !== undefined)
-      throw badRequest('Use either start (a cursor) or page, not both.');
+      throw new LogsException(LogsErrorCode.BadRequest, 'Use either start (a cursor) or page, not both.');
     const filter: LogFilter = {
       tenantId: who.tenantId,
       entityType: query.entity_type,

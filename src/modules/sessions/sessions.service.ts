@@ -1,3 +1,4 @@
+import { ValidationException } from '../../common/errors/domain.exception';
 import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -9,7 +10,6 @@ import { BASE62, generateApiKey, hashApiKey } from '../../common/auth/api-key';
 import { checkGrants, escalations } from '../../common/auth/grants';
 import type { Principal } from '../../common/auth/principal';
 import { addFieldError, FieldErrors } from '../../common/errors/problem.exception';
-import { validationProblem } from '../../common/errors/validation';
 import { Clock } from '../../common/jobs/clock';
 import { RetentionJob } from '../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../database/data-source';
@@ -79,20 +79,21 @@ export class SessionsService implements OnModuleInit {
       addFieldError(errors, 'permissions', 'at least one of permissions and rules must be granted');
     for (const [path, messages] of Object.entries(escalations(who, permissions, rules)))
       if (!errors[path]) errors[path] = messages;
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
 
     const now = this.clock.now();
     return this.db.withTransaction(async () => {
       const session = await this.sessions.lockPendingByNonce(who.tenantId, hashApiKey(body.nonce), now);
-      if (!session) throw validationProblem({ nonce: ['the nonce is unknown, expired or already used'] });
+      if (!session)
+        throw new ValidationException({ nonce: ['the nonce is unknown, expired or already used'] });
       let expiresAt = session.expiresAt;
       if (body.expires_at !== undefined) {
         expiresAt = new Date(body.expires_at);
         const latest = session.createdAt.getTime() + MAX_SESSION_LIFETIME_MS;
         if (expiresAt.getTime() <= now.getTime())
-          throw validationProblem({ expires_at: ['expires_at must be in the future'] });
+          throw new ValidationException({ expires_at: ['expires_at must be in the future'] });
         if (expiresAt.getTime() > latest)
-          throw validationProblem({
+          throw new ValidationException({
             expires_at: [
               `expires_at must be at most 24 hours after the session was created (${new Date(latest).toISOString()})`,
             ],

@@ -1,3 +1,4 @@
+import { TenantsErrorCode, TenantsException } from './tenants.errors';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -6,7 +7,6 @@ import { AuditTrail } from '../../common/audit/audit-trail.service';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { permissionsFor } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
-import { notFound } from '../../common/errors/problem.exception';
 import { ApplicationsService } from '../applications/applications.service';
 import { CreatedTenantDto, TenantDto } from './dto/tenant.dto';
 import { TenantEntity } from './tenant.entity';
@@ -53,7 +53,7 @@ export class TenantsService {
 
   async getSelf(who: Principal): Promise<TenantDto> {
     const tenant = await this.tenants.findById(who.tenantId);
-    if (!tenant) throw notFound('Tenant');
+    if (!tenant) throw new TenantsException(TenantsErrorCode.NotFound, 'Tenant not found');
     return { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() };
   }
 }

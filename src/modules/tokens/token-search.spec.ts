@@ -1,4 +1,5 @@
-import type { FieldErrors, ProblemException } from '../../common/errors/problem.exception';
+import { ValidationException } from '../../common/errors/domain.exception';
+import type { FieldErrors } from '../../common/errors/problem.exception';
 import { emptyFilters, parseListQuery, parseSearchQuery } from './token-search';
 
 describe('parseSearchQuery', () => {
@@ -31,7 +32,7 @@ describe('parseListQuery (GET /tokens and GET /v2/tokens)', () => {
     try {
       parseListQuery(query, version);
     } catch (error) {
-      return (error as ProblemException).extras.errors;
+      return (error as ValidationException).errors;
     }
     return undefined;
   };

@@ -1,7 +1,7 @@
+import { ValidationException } from '../../common/errors/domain.exception';
 import type { PipeTransform } from '@nestjs/common';
 import { addFieldError } from '../../common/errors/problem.exception';
 import type { FieldErrors } from '../../common/errors/problem.exception';
-import { validationProblem } from '../../common/errors/validation';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/pagination/offset-pagination.dto';
 import { isPlainObject } from './token-request';
 
@@ -125,7 +125,7 @@ export function parseListQuery(query: Record<string, unknown>, version: TokenLis
       filters.metadata.push(...strings.map((v): [string, string] => [key.slice('metadata.'.length), v]));
     else addFieldError(errors, key, `property ${key} should not exist`);
   }
-  if (Object.keys(errors).length) throw validationProblem(errors);
+  if (Object.keys(errors).length) throw new ValidationException(errors);
   return parsed;
 }
 

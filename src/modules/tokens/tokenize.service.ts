@@ -1,3 +1,5 @@
+import { TokensErrorCode, TokensException } from './tokens.errors';
+import { ValidationException } from '../../common/errors/domain.exception';
 import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -7,8 +9,7 @@ import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import { badRequest, conflict, FieldErrors, forbidden } from '../../common/errors/problem.exception';
-import { validationProblem } from '../../common/errors/validation';
+import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, refusedContainers } from './token-access';
@@ -61,14 +62,13 @@ export class TokenizeService {
     }
     const slots = collectSlots(body, errors);
     if (slots.length > MAX_TOKENS_PER_REQUEST) {
-      throw badRequest(
+      throw new TokensException(
+        TokensErrorCode.TooManyTokens,
         `A tokenize request creates at most ${MAX_TOKENS_PER_REQUEST} tokens; this one has ${slots.length}.`,
-        undefined,
-        'too_many_tokens',
       );
     }
     if (slots.length === 0 && !Object.keys(errors).length) {
-      throw badRequest('The request holds nothing to tokenize.', undefined, 'empty_tokenize');
+      throw new TokensException(TokensErrorCode.EmptyTokenize, 'The request holds nothing to tokenize.');
     }
     const created = await this.createElements(who, slots, errors);
     return rebuild(
@@ -82,7 +82,8 @@ export class TokenizeService {
   /** POST /tokens: one element, the token object with its mask. */
   @Transactional()
   async createOne(who: Principal, body: unknown): Promise<TokenDto> {
-    if (!isPlainObject(body)) throw badRequest('The body must be a token request object with type and data.');
+    if (!isPlainObject(body))
+      throw TokensException.badRequest('The body must be a token request object with type and data.');
     const [created] = await this.createElements(who, [{ path: '', raw: body }]);
     return tokenDto(created.row, { transform: created.transform });
   }
@@ -102,18 +103,20 @@ export class TokenizeService {
       const element = parseElement(slot.raw, slot.path, now, this.expressions, errors);
       if (element) parsed.push(element);
     }
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
     const refused = parsed.flatMap((el) =>
       refusedContainers(who, { id: el.id ?? '', type: el.type, containers: el.containers }).map(
         (container) => `${container}${el.path ? ` (at ${el.path})` : ''}`,
       ),
     );
-    if (refused.length) throw forbidden(`token:create is not granted on ${refused.join(', ')}.`);
+    if (refused.length)
+      throw TokensException.forbidden(`token:create is not granted on ${refused.join(', ')}.`);
     const outcomes = await this.expressions.evaluate(parsed.map(expressionBatch));
     parsed.forEach((el, i) => Object.assign(el, applyEvaluation(outcomes[i], el.path, errors)));
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
     const ids = parsed.map((el) => el.id).filter((id): id is string => !!id);
-    if (new Set(ids).size !== ids.length) throw badRequest('The request gives the same token id twice.');
+    if (new Set(ids).size !== ids.length)
+      throw TokensException.badRequest('The request gives the same token id twice.');
 
     return this.db.withTransaction(async () => {
       const keys = await this.tenantKeys.keysFor(who.tenantId);
@@ -211,7 +214,8 @@ export class TokenizeService {
       fresh.map(({ row, element }) => ({ ...row, data: sealData(keys, row, element.validated.data) })),
     );
     const taken = fresh.find(({ row }) => !inserted.has(row.id));
-    if (taken) throw conflict(`A token with id ${taken.row.id} already exists.`);
+    if (taken)
+      throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);
     await this.tokens.insertSearchIndexes(
       fresh.flatMap(({ row, element }) =>
         [...new Set(element.indexValues)].map((value) => ({

@@ -1,3 +1,5 @@
+import { TokensException } from './tokens.errors';
+import { ValidationException } from '../../common/errors/domain.exception';
 import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -5,8 +7,7 @@ import { Injectable } from '@nestjs/common';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import { badRequest, FieldErrors, forbidden, notFound } from '../../common/errors/problem.exception';
-import { validationProblem } from '../../common/errors/validation';
+import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import {
   CURSOR_TIME,
@@ -64,12 +65,24 @@ export class TokensService {
     permission: string,
     forUpdate = false,
   ): Promise<{ row: SealedToken; transform: RuleTransform }> {
+    const found = await this.accessible(who, id, permission, forUpdate);
+    if (!found) throw TokensException.notFound();
+    return found;
+  }
+
+  /** The token if live and covered by a rule of the caller; undefined if not (never told apart); 403 when refused. */
+  private async accessible(
+    who: Principal,
+    id: string,
+    permission: string,
+    forUpdate = false,
+  ): Promise<{ row: SealedToken; transform: RuleTransform } | undefined> {
     // The sealed data comes along (one round trip); it is opened only by the callers that need it.
     const row = await this.tokens.findLive(who.tenantId, id, this.clock.now(), { forUpdate });
-    if (!row) throw notFound('Token');
+    if (!row) return undefined;
     const decision = decide(who, permission, row);
-    if (!decision.matched) throw notFound('Token');
-    if (!decision.allowed) throw forbidden(`The key lacks ${permission} on this token.`);
+    if (!decision.matched) return undefined;
+    if (!decision.allowed) throw TokensException.forbidden(`The key lacks ${permission} on this token.`);
     return { row, transform: decision.transform };
   }
 
@@ -95,7 +108,7 @@ export class TokensService {
   @Transactional()
   async update(who: Principal, id: string, body: UpdateTokenDto): Promise<TokenDto> {
     const raw: unknown = body; // UpdateTokenPipe checks this over HTTP; a direct caller may pass anything
-    if (!isPlainObject(raw)) throw badRequest('The body must be an object.');
+    if (!isPlainObject(raw)) throw TokensException.badRequest('The body must be an object.');
     const now = this.clock.now();
     const errors: FieldErrors = {};
     const searchIndexes =
@@ -104,7 +117,7 @@ export class TokensService {
         : parseSearchIndexes(body.search_indexes, 'search_indexes', this.expressions, errors);
     const expiresAt =
       body.expires_at === undefined ? undefined : parseExpiresAt(body.expires_at, 'expires_at', now, errors);
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
 
     return this.db.withTransaction(async () => {
       const { row, transform } = await this.findAccessible(who, id, 'token:update', true);
@@ -119,20 +132,22 @@ export class TokensService {
               errors,
             );
       const metadata = mergeMetadata(row.metadata, body.metadata, errors);
-      if (Object.keys(errors).length) throw validationProblem(errors);
+      if (Object.keys(errors).length) throw new ValidationException(errors);
 
       const recompute =
         fingerprintExpression !== row.fingerprint_expression ||
         (searchIndexes !== undefined && !sameList(searchIndexes, row.search_indexes));
       if (recompute && !mayEvaluateStoredData(who, row))
-        throw forbidden(
+        throw TokensException.forbidden(
           'Changing fingerprint_expression or search_indexes evaluates them over the stored data, which needs a reveal rule with token:read covering this token.',
         );
       const earlier =
         expiresAt instanceof Date &&
         (row.expires_at === null || expiresAt.getTime() < row.expires_at.getTime());
       if (earlier && !decide(who, 'token:delete', row).allowed)
-        throw forbidden('Setting expires_at, or moving it earlier, needs token:delete on this token.');
+        throw TokensException.forbidden(
+          'Setting expires_at, or moving it earlier, needs token:delete on this token.',
+        );
 
       const keys = await this.tenantKeys.keysFor(who.tenantId);
       const { data: _sealed, ...stored } = row;
@@ -154,7 +169,7 @@ export class TokensService {
           }),
         ]);
         const evaluated = applyEvaluation(outcomes, '', errors);
-        if (Object.keys(errors).length) throw validationProblem(errors);
+        if (Object.keys(errors).length) throw new ValidationException(errors);
         next.fingerprint = hmacBase62(keys.fingerprint, evaluated.fingerprintInput);
         const digests = [...new Set(evaluated.indexValues)].map((v) => hmac(keys.searchIndex, v));
         await this.tokens.replaceSearchIndexes(row.tenant_id, row.id, digests);
@@ -187,7 +202,7 @@ export class TokensService {
   private parseQuery(query: string): TokenFilters {
     const errors: FieldErrors = {};
     const filters = parseSearchQuery(query, errors);
-    if (Object.keys(errors).length) throw validationProblem(errors);
+    if (Object.keys(errors).length) throw new ValidationException(errors);
     return filters;
   }
 
@@ -250,8 +265,10 @@ export class TokensService {
    * For orchestration: the clear card data of a live token the caller may use (`token:use` through the
    * rule evaluator), with its CVC if still retained. Never leaves the process.
    */
-  async loadForUse(who: Principal, id: string): Promise<UsableToken> {
-    const { row: found } = await this.findAccessible(who, id, 'token:use');
+  async loadForUse(who: Principal, id: string): Promise<UsableToken | undefined> {
+    const accessible = await this.accessible(who, id, 'token:use');
+    if (!accessible) return undefined;
+    const found = accessible.row;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const data = openData(keys, found);
     const { data: _sealed, ...row } = found;

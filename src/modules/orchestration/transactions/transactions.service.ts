@@ -4,7 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
 import { ValidationException } from '../../../common/errors/domain.exception';
-import { addFieldError, FieldErrors, ProblemException } from '../../../common/errors/problem.exception';
+import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
 import { TokensService, UsableToken } from '../../tokens/tokens.service';
@@ -369,13 +369,7 @@ export class TransactionsService {
   }
 
   /** The token if the caller may use it; absent, expired or out of the caller's reach: undefined. */
-  private async usableToken(who: Principal, id: string): Promise<UsableToken | undefined> {
-    try {
-      return await this.tokens.loadForUse(who, id);
-    } catch (error) {
-      // TokensService answers an unusable token with its not-found problem (never told apart from absent).
-      if (error instanceof ProblemException && error.extras.code === 'not_found') return undefined;
-      throw error;
-    }
+  private usableToken(who: Principal, id: string): Promise<UsableToken | undefined> {
+    return this.tokens.loadForUse(who, id);
   }
 }

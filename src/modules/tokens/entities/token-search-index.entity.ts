@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Entity, PrimaryColumn } from 'typeorm';
 
 /** One search index of a token: the HMAC digest of an index expression's value, never the value. */
 @Entity({ name: 'token_search_indexes' })

@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import request from 'supertest';
+import { RetentionJob } from '../src/common/jobs/retention.job';
+import { AuditChainService } from '../src/common/audit/audit-chain.service';
+import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
+import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { authorizedSession, cardData, patchToken, tokenize } from './support/attacker';
+import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
+
+/** The tables that hold one tenant's rows (docs/scaling.md): distributed by tenant_id on Citus. */
+const TENANT_TABLES = [
+  'tokens',
+  'token_search_indexes',
+  'token_cvcs',
+  'sessions',
+  'applications',
+  'api_keys',
+  'connections',
+  'transactions',
+  'refunds',
+  'audit_logs',
+  'audit_chain_heads',
+  'idempotency_records',
+];
+const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.join('|')})"?(\\s|$|\\()`, 'i');
+
+/**
+ * The statements that may leave out tenant_id, each for a reason: work across every tenant on purpose
+ * (retention, settlement, verification sweeps), or a lookup made before the tenant is known (by the
+ * digest of a secret the caller holds).
+ */
+const ACROSS_TENANTS: [RegExp, string][] = [
+  [
+    /^DELETE FROM "?(sessions|tokens|token_cvcs|idempotency_records|audit_logs)"? WHERE "?(expires_at|created_at)/i,
+    'retention',
+  ],
+  [/\bkey_hash\b/, 'API and session keys are looked up by their digest before the tenant is known'],
+  [/\bapproval_token_hash = \$1\b/, "the buyer's approval link is all the page has"],
+  [/t\.status IN \('capture_pending', 'authorization_void_pending'\)/, 'the settlement sweep'],
+  [/FROM refunds WHERE status = 'processing' AND updated_at <= \$1/, 'the settlement sweep (refunds)'],
+  [
+    /FROM connections WHERE status = 'pending' AND deleted_at IS NULL ORDER BY updated_at/,
+    'the verification sweep',
+  ],
+];
+
+describe('every statement on a tenant-scoped table names its tenant', () => {
+  let t: TestApp;
+  const seen = new Set<string>();
+  const original = Client.prototype.query;
+
+  beforeAll(async () => {
+    // Every statement of this process goes through pg's Client (the pool's clients are ListeningClients).
+    Client.prototype.query = function (this: Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string } | undefined;
+      const text = typeof first === 'string' ? first : first?.text;
+      if (text) seen.add(text.replace(/\s+/g, ' ').trim());
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof Client.prototype.query;
+    t = await startApp();
+  });
+
+  afterAll(async () => {
+    Client.prototype.query = original;
+    await t.close();
+  });
+
+  it('through tokens, sessions, applications, payments, logs, idempotency and the jobs', async () => {
+    const tenant = await newTenant(t);
+    const app = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: [...ORCHESTRATION_PERMISSIONS, 'token:search', 'token:update', 'token:delete'],
+    });
+    const pub = await newApplication(t, tenant.managementKey, {
+      type: 'public',
+      permissions: ['token:create'],
+    });
+    const key = app.key;
+
+    // Tokens: create (deduplicated, indexed, with a CVC), read, list, search, patch, delete.
+    const element = {
+      type: 'card',
+      data: cardData('4242424242424242', { cvc: '123' }),
+      search_indexes: ['{{ data.number | last4 }}'],
+      deduplicate_token: true,
+    };
+    const card = (await tokenize(t, key, element).expect(201)).body;
+    await tokenize(t, key, element).expect(201);
+    await request(t.http).get(`/tokens/${card.id}`).set('BT-API-KEY', key).expect(200);
+    await request(t.http).get('/tokens').set('BT-API-KEY', key).expect(200);
+    await request(t.http).get('/v2/tokens').set('BT-API-KEY', key).expect(200);
+    await request(t.http)
+      .post('/tokens/search')
+      .set('BT-API-KEY', key)
+      .send({ query: 'data:4242' })
+      .expect(200);
+    await request(t.http)
+      .post('/v2/tokens/search')
+      .set('BT-API-KEY', key)
+      .send({ query: `id:${card.id}` })
+      .expect(200);
+    const other = (await tokenize(t, key, { type: 'token', data: 'x' }).expect(201)).body;
+    await patchToken(t, key, other.id, { metadata: { a: 'b' } }).expect(200);
+    await request(t.http).delete(`/tokens/${other.id}`).set('BT-API-KEY', key).expect(204);
+
+    // Sessions: create, authorize, use.
+    const session = await authorizedSession(t, pub.key, key, { permissions: ['token:create'] });
+    await tokenize(t, session, { type: 'token', data: 'y' }).expect(201);
+
+    // Applications and keys.
+    const extra = await newApplication(t, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:read'],
+    });
+    await request(t.http)
+      .put(`/applications/${extra.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'renamed', permissions: ['token:read'] })
+      .expect(200);
+    const created = await request(t.http)
+      .post(`/applications/${extra.id}/keys`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(201);
+    await request(t.http)
+      .delete(`/applications/${extra.id}/keys/${created.body.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+    await request(t.http).get('/applications').set('BT-API-KEY', tenant.managementKey).expect(200);
+    await request(t.http)
+      .delete(`/applications/${extra.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+
+    // Payments: a connection, an idempotent authorization, capture, refund, another voided; lists.
+    const connection = await newConnection(t, key, { currencies: ['USD'] });
+    const pay = (idem: string) =>
+      request(t.http)
+        .post('/orchestration/transactions')
+        .set('BT-API-KEY', key)
+        .set('BT-IDEMPOTENCY-KEY', idem)
+        .send({ amount: 1000, currency: 'USD', connection_id: connection.id, token: card.id });
+    const idem = randomUUID();
+    const tx = (await pay(idem).expect(201)).body;
+    await pay(idem).expect(201);
+    const op = (id: string, what: string, body: object = {}) =>
+      request(t.http).post(`/orchestration/transactions/${id}/${what}`).set('BT-API-KEY', key).send(body);
+    await op(tx.id, 'capture').expect(200);
+    await op(tx.id, 'refunds', { amount: 100 }).expect(201);
+    const second = (await pay(randomUUID()).expect(201)).body;
+    await op(second.id, 'void').expect(200);
+    await request(t.http).get('/orchestration/transactions').set('BT-API-KEY', key).expect(200);
+    await request(t.http)
+      .get(`/orchestration/transactions/${tx.id}/refunds`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    await request(t.http).get('/orchestration/connections').set('BT-API-KEY', key).expect(200);
+    await request(t.http)
+      .delete(`/orchestration/connections/${connection.id}`)
+      .set('BT-API-KEY', key)
+      .expect(204);
+
+    // The audit log, and the jobs.
+    await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);
+    await t.app.get(SettlementService).settle();
+    await t.app.get(AuditChainService).seal();
+    const retention = t.app.get(RetentionJob);
+    for (const name of [
+      'expired-tokens',
+      'cvc-retention',
+      'expired-sessions',
+      'log-retention',
+      'idempotency-records',
+    ])
+      await retention.runNow(name);
+
+    const touching = [...seen].filter((sql) => TOUCHES.test(sql));
+    expect(touching.length).toBeGreaterThan(40);
+    const unscoped = touching.filter(
+      (sql) => !/\btenant_id\b/.test(sql) && !ACROSS_TENANTS.some(([pattern]) => pattern.test(sql)),
+    );
+    expect(unscoped).toEqual([]);
+  });
+});
