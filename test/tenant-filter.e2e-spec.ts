@@ -48,6 +48,7 @@ const ACROSS_TENANTS: [RegExp, string][] = [
 describe('every statement on a tenant-scoped table names its tenant', () => {
   let t: TestApp;
   const seen = new Set<string>();
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with the client as `this`
   const original = Client.prototype.query;
 
   beforeAll(async () => {
