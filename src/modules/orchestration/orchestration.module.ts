@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { DatabaseModule } from '../../database/database.module';
+import { ConnectionEntity } from './connections/entities/connection.entity';
 import { TokensModule } from '../tokens/tokens.module';
 import { ApprovalsController } from './approvals/approvals.controller';
 import { ApprovalsService } from './approvals/approvals.service';
@@ -17,7 +19,7 @@ import { TransactionsService } from './transactions/transactions.service';
 
 /** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
 @Module({
-  imports: [TokensModule],
+  imports: [DatabaseModule.forFeature([ConnectionEntity]), TokensModule],
   controllers: [FormulasController, ConnectionsController, TransactionsController, ApprovalsController],
   providers: [
     ProcessorRegistry,

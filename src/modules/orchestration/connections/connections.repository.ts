@@ -1,59 +1,33 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { IsNull, Repository } from 'typeorm';
+import { ConnectionEntity, ConnectionField } from './entities/connection.entity';
 
-export interface ConnectionRow {
-  id: string;
-  tenant_id: string;
-  formula_id: string;
-  method: string;
-  display_name: string;
-  /** Every field in the order given; secret fields with a null value (their values are in `secrets`). */
-  fields: ConnectionField[];
-  secrets: Buffer | null;
-  accepted_countries: string[];
-  accepted_currencies: string[];
-  active: boolean;
-  status: 'pending' | 'available' | 'failed';
-  three_d_secure_enabled: boolean;
-  version: number;
-  deleted_at: Date | null;
-}
-
-export interface ConnectionField {
-  key: string;
-  value: string | null;
-}
+export type { ConnectionField };
 
 /** What a create or an update writes: the request checked against its formula, secrets sealed. */
-export interface ConnectionValues {
-  formulaId: string;
-  method: string;
-  displayName: string;
-  fields: ConnectionField[];
-  secrets: Buffer | null;
-  acceptedCountries: string[];
-  acceptedCurrencies: string[];
-  active: boolean;
-  threeDSecureEnabled: boolean;
-}
+export type ConnectionValues = Pick<
+  ConnectionEntity,
+  | 'formulaId'
+  | 'method'
+  | 'displayName'
+  | 'fields'
+  | 'secrets'
+  | 'acceptedCountries'
+  | 'acceptedCurrencies'
+  | 'active'
+  | 'threeDSecureEnabled'
+>;
 
-const valuesOf = (v: ConnectionValues): unknown[] => [
-  v.formulaId,
-  v.method,
-  v.displayName,
-  JSON.stringify(v.fields),
-  v.secrets,
-  v.acceptedCountries,
-  v.acceptedCurrencies,
-  v.active,
-  v.threeDSecureEnabled,
-];
-
-/** Connections to payment vendors: every statement on the `connections` table. */
+/** Connections to payment vendors: plain CRUD through the entity, every read and write by tenant. */
 @Injectable()
 export class ConnectionsRepository {
   constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  private get connections(): Repository<ConnectionEntity> {
+    return this.db.tx.getRepository(ConnectionEntity);
+  }
 
   /** A new connection, `pending` until its credentials are verified. */
   async insert(
@@ -62,38 +36,38 @@ export class ConnectionsRepository {
     values: ConnectionValues,
     createdBy: string | null,
     now: Date,
-  ): Promise<ConnectionRow> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `INSERT INTO connections (id, tenant_id, formula_id, method, display_name, fields, secrets, accepted_countries,
-                                accepted_currencies, active, three_d_secure_enabled, status, created_by, created_at,
-                                updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $13)
-       RETURNING *`,
-      [id, tenantId, ...valuesOf(values), createdBy, now],
-    );
-    return rows[0];
+  ): Promise<ConnectionEntity> {
+    const row = this.connections.create({
+      ...values,
+      tenantId,
+      id,
+      status: 'pending',
+      statusReason: null,
+      version: 1,
+      createdBy,
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+    });
+    await this.connections.insert(row);
+    return row;
   }
 
   /** Replaces a connection's values; it is `pending` again and its version moves on. */
-  async update(tenantId: string, id: string, values: ConnectionValues, now: Date): Promise<ConnectionRow> {
-    const [rows]: [ConnectionRow[], number] = await this.db.tx.query(
-      `UPDATE connections
-          SET formula_id = $3, method = $4, display_name = $5, fields = $6, secrets = $7, accepted_countries = $8,
-              accepted_currencies = $9, active = $10, three_d_secure_enabled = $11, status = 'pending',
-              status_reason = NULL, version = version + 1, updated_at = $12
-        WHERE tenant_id = $1 AND id = $2
-        RETURNING *`,
-      [tenantId, id, ...valuesOf(values), now],
+  async update(tenantId: string, id: string, values: ConnectionValues, now: Date): Promise<ConnectionEntity> {
+    await this.connections.update(
+      { tenantId, id },
+      { ...values, status: 'pending', statusReason: null, version: () => 'version + 1', updatedAt: now },
     );
-    return rows[0];
+    return this.connections.findOneByOrFail({ tenantId, id });
   }
 
   /** The tenant's connections that are not deleted, oldest first. */
-  async list(tenantId: string): Promise<ConnectionRow[]> {
-    return this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
-      [tenantId],
-    );
+  list(tenantId: string): Promise<ConnectionEntity[]> {
+    return this.connections.find({
+      where: { tenantId, deletedAt: IsNull() },
+      order: { createdAt: 'ASC', id: 'ASC' },
+    });
   }
 
   /**
@@ -104,52 +78,49 @@ export class ConnectionsRepository {
     tenantId: string,
     id: string,
     options: { includeDeleted?: boolean; lock?: boolean } = {},
-  ): Promise<ConnectionRow | undefined> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND id = $2${options.includeDeleted ? '' : ' AND deleted_at IS NULL'}${options.lock ? ' FOR UPDATE' : ''}`,
-      [tenantId, id],
-    );
-    return rows[0];
+  ): Promise<ConnectionEntity | undefined> {
+    const row = await this.connections.findOne({
+      where: { tenantId, id, ...(options.includeDeleted ? {} : { deletedAt: IsNull() }) },
+      ...(options.lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+    return row ?? undefined;
   }
 
   /** Marks a connection deleted and inactive, keeping the row for the transactions that refer to it. */
   async softDelete(tenantId: string, id: string, now: Date): Promise<void> {
-    await this.db.tx.query(
-      'UPDATE connections SET deleted_at = $3, active = false WHERE tenant_id = $1 AND id = $2',
-      [tenantId, id, now],
-    );
+    await this.connections.update({ tenantId, id }, { deletedAt: now, active: false });
   }
 
   async delete(tenantId: string, id: string): Promise<void> {
-    await this.db.tx.query('DELETE FROM connections WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+    await this.connections.delete({ tenantId, id });
   }
 
   /** Connections waiting for verification, across tenants (for the verification sweep). */
-  async findPending(limit: number): Promise<Pick<ConnectionRow, 'tenant_id' | 'id'>[]> {
-    return this.db.tx.query(
-      `SELECT tenant_id, id FROM connections WHERE status = 'pending' AND deleted_at IS NULL ORDER BY updated_at LIMIT $1`,
-      [limit],
-    );
+  findPending(limit: number): Promise<Pick<ConnectionEntity, 'tenantId' | 'id'>[]> {
+    return this.connections.find({
+      select: { tenantId: true, id: true },
+      where: { status: 'pending', deletedAt: IsNull() },
+      order: { updatedAt: 'ASC' },
+      take: limit,
+    });
   }
 
   /** A connection still waiting for verification. */
-  async findPendingOne(tenantId: string, id: string): Promise<ConnectionRow | undefined> {
-    const rows: ConnectionRow[] = await this.db.tx.query(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND id = $2 AND status = 'pending' AND deleted_at IS NULL`,
-      [tenantId, id],
+  async findPendingOne(tenantId: string, id: string): Promise<ConnectionEntity | undefined> {
+    return (
+      (await this.connections.findOneBy({ tenantId, id, status: 'pending', deletedAt: IsNull() })) ??
+      undefined
     );
-    return rows[0];
   }
 
   /** Records a verification, only if the connection is still the version that was verified. */
   async recordVerification(
-    row: Pick<ConnectionRow, 'tenant_id' | 'id' | 'version'>,
+    row: Pick<ConnectionEntity, 'tenantId' | 'id' | 'version'>,
     outcome: { status: 'available' | 'failed'; reason: string | null },
   ): Promise<void> {
-    await this.db.tx.query(
-      `UPDATE connections SET status = $4, status_reason = $5
-        WHERE tenant_id = $1 AND id = $2 AND version = $3 AND status = 'pending'`,
-      [row.tenant_id, row.id, row.version, outcome.status, outcome.reason],
+    await this.connections.update(
+      { tenantId: row.tenantId, id: row.id, version: row.version, status: 'pending' },
+      { status: outcome.status, statusReason: outcome.reason },
     );
   }
 }

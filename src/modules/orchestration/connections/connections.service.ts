@@ -16,13 +16,14 @@ import { ProcessorRegistry } from '../processors/processor.registry';
 import { OrchestrationException } from '../orchestration.errors';
 import { TransactionsRepository } from '../transactions/transactions.repository';
 import { ConnectionDto, ConnectionRequestDto } from './connection.dto';
-import { ConnectionRow, ConnectionsRepository, ConnectionValues } from './connections.repository';
+import { ConnectionsRepository, ConnectionValues } from './connections.repository';
+import { ConnectionEntity } from './entities/connection.entity';
 
 export const SECRET_PLACEHOLDER = '********';
 
 /** A connection as payments need it: the row, its formula and its clear credentials. */
 export interface UsableConnection {
-  row: ConnectionRow;
+  row: ConnectionEntity;
   formula: Formula;
   credentials: Credentials;
 }
@@ -30,18 +31,18 @@ export interface UsableConnection {
 const secretsAad = (tenantId: string, connectionId: string) =>
   `${tenantId}:${connectionId}:connection-secrets`;
 
-export function connectionDto(row: ConnectionRow, options: { withMethod: boolean }): ConnectionDto {
+export function connectionDto(row: ConnectionEntity, options: { withMethod: boolean }): ConnectionDto {
   return {
     id: row.id,
-    connection_formula_id: row.formula_id,
-    display_name: row.display_name,
+    connection_formula_id: row.formulaId,
+    display_name: row.displayName,
     ...(options.withMethod ? { method: row.method } : {}),
     fields: row.fields.map((f) => ({ key: f.key, value: f.value ?? SECRET_PLACEHOLDER })),
-    accepted_countries: row.accepted_countries,
-    accepted_currencies: row.accepted_currencies,
+    accepted_countries: row.acceptedCountries,
+    accepted_currencies: row.acceptedCurrencies,
     active: row.active,
     status: row.status,
-    three_d_secure_enabled: row.three_d_secure_enabled,
+    three_d_secure_enabled: row.threeDSecureEnabled,
   };
 }
 
@@ -137,7 +138,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   @Transactional()
   async update(who: Principal, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
     const current = await this.find(who.tenantId, id, true);
-    const stored = body.connection_formula_id === current.formula_id ? await this.credentialsOf(current) : {};
+    const stored = body.connection_formula_id === current.formulaId ? await this.credentialsOf(current) : {};
     const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
     const row = await this.connections.update(who.tenantId, id, values, this.clock.now());
     this.verifyAfterCommit(who.tenantId, id);
@@ -183,7 +184,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   ): Promise<UsableConnection | undefined> {
     const row = await this.connections.find(tenantId, id, { includeDeleted });
     if (!row) return undefined;
-    return { row, formula: findFormula(row.formula_id)!, credentials: await this.credentialsOf(row) };
+    return { row, formula: findFormula(row.formulaId)!, credentials: await this.credentialsOf(row) };
   }
 
   /** Verification sweep: pending connections are checked with their vendor, without holding any row lock. */
@@ -191,8 +192,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
     await this.jobs.runAlone('connection-verification', LOCK_KEYS.jobConnectionVerification, async () => {
-      for (const { tenant_id, id } of await this.connections.findPending(50))
-        await this.verify(tenant_id, id);
+      for (const { tenantId, id } of await this.connections.findPending(50)) await this.verify(tenantId, id);
     });
   }
 
@@ -200,7 +200,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   async verify(tenantId: string, id: string): Promise<void> {
     const row = await this.connections.findPendingOne(tenantId, id);
     if (!row) return;
-    const result = await this.processors.for(row.formula_id).verifyCredentials(await this.credentialsOf(row));
+    const result = await this.processors.for(row.formulaId).verifyCredentials(await this.credentialsOf(row));
     await this.connections.recordVerification(row, {
       status: result.ok ? 'available' : 'failed',
       reason: result.reason ?? null,
@@ -225,7 +225,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     });
   }
 
-  private async find(tenantId: string, id: string, lock = false): Promise<ConnectionRow> {
+  private async find(tenantId: string, id: string, lock = false): Promise<ConnectionEntity> {
     const row = await this.connections.find(tenantId, id, { lock });
     if (!row) throw OrchestrationException.connectionNotFound();
     return row;
@@ -251,15 +251,15 @@ export class ConnectionsService implements OnApplicationShutdown {
     };
   }
 
-  private async credentialsOf(row: ConnectionRow): Promise<Credentials> {
+  private async credentialsOf(row: ConnectionEntity): Promise<Credentials> {
     const credentials: Credentials = {};
     for (const f of row.fields) if (f.value !== null) credentials[f.key] = f.value;
     if (row.secrets) {
-      const keys = await this.tenantKeys.keysFor(row.tenant_id);
+      const keys = await this.tenantKeys.keysFor(row.tenantId);
       Object.assign(
         credentials,
         JSON.parse(
-          open(keys.encryption, row.secrets, secretsAad(row.tenant_id, row.id)).toString('utf8'),
+          open(keys.encryption, row.secrets, secretsAad(row.tenantId, row.id)).toString('utf8'),
         ) as Credentials,
       );
     }

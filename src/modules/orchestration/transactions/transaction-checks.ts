@@ -18,9 +18,9 @@ export function checkAgainstConnection(
   if (!row.active) addFieldError(errors, 'connection_id', 'the connection is not active');
   else if (row.status !== 'available')
     addFieldError(errors, 'connection_id', `the connection is ${row.status}, not available`);
-  if (!row.accepted_currencies.includes(body.currency))
+  if (!row.acceptedCurrencies.includes(body.currency))
     addFieldError(errors, 'currency', `the connection does not accept ${body.currency}`);
-  if (body.country !== undefined && !row.accepted_countries.includes(body.country))
+  if (body.country !== undefined && !row.acceptedCountries.includes(body.country))
     addFieldError(errors, 'country', `the connection does not accept ${body.country}`);
   if (body.amount === 0 && !supports(formula, 'zero_auth'))
     addFieldError(errors, 'amount', `${formula.id} does not support zero-amount authorization`);

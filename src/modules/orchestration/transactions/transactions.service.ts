@@ -124,7 +124,7 @@ export class TransactionsService {
           isSubsequentPayment: body.is_subsequent_payment ?? false,
           previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
           threeDSessionId: sessionId,
-          threeDSecureEnabled: connection.row.three_d_secure_enabled,
+          threeDSecureEnabled: connection.row.threeDSecureEnabled,
         }),
       );
     } catch (error) {
