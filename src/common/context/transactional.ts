@@ -79,6 +79,10 @@ export function Transactional(): MethodDecorator {
       if (host.isTransactionActive()) return original.apply(this, args);
       const store = cls();
       if (!store) return host.withTransaction(() => original.apply(this, args));
+      // The request's audit rows and idempotency record went with an earlier transaction: this change
+      // would commit without them. A handler writes through one top-level @Transactional() method.
+      if (store.get<RequestEdge | undefined>(EDGE_KEY)?.ran)
+        throw new Error('a second top-level @Transactional() write after the request recorded its outcome');
       const outer = store.get<Frame | undefined>(FRAME_KEY);
       const frame: Frame = { afterCommit: [] };
       store.set(FRAME_KEY, frame);
