@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { createServer } from 'node:net';
 import { createApp } from './app.setup';
+import { stdoutStream } from './common/context/logging';
 import { ConfigError, loadConfig } from './config/app-config';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 
@@ -33,8 +34,10 @@ async function main(): Promise<void> {
     process.stderr.write(portTaken(config.PORT));
     process.exit(1);
   }
-  process.stdout.write(`listening on ${config.publicBaseUrl}\n`);
-  bootstrap.printBanner();
+  // Through the loggers' own stream: after every log line of the start-up, the banner last.
+  const out = stdoutStream();
+  out.write(`listening on ${config.publicBaseUrl}\n`);
+  bootstrap.printBanner((text) => out.write(text));
 }
 
 main().catch((error: unknown) => {

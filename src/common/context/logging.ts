@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import type { DestinationStream } from 'pino';
+import { destination, type DestinationStream } from 'pino';
 import type { AppConfig } from '../../config/app-config';
 import { assignTraceId } from './trace-id';
 
@@ -18,12 +18,23 @@ export function redactUrl(url: string): string {
   return url.replace(/(\/orchestration\/approvals\/)[^/?#]+/, '$1[redacted]');
 }
 
+let stdout: DestinationStream | undefined;
+
+/**
+ * Standard output as every logger of the process writes to it (nestjs-pino makes two pino instances,
+ * one before the first request and one after, and each would otherwise buffer on its own). main.ts
+ * writes its start-up lines here too, so that they come out in the order they were written.
+ */
+export function stdoutStream(): DestinationStream {
+  return (stdout ??= destination({ dest: 1, sync: false }));
+}
+
 /** nestjs-pino settings: JSON lines, the request's trace id on every line, secrets redacted. */
 export function loggerParams(config: AppConfig, stream?: DestinationStream): Params {
   return {
     pinoHttp: {
       level: config.LOG_LEVEL,
-      stream,
+      stream: stream ?? stdoutStream(),
       genReqId: (req: IncomingMessage, res: ServerResponse) => assignTraceId(req, res),
       customProps: (req: IncomingMessage) => ({ trace_id: (req as IncomingMessage & { id?: string }).id }),
       customLogLevel: (_req, res, err) =>

@@ -37,15 +37,15 @@ export class BootstrapService implements OnApplicationBootstrap {
   }
 
   /** Prints the first-start banner (once), if this process created the default tenant. */
-  printBanner(): void {
-    if (this.created) printManagementKey(this.created);
+  printBanner(write: (text: string) => void = (text) => process.stdout.write(text)): void {
+    if (this.created) printManagementKey(this.created, write);
     this.created = undefined;
   }
 }
 
-function printManagementKey(created: CreatedTenantDto): void {
+function printManagementKey(created: CreatedTenantDto, write: (text: string) => void): void {
   const rule = '='.repeat(78);
-  process.stdout.write(
+  write(
     [
       '',
       rule,
