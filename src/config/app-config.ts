@@ -109,6 +109,25 @@ export class AppConfig {
   })
   CORS_ORIGINS?: string;
 
+  /**
+   * Destinations the outbound policy lets through although their address is not public (contract
+   * section 12): comma-separated host names, IP addresses or CIDR ranges (`127.0.0.1,10.0.0.0/8,echo.local`).
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^[A-Za-z0-9.:_/\[\]-]+(,[A-Za-z0-9.:_/\[\]-]+)*$/, {
+    message:
+      'OUTBOUND_ALLOWED_HOSTS must be a comma-separated list of host names, IP addresses or CIDR ranges',
+  })
+  OUTBOUND_ALLOWED_HOSTS?: string;
+
+  /** How long a proxy request waits for the destination's complete answer (504 after it). */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  PROXY_TIMEOUT_MS = 30_000;
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 
@@ -127,7 +146,13 @@ export class ConfigError extends Error {}
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const known = Object.keys(new AppConfig()).filter((name) => name === name.toUpperCase());
   const picked: Record<string, string | undefined> = {};
-  for (const name of [...known, 'DATABASE_URL', 'PUBLIC_BASE_URL', 'ENCRYPTION_KEYS']) {
+  for (const name of [
+    ...known,
+    'DATABASE_URL',
+    'PUBLIC_BASE_URL',
+    'ENCRYPTION_KEYS',
+    'OUTBOUND_ALLOWED_HOSTS',
+  ]) {
     if (env[name] !== undefined) picked[name] = env[name];
   }
   const config = plainToInstance(AppConfig, picked, { exposeDefaultValues: true });
