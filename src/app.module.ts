@@ -27,6 +27,7 @@ import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interc
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
 import { OrchestrationModule } from './modules/orchestration/orchestration.module';
+import { ProxiesModule } from './modules/proxies/proxies.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { TenantsRepositoryModule } from './modules/tenants/tenants-repository.module';
 import { TenantsModule } from './modules/tenants/tenants.module';
@@ -83,6 +84,7 @@ export class AppModule {
         LogsModule,
         IdempotencyModule,
         OrchestrationModule,
+        ProxiesModule,
         // With the embedded database, the CLI's requests come to the server (control socket).
         AdminModule.forRoot({ controlSocket: config.embedded }),
       ],

@@ -4,7 +4,7 @@ import helmet from 'helmet';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
-import { jsonBodyParser } from './common/context/body-parser';
+import { jsonBodyParser, rawBodyParser } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
 import { createValidationPipe } from './common/errors/validation';
 import { setupOpenApi } from './common/openapi';
@@ -62,6 +62,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(traceIdMiddleware);
+  // The proxy forwards any body (contract section 12): read as bytes, its errors marked as the proxy's own.
+  app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());
   app.enableShutdownHooks();

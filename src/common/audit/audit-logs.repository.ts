@@ -8,7 +8,7 @@ export interface NewAuditLog {
   id: string;
   tenantId: string;
   actorId: string | null;
-  actorType: 'application' | 'buyer';
+  actorType: 'application' | 'buyer' | 'anonymous';
   entityType: EntityType;
   entityId: string | null;
   operation: Operation;

@@ -43,7 +43,7 @@ export class AuditTrail {
         id: randomUUID(),
         tenantId: actor.tenantId,
         actorId: actor.applicationId,
-        actorType: actor.applicationId === null ? 'buyer' : 'application',
+        actorType: actor.applicationId !== null ? 'application' : actor.anonymous ? 'anonymous' : 'buyer',
         entityType: e.entityType,
         entityId: e.entityId,
         operation: e.operation,

@@ -13,6 +13,7 @@ const PAST: Record<AuditEntry['operation'], string> = {
   update: 'updated',
   delete: 'deleted',
   search: 'searched',
+  use: 'used',
 };
 
 function resultId(result: unknown): string | null {

@@ -6,10 +6,12 @@ export const ENTITY_TYPES = {
   session: 'Session',
   connection: 'Connection',
   transaction: 'Transaction',
+  proxy: 'Proxy',
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
-export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search'] as const;
+/** `use`: a proxy request went out (contract section 12). */
+export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'use'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** One audit log entry before it is written; the message must never hold sensitive data. */
@@ -26,4 +28,6 @@ export interface AuditActor {
   /** Null for the buyer acting on a payment approval page (actor_type `buyer`). */
   applicationId: string | null;
   sessionId?: string;
+  /** With no application: a request through a proxy without `require_auth` (actor_type `anonymous`). */
+  anonymous?: boolean;
 }

@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { ApiKeyGuard } from './api-key.guard';
+import { ApiKeyAuthenticator, ApiKeyGuard } from './api-key.guard';
 import { PermissionsGuard } from './permissions.guard';
 import { PrincipalResolvers } from './principal-resolver';
 
@@ -9,9 +9,10 @@ import { PrincipalResolvers } from './principal-resolver';
 @Module({
   providers: [
     PrincipalResolvers,
+    ApiKeyAuthenticator,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_GUARD, useClass: PermissionsGuard },
   ],
-  exports: [PrincipalResolvers],
+  exports: [PrincipalResolvers, ApiKeyAuthenticator],
 })
 export class AuthModule {}

@@ -80,6 +80,14 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     description: 'Refund transactions',
     application_types: ['private'],
   },
+  { type: 'proxy:create', description: 'Create pre-configured proxies', application_types: ['management'] },
+  {
+    type: 'proxy:read',
+    description: 'Get and list pre-configured proxies',
+    application_types: ['management'],
+  },
+  { type: 'proxy:update', description: 'Update pre-configured proxies', application_types: ['management'] },
+  { type: 'proxy:delete', description: 'Delete pre-configured proxies', application_types: ['management'] },
 ];
 
 export type Permission =
@@ -101,7 +109,11 @@ export type Permission =
   | 'orchestration:connections:delete'
   | 'orchestration:transactions:read'
   | 'orchestration:transaction:capture'
-  | 'orchestration:transaction:refund';
+  | 'orchestration:transaction:refund'
+  | 'proxy:create'
+  | 'proxy:read'
+  | 'proxy:update'
+  | 'proxy:delete';
 
 const BY_TYPE = new Map(PERMISSIONS.map((p) => [p.type, p]));
 

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { json } from 'express';
+import { json, raw } from 'express';
 import { ProblemException } from '../errors/problem.exception';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -70,6 +70,34 @@ export function jsonBodyParser(): RequestHandler {
             code: 'unreadable_body',
           },
         ),
+      );
+    });
+}
+
+/**
+ * Any body up to 1 MiB as bytes, whatever its type (the proxy forwards bodies it does not parse). Runs
+ * before the JSON parser on the routes it is mounted on, which then leaves the body alone. Its errors
+ * carry `extraHeaders` (the proxy marks its own errors).
+ */
+export function rawBodyParser(extraHeaders: Record<string, string> = {}): RequestHandler {
+  const parse = raw({ limit: BODY_LIMIT_BYTES, type: () => true });
+  return (req: Request, res: Response, next: NextFunction) =>
+    parse(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const { type } = err as { type?: string };
+      const headers = extraHeaders;
+      if (type === 'entity.too.large')
+        return next(
+          new ProblemException(413, 'The request body exceeds the 1 MiB limit.', {
+            code: 'payload_too_large',
+            headers,
+          }),
+        );
+      return next(
+        new ProblemException(400, 'The request body could not be read.', {
+          code: 'unreadable_body',
+          headers,
+        }),
       );
     });
 }

@@ -5,7 +5,16 @@ import type { FieldErrors } from './problem.exception';
  * place that turns a kind into a status (`STATUS_OF_KIND` in problem-details.ts).
  */
 export type DomainErrorKind =
-  'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable';
+  | 'invalid'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'unprocessable'
+  /** A destination the service called for the client failed or answered unusably (the proxy). */
+  | 'bad_gateway'
+  /** A destination the service called for the client did not answer in time. */
+  | 'gateway_timeout';
 
 /**
  * The base of every module's own exceptions. A module declares its codes as an enum and the kind of

@@ -67,6 +67,8 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   unprocessable: 422,
+  bad_gateway: 502,
+  gateway_timeout: 504,
 };
 
 const isDomainException = (e: unknown): e is DomainException => e instanceof DomainException;

@@ -9,6 +9,7 @@ import { RateLimits1795000000007 } from './1795000000007-RateLimits';
 import { JobRuns1795000000008 } from './1795000000008-JobRuns';
 import { AbuseRules1795000000009 } from './1795000000009-AbuseRules';
 import { TenantScopedKeys1795000000010 } from './1795000000010-TenantScopedKeys';
+import { Proxies1795000000011 } from './1795000000011-Proxies';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   JobRuns1795000000008,
   AbuseRules1795000000009,
   TenantScopedKeys1795000000010,
+  Proxies1795000000011,
 ];

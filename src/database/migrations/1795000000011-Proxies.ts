@@ -1,0 +1,48 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+const PROXY_PERMISSIONS = ['proxy:create', 'proxy:read', 'proxy:update', 'proxy:delete'];
+
+/**
+ * Pre-configured proxies (contract section 12): one row per proxy, found by its key (`key_prx_...`, an
+ * address rather than a credential, shown on every read) when a request names it in `BT-PROXY-KEY`.
+ * The management application each tenant was created with holds every management permission (contract
+ * section 2), so it is granted the new `proxy:*` ones here.
+ */
+export class Proxies1795000000011 implements MigrationInterface {
+  name = 'Proxies1795000000011';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE proxies (
+        tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        id uuid NOT NULL,
+        key varchar(100) NOT NULL,
+        name varchar(200) NOT NULL,
+        destination_url varchar(2000) NOT NULL,
+        require_auth boolean NOT NULL DEFAULT true,
+        created_by uuid,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        modified_by uuid,
+        modified_at timestamptz,
+        PRIMARY KEY (tenant_id, id)
+      )`);
+    // Looked up by key alone (the request names no tenant); unique across tenants for that reason.
+    await q.query(`CREATE UNIQUE INDEX proxies_key_key ON proxies (key)`);
+    await q.query(`CREATE INDEX proxies_tenant_created_idx ON proxies (tenant_id, created_at, id)`);
+    await q.query(
+      `UPDATE applications
+          SET permissions = ARRAY(SELECT DISTINCT p FROM unnest(permissions || $1::text[]) AS p ORDER BY p)
+        WHERE type = 'management' AND created_by IS NULL AND NOT permissions @> $1::text[]`,
+      [PROXY_PERMISSIONS],
+    );
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(
+      `UPDATE applications SET permissions = ARRAY(SELECT p FROM unnest(permissions) AS p WHERE NOT p = ANY($1::text[]))
+        WHERE type = 'management'`,
+      [PROXY_PERMISSIONS],
+    );
+    await q.query(`DROP TABLE proxies`);
+  }
+}
