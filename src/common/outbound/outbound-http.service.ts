@@ -114,7 +114,8 @@ export class OutboundHttp implements OnModuleDestroy {
       });
       const declared = Number(response.headers['content-length']);
       if (declared > cap) {
-        response.body.destroy();
+        // Destroying undici's body errors it with an abort: expected here, so listened to.
+        response.body.on('error', () => undefined).destroy();
         throw tooLarge(cap);
       }
       const chunks: Buffer[] = [];

@@ -123,6 +123,15 @@ describe('OutboundPolicy allow-list', () => {
     expect(ranges.allowsAddress('192.168.2.1')).toBe(false);
   });
 
+  it('reads an IPv4-mapped entry as the IPv4 address or range it maps', () => {
+    const mapped = OutboundPolicy.fromSetting('::ffff:127.0.0.1,::ffff:10.0.0.0/104');
+    expect(mapped.allowsAddress('127.0.0.1')).toBe(true);
+    expect(mapped.allowsAddress('::ffff:127.0.0.1')).toBe(true);
+    expect(mapped.allowsAddress('10.9.9.9')).toBe(true);
+    expect(mapped.allowsAddress('11.0.0.0')).toBe(true); // public
+    expect(mapped.allowsAddress('172.16.0.1')).toBe(false);
+  });
+
   it('refuses a malformed range at start, naming the setting', () => {
     expect(() => OutboundPolicy.fromSetting('10.0.0.0/33')).toThrow(/OUTBOUND_ALLOWED_HOSTS/);
     expect(() => OutboundPolicy.fromSetting('example.com/8')).toThrow(/OUTBOUND_ALLOWED_HOSTS/);

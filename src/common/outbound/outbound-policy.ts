@@ -29,6 +29,13 @@ function parseAddress(ip: string): Address | undefined {
   }
 }
 
+/** A range of IPv4-mapped IPv6 addresses as the IPv4 range it maps (addresses are judged unmapped). */
+function unmapped([network, prefix]: [Address, number]): [Address, number] {
+  return network instanceof ipaddr.IPv6 && network.isIPv4MappedAddress() && prefix >= 96
+    ? [network.toIPv4Address(), prefix - 96]
+    : [network, prefix];
+}
+
 /** Public unicast and nothing else: every special range ipaddr.js knows is refused, embeddings included. */
 function isPublic(address: Address): boolean {
   if (address.range() !== 'unicast') return false;
@@ -55,10 +62,10 @@ export class OutboundPolicy {
         if (!ipaddr.isValidCIDR(cidr)) {
           throw new Error(`OUTBOUND_ALLOWED_HOSTS: ${entry} is not a valid CIDR range`);
         }
-        this.ranges.push(ipaddr.parseCIDR(cidr));
+        this.ranges.push(unmapped(ipaddr.parseCIDR(cidr)));
       } else if (ipLiteral(entry) !== undefined) {
         const address = ipaddr.parse(unbracket(entry));
-        this.ranges.push([address, address.kind() === 'ipv4' ? 32 : 128]);
+        this.ranges.push(unmapped([address, address.kind() === 'ipv4' ? 32 : 128]));
       } else {
         this.hosts.add(entry.toLowerCase());
       }
