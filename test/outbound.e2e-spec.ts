@@ -2,8 +2,10 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { LookupAddress } from 'node:dns';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { OutboundHttp, OutboundLookup } from '../src/common/outbound/outbound-http.service';
+import type { AddressInfo, Socket } from 'node:net';
+import { Agent, buildConnector } from 'undici';
+import { guardedConnector, OutboundHttp, OutboundLookup } from '../src/common/outbound/outbound-http.service';
+import { OutboundPolicy } from '../src/common/outbound/outbound-policy';
 import { OutboundError, OutboundRequest } from '../src/common/outbound/outbound.types';
 import { loadConfig } from '../src/config/app-config';
 
@@ -23,6 +25,7 @@ interface TestServer {
   /** TCP connections accepted. */
   connections: number;
   requests: Seen[];
+  onSocket(listener: (socket: Socket) => void): void;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,7 @@ async function startServer(handler: Handler): Promise<TestServer> {
     url: `http://127.0.0.1:${port}`,
     connections: 0,
     requests: [],
+    onSocket: (listener) => server.on('connection', listener),
     close: () => {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
@@ -217,6 +221,33 @@ describe('outbound policy on real connections', () => {
     expect(await failureOf(outbound.send(get(url)))).toBe('destination_not_allowed');
     expect(answers).toBe(2);
     expect(server.connections).toBe(0);
+  });
+
+  it('judges the address actually connected: a connection that lands on loopback gets no request bytes', async () => {
+    const server = await startServer(hello);
+    let bytes = 0;
+    server.onSocket((socket) => socket.on('data', (chunk: Buffer) => (bytes += chunk.length)));
+    // A resolver that says one thing and connects elsewhere: the name lands on 127.0.0.1.
+    const plain = buildConnector({});
+    const liar: buildConnector.connector = (options, callback) =>
+      plain({ ...options, hostname: '127.0.0.1' }, callback);
+    const agent = new Agent({ connect: guardedConnector(new OutboundPolicy(), liar) });
+    try {
+      const error = await agent
+        .request({ origin: `http://public.test:${server.port}`, path: '/', method: 'GET' })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(OutboundError);
+      expect((error as OutboundError).failure).toBe('destination_not_allowed');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(server.connections).toBe(1);
+      expect(bytes).toBe(0);
+      expect(server.requests).toHaveLength(0);
+    } finally {
+      await agent.destroy();
+    }
   });
 
   it('checks a configured destination: scheme, credentials, literal addresses and resolved names', async () => {

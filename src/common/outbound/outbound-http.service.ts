@@ -58,7 +58,8 @@ export class OutboundHttp implements OnModuleDestroy {
   ) {
     this.policy = OutboundPolicy.fromSetting(config.OUTBOUND_ALLOWED_HOSTS);
     this.resolve = lookup ?? systemLookup;
-    this.agent = new Agent({ connect: this.connector(config.PROXY_TIMEOUT_MS) });
+    const connect = buildConnector({ timeout: config.PROXY_TIMEOUT_MS, lookup: this.netLookup });
+    this.agent = new Agent({ connect: guardedConnector(this.policy, connect) });
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -137,25 +138,6 @@ export class OutboundHttp implements OnModuleDestroy {
     }
   }
 
-  /** undici's connector, with the policy at the three places a destination can slip through. */
-  private connector(connectTimeoutMs: number): buildConnector.connector {
-    const connect = buildConnector({ timeout: connectTimeoutMs, lookup: this.netLookup });
-    return (options, callback) => {
-      // net.connect does not look an IP literal up: it is judged here, before any connection.
-      const verdict = this.policy.judgeHost(options.hostname);
-      if (verdict === 'refused') return callback(refused(), null);
-      connect(options, (error, socket) => {
-        if (error !== null) return callback(error, null);
-        const remote = socket.remoteAddress;
-        if (verdict === 'resolve' && (remote === undefined || !this.policy.allowsAddress(remote))) {
-          socket.destroy();
-          return callback(refused(), null);
-        }
-        callback(null, socket);
-      });
-    };
-  }
-
   /**
    * The `lookup` of net.connect: a listed name keeps every address, any other keeps the allowed ones
    * only; none left refuses the connection before it is attempted.
@@ -181,6 +163,31 @@ export class OutboundHttp implements OnModuleDestroy {
       },
       (error: NodeJS.ErrnoException) => callback(error, options.all === true ? [] : ''),
     );
+  };
+}
+
+/**
+ * undici's connector `connect`, guarded by the policy: an IP-literal host is judged before any
+ * connection (net.connect does not look literals up, so the lookup never sees them); a name's
+ * addresses are filtered by the lookup `connect` was built with; and the address actually connected
+ * is judged again before the socket is handed over, so not a byte of a request reaches a refused one.
+ */
+export function guardedConnector(
+  policy: OutboundPolicy,
+  connect: buildConnector.connector,
+): buildConnector.connector {
+  return (options, callback) => {
+    const verdict = policy.judgeHost(options.hostname);
+    if (verdict === 'refused') return callback(refused(), null);
+    connect(options, (error, socket) => {
+      if (error !== null) return callback(error, null);
+      const remote = socket.remoteAddress;
+      if (verdict === 'resolve' && (remote === undefined || !policy.allowsAddress(remote))) {
+        socket.destroy();
+        return callback(refused(), null);
+      }
+      callback(null, socket);
+    });
   };
 }
 
