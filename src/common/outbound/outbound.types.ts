@@ -10,6 +10,8 @@
 export type OutboundFailure =
   /** Not an absolute http(s) URL, or it carries credentials (`user:pass@`). */
   | 'invalid_url'
+  /** A method or header value HTTP cannot carry (a CR or LF in a value, say); nothing was sent. */
+  | 'invalid_request'
   /** The address (or every address the name resolves to) is refused by the policy. */
   | 'destination_not_allowed'
   /** DNS failure, connection refused or reset, TLS failure. */
