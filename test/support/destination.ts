@@ -12,8 +12,8 @@ export interface Received {
 /**
  * A local destination for outbound tests, listening on every interface (so that 127.0.0.2 reaches it
  * too, and a refused request would be seen if it were sent). It records each request and each TCP
- * connection, and answers per path: `/redirect` 302, `/slow` after 5 s, `/large` 11 MiB, `/status/<n>`
- * with that status; anything else echoes the request as JSON with status 200 and `x-echo: yes`.
+ * connection, and answers by the end of the path: `/redirect` 302, `/slow` after 5 s, `/large` 11 MiB,
+ * `/status/<n>` with that status; anything else echoes the request as JSON with status 200 and `x-echo: yes`.
  */
 export class Destination {
   readonly received: Received[] = [];
@@ -27,7 +27,10 @@ export class Destination {
       req.on('end', () => {
         const body = Buffer.concat(chunks);
         this.received.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-        const path = req.url!.split('?')[0];
+        // Matched on the last segment, whatever base path the proxy prefixes.
+        const full = req.url!.split('?')[0];
+        const path = full.slice(full.lastIndexOf('/'));
+        const status = /\/status\/(\d+)$/.exec(full);
         if (path === '/redirect') {
           res.writeHead(302, { Location: 'http://127.0.0.1:1/elsewhere' }).end();
         } else if (path === '/slow') {
@@ -45,10 +48,8 @@ export class Destination {
           };
           res.on('error', () => undefined);
           write();
-        } else if (path.startsWith('/status/')) {
-          res
-            .writeHead(Number(path.slice('/status/'.length)), { 'Content-Type': 'text/plain' })
-            .end('status');
+        } else if (status) {
+          res.writeHead(Number(status[1]), { 'Content-Type': 'text/plain' }).end('status');
         } else {
           res
             .writeHead(200, {

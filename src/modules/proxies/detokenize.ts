@@ -63,7 +63,8 @@ export function* stringsOf(value: unknown): Generator<string> {
   while (stack.length) {
     const current = stack.pop();
     if (typeof current === 'string') yield current;
-    else if (current !== null && typeof current === 'object') stack.push(...Object.values(current));
+    else if (current !== null && typeof current === 'object')
+      stack.push(...(Object.values(current) as unknown[]));
   }
 }
 

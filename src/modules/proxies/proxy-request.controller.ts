@@ -31,6 +31,7 @@ const ProxyOperation = () =>
     RequirePermissions([], { public: true }),
     NeverReplayed(),
     UseFilters(ProxyErrorFilter),
+    ApiOperation({ summary: 'Send a request through the proxy', description: DESCRIPTION }),
     ApiSecurity(API_KEY_SECURITY),
     ApiSecurity({}),
     ApiHeader({

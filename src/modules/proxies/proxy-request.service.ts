@@ -55,6 +55,7 @@ const invalid = (detail: string, errors?: Record<string, string[]>): ProxiesExce
 
 const FAILURES: Record<OutboundFailure, (error: OutboundError) => DomainException> = {
   invalid_url: (e) => invalid(`The destination URL is not usable: ${e.message}`),
+  invalid_request: (e) => invalid(`The request cannot be sent as it is: ${e.message}`),
   destination_not_allowed: (e) =>
     new ProxiesException(
       ProxiesErrorCode.DestinationNotAllowed,
