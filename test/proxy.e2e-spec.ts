@@ -1,4 +1,6 @@
+import type { LookupAddress } from 'node:dns';
 import request from 'supertest';
+import { OutboundHttp, OutboundLookup } from '../src/common/outbound/outbound-http.service';
 import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { authorizedSession, cardData, luhnCard } from './support/attacker';
@@ -490,5 +492,67 @@ describe('proxy: pre-configured (/proxies, BT-PROXY-KEY)', () => {
       expect(res.headers['bt-proxy-error']).toBe('true');
     }
     expect(dest.connections).toBe(0);
+  });
+});
+
+describe('proxy: DNS rebinding (a host name resolving to a refused address)', () => {
+  let t: TestApp;
+  let dest: Destination;
+  let tenant: TestTenant;
+  let pvt: string;
+  /** What `rebind.test` resolves to now: the test switches it between checking and using. */
+  let answer: LookupAddress[] = [{ address: '93.184.215.14', family: 4 }];
+
+  beforeAll(async () => {
+    dest = await new Destination().start();
+    // No allow-list: loopback is refused, whatever name leads there.
+    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '' });
+    const fake: OutboundLookup = async (hostname) =>
+      hostname === 'rebind.test' ? answer : [{ address: '127.0.0.1', family: 4 }];
+    // The resolver is the component's one injection point; the running app's instance gets the fake.
+    (t.app.get(OutboundHttp) as unknown as { resolve: OutboundLookup }).resolve = fake;
+    tenant = await newTenant(t);
+    pvt = (await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:use'] }))
+      .key;
+  });
+  afterAll(async () => {
+    await t.close();
+    await dest.stop();
+  });
+
+  it('an ephemeral request to a name that resolves to loopback is refused, nothing reaches it', async () => {
+    const res = await request(t.http)
+      .get('/proxy')
+      .set('BT-API-KEY', pvt)
+      .set('BT-PROXY-URL', `http://localhost.example:${dest.port}/`);
+    expectProblem(res, 400);
+    expect(res.body.code).toBe('destination_not_allowed');
+    expect(res.headers['bt-proxy-error']).toBe('true');
+    expect(dest.connections).toBe(0);
+  });
+
+  it('a proxy whose name was public when created and is loopback when used is refused at connect', async () => {
+    answer = [{ address: '93.184.215.14', family: 4 }];
+    const made = await request(t.http)
+      .post('/proxies')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'Rebinding', destination_url: `http://rebind.test:${dest.port}/` })
+      .expect(201);
+    answer = [{ address: '127.0.0.1', family: 4 }];
+    const res = await request(t.http)
+      .post('/proxy')
+      .set('BT-PROXY-KEY', made.body.key)
+      .set('BT-API-KEY', pvt)
+      .send({});
+    expectProblem(res, 400);
+    expect(res.body.code).toBe('destination_not_allowed');
+    expect(dest.connections).toBe(0);
+    // And a name that resolves only to refused addresses is refused when the proxy is created.
+    const refused = await request(t.http)
+      .post('/proxies')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'Loopback', destination_url: `http://rebind.test:${dest.port}/` });
+    expectProblem(refused, 400);
+    expect(Object.keys(refused.body.errors)).toEqual(['destination_url']);
   });
 });
