@@ -13,6 +13,7 @@ const PAST: Record<AuditEntry['operation'], string> = {
   update: 'updated',
   delete: 'deleted',
   search: 'searched',
+  reveal: 'revealed',
 };
 
 function resultId(result: unknown): string | null {

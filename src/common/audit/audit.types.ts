@@ -9,7 +9,8 @@ export const ENTITY_TYPES = {
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
-export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search'] as const;
+/** `reveal`: one row per token read in clear through a reveal rule (contract section 12), besides the read's. */
+export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'reveal'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** One audit log entry before it is written; the message must never hold sensitive data. */
