@@ -132,7 +132,7 @@ describe('applications', () => {
           { priority: 1, container: '/pci/', permissions: ['application:read'] },
           { priority: 1, container: '/general/', permissions: ['token:read'] },
           { priority: 2, container: 'no-slashes', permissions: ['token:read'] },
-          { priority: 3, container: '/pci/', permissions: ['token:read'], transform: 'reveal' },
+          { priority: 3, container: '/pci/', permissions: ['token:read'], transform: 'unmask' },
           {
             priority: 4,
             conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
@@ -165,6 +165,32 @@ describe('applications', () => {
         ['rules[0].permissions[0]', 'rules[1].priority', 'rules[2].conditions', 'rules[3]'].sort(),
       );
       expect(grants.body.errors['rules[3]']).toEqual(['a rule needs a container or conditions']);
+    });
+
+    it('accepts a reveal rule on private applications, refuses it on public and management ones by path', async () => {
+      const revealRule = (permissions: string[]) => ({
+        priority: 1,
+        container: '/pci/',
+        permissions,
+        transform: 'reveal',
+      });
+      const pvt = await post(tenant.managementKey, {
+        name: 'revealer',
+        type: 'private',
+        rules: [revealRule(['token:read'])],
+      });
+      expect(pvt.status).toBe(201);
+      expect(pvt.body.rules).toEqual([revealRule(['token:read'])]);
+      for (const [type, permission] of [
+        ['public', 'token:create'],
+        ['management', 'log:read'],
+      ]) {
+        const res = await post(tenant.managementKey, { name: 'x', type, rules: [revealRule([permission])] });
+        expectProblem(res, 400);
+        expect(res.body.errors).toEqual({
+          'rules[0].transform': [`reveal is not allowed for ${type} applications`],
+        });
+      }
     });
   });
 

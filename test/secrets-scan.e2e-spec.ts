@@ -100,8 +100,9 @@ describe('secrets scan', () => {
   const secrets: Secret[] = [];
   /**
    * What a response shows by design, taken out of it before the scan: the clear key of a created
-   * application or key (and its idempotent replay), the session key and nonce of a created session, and the
-   * approval link (the `approval_url` of a pending transaction, the approval page's own form actions).
+   * application or key (and its idempotent replay), the session key and nonce of a created session, the
+   * `data` of tokens read through a reveal rule, and the approval link (the `approval_url` of a pending
+   * transaction, the approval page's own form actions).
    */
   const shownOnce = new Map<number, string[]>();
   const documented: string[] = [];
@@ -380,6 +381,38 @@ describe('secrets scan', () => {
     await search(`data:${ACCOUNTS[0]}`, 1);
     await search(`data:${TOKEN_STRING}`, 1);
     await search(`data:${TOKEN_OBJECT.national_id}`, 1);
+
+    // The one deliberate exit (contract section 12): reads through a reveal rule show the data in clear,
+    // in that response body only (taken out of it before the scan, like a key shown once); never the CVC,
+    // and nothing of it in the log, the audit rows, the dump or an idempotency record.
+    const revealer = await createApplication(mgt, {
+      name: 'revealer',
+      type: 'private',
+      rules: [
+        { priority: 1, container: '/pci/', permissions: ['token:read', 'token:search'], transform: 'reveal' },
+        { priority: 2, container: '/general/', permissions: ['token:read'], transform: 'reveal' },
+      ],
+    });
+    const revealedData = (body: Record<string, unknown>) => [json('data', body.data)];
+    const revealedCard = await call('get', `/tokens/${tokenIds.visa}`, 200, {
+      key: revealer.key,
+      reveals: revealedData,
+    });
+    expect(revealedCard.body.data).toEqual({ ...cardData('visa', false) });
+    const revealedObject = await call('get', `/tokens/${objectToken.body.id}`, 200, {
+      key: revealer.key,
+      reveals: revealedData,
+    });
+    expect(revealedObject.body.data).toEqual(TOKEN_OBJECT);
+    const revealedSearch = await call('post', '/tokens/search', 200, {
+      key: revealer.key,
+      body: { query: `data:${CARDS.mastercard.number}` },
+      headers: { 'BT-IDEMPOTENCY-KEY': `reveal-${tag}` },
+      reveals: (body) => (body.data as Record<string, unknown>[]).map((token) => json('data', token.data)),
+    });
+    expect(revealedSearch.body.data.map((token: { data: { number: string } }) => token.data.number)).toEqual([
+      CARDS.mastercard.number,
+    ]);
     await call('patch', `/tokens/${tokenIds.amex}`, 200, {
       key: pvt.key,
       headers: { 'Content-Type': 'application/merge-patch+json' },

@@ -1,24 +1,14 @@
-import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import type { Principal } from '../../src/common/auth/principal';
-import { toProblem } from '../../src/common/errors/problem-details';
-import { TokensService } from '../../src/modules/tokens/tokens.service';
-import {
-  expectProblem,
-  newApplication,
-  newTenant,
-  privatePrincipal,
-  TestApp,
-  TestTenant,
-} from '../support/app';
+import { expectProblem, newApplication, newTenant, TestApp, TestTenant } from '../support/app';
 import { authorizedSession, cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: evaluation over stored data (contract section 15). Re-keying a stored card's
  * `fingerprint_expression` or `search_indexes` and comparing the result with tokens the attacker made
- * itself is an oracle on the hidden digits. A PATCH that changes either needs a reveal rule with
- * `token:read` over the token; reveal does not exist yet (section 12), so it is a 403 for every key.
+ * itself is an oracle on the hidden digits. A PATCH that changes either needs the rule deciding
+ * `token:read` for the token to carry `reveal` (section 12): a key that may read the data in clear
+ * learns nothing from a fingerprint. Every other key, flat permissions included, gets a 403.
  */
 describe('abuse: evaluation over stored data', () => {
   let t: TestApp;
@@ -167,32 +157,34 @@ describe('abuse: evaluation over stored data', () => {
     );
   });
 
-  it('with a reveal rule (section 12; set on the principal, no endpoint grants one yet) the expressions are recomputed, and errors still carry no data', async () => {
+  it('with a reveal rule deciding token:read the expressions are recomputed over the stored data, and errors still carry no data', async () => {
     const number = luhnCard();
     const victim = await tokenize(t, owner, { type: 'card', data: cardData(number) }).expect(201);
-    const revealer: Principal = {
-      ...privatePrincipal(tenant.tenantId, []),
-      rules: [
-        {
-          priority: 1,
-          container: '/pci/',
-          permissions: ['token:read', 'token:update'],
-          transform: 'reveal' as never,
-        },
-      ],
-    };
-    const update = (body: Record<string, unknown>) =>
-      t.app.get(ClsService).run(() => t.app.get(TokensService).update(revealer, victim.body.id, body));
-    const updated = await update({
+    const revealer = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        rules: [
+          {
+            priority: 1,
+            container: '/pci/',
+            permissions: ['token:read', 'token:update'],
+            transform: 'reveal',
+          },
+        ],
+      })
+    ).key;
+    const updated = await patchToken(t, revealer, victim.body.id, {
       fingerprint_expression: '{{ data.number | slice: 0, 6 }}',
       search_indexes: ['{{ data.number | last4 }}'],
-    });
+    }).expect(200);
     const twin = await tokenize(t, owner, {
       type: 'token',
       data: number.slice(0, 6),
       fingerprint_expression: '{{ data }}',
     }).expect(201);
-    expect(updated.fingerprint).toBe(twin.body.fingerprint);
+    expect(updated.body.fingerprint).toBe(twin.body.fingerprint);
+    expect((await stored(victim.body.id)).fingerprint).toBe(twin.body.fingerprint);
+    expect(updated.text).not.toContain(number);
     const found = await request(t.http)
       .post('/tokens/search')
       .set('BT-API-KEY', attacker)
@@ -200,14 +192,36 @@ describe('abuse: evaluation over stored data', () => {
       .expect(200);
     expect(found.body.data).toHaveLength(1);
 
-    const failure = await update({ fingerprint_expression: '{{ data[data.number] }}' }).catch(
-      (e: unknown) => e,
-    );
-    // As the client would see it: the one mapping of exceptions onto problems.
-    const { body: problem, unexpected } = toProblem(failure);
-    expect(unexpected).toBe(false);
-    expect(problem.status).toBe(400);
-    expect(JSON.stringify(problem)).not.toContain(number);
-    expect(problem.errors).toEqual({ fingerprint_expression: [expect.stringMatching(/variable/)] });
+    const failure = await patchToken(t, revealer, victim.body.id, {
+      fingerprint_expression: '{{ data[data.number] }}',
+    });
+    expectProblem(failure, 400);
+    expect(failure.text).not.toContain(number);
+    expect(failure.body.errors).toEqual({ fingerprint_expression: [expect.stringMatching(/variable/)] });
+  });
+
+  it('a key holding the same reveal rule and flat token:read is still refused: flat permissions never reveal', async () => {
+    const victim = await tokenize(t, owner, { type: 'card', data: cardData(luhnCard()) }).expect(201);
+    const before = await stored(victim.body.id);
+    const flat = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:read', 'token:update'],
+        rules: [
+          {
+            priority: 1,
+            container: '/pci/',
+            permissions: ['token:read', 'token:update'],
+            transform: 'reveal',
+          },
+        ],
+      })
+    ).key;
+    const res = await patchToken(t, flat, victim.body.id, {
+      fingerprint_expression: '{{ data.number | last4 }}',
+    });
+    expectProblem(res, 403);
+    expect(res.body.detail).toMatch(/reveal/);
+    expect(await stored(victim.body.id)).toEqual(before);
   });
 });

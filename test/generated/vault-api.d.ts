@@ -206,7 +206,7 @@ export interface paths {
         };
         /**
          * List tokens
-         * @description Also filters by `metadata.<name>=<value>`.
+         * @description Also filters by `metadata.<name>=<value>`. Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
          */
         get: operations["listTokens"];
         put?: never;
@@ -227,7 +227,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Search tokens */
+        /**
+         * Search tokens
+         * @description Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
+         */
         post: operations["searchTokens"];
         delete?: never;
         options?: never;
@@ -244,7 +247,7 @@ export interface paths {
         };
         /**
          * List tokens (cursor pagination)
-         * @description Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object.
+         * @description Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object. Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
          */
         get: operations["listTokensV2"];
         put?: never;
@@ -264,7 +267,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Search tokens (cursor pagination) */
+        /**
+         * Search tokens (cursor pagination)
+         * @description Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
+         */
         post: operations["searchTokensV2"];
         delete?: never;
         options?: never;
@@ -279,7 +285,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a token (masked) */
+        /**
+         * Get a token
+         * @description Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
+         */
         get: operations["getToken"];
         put?: never;
         post?: never;
@@ -289,7 +298,7 @@ export interface paths {
         head?: never;
         /**
          * Update metadata, search indexes, fingerprint expression or expiry
-         * @description Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or `search_indexes` evaluates them over the stored data, so it needs a reveal rule with token:read over the token (403 until reveal is available). Setting `expires_at`, or moving it earlier, needs token:delete.
+         * @description Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or `search_indexes` evaluates them over the stored data, so it needs the rule deciding token:read for the token to carry `reveal` (403 otherwise). Setting `expires_at`, or moving it earlier, needs token:delete. The answer is masked, even through a reveal rule.
          */
         patch: operations["updateToken"];
         trace?: never;
@@ -543,11 +552,12 @@ export interface components {
         };
         AccessRuleDto: {
             /**
-             * @description `mask` (default) or `redact`; `reveal` is refused because data is never returned in the clear.
+             * @description `mask` (default), `redact` (neither mask nor data) or `reveal` (data in clear on reads, never the CVC;
+             *     private applications and sessions only, every revealed token is audited).
              * @default mask
              * @enum {string}
              */
-            transform?: "mask" | "redact";
+            transform?: "mask" | "redact" | "reveal";
             description?: string;
             /** @description Rules are evaluated in ascending priority; unique within one application or session. */
             priority: number;
@@ -640,8 +650,15 @@ export interface components {
             type: "token" | "card" | "bank";
             /** @description Cards and banks, when the token is the whole response. */
             mask?: components["schemas"]["TokenMaskDto"];
-            /** @description Cards and banks inside a composite tokenize response: the same masked content as `mask`. */
-            data?: components["schemas"]["TokenMaskDto"];
+            /**
+             * @description Cards and banks inside a composite tokenize response: the same masked content as `mask`. A token
+             *     read through a `reveal` rule (get, list, search) carries its data in clear here instead of `mask`:
+             *     a card's `{number, expiration_month, expiration_year}` (never the CVC), a bank's
+             *     `{routing_number, account_number}`, a `token`'s JSON value.
+             */
+            data?: components["schemas"]["TokenMaskDto"] | {
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean;
             metadata?: {
                 [key: string]: string;
             };
@@ -756,7 +773,7 @@ export interface components {
             /** @enum {string} */
             entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction";
             /** @enum {string} */
-            operation: "create" | "read" | "update" | "delete" | "search";
+            operation: "create" | "read" | "update" | "delete" | "search" | "reveal";
             id: string;
             tenant_id: string;
             /** @description The application that acted (for a session key, the public application that created the session). */

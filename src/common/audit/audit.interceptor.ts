@@ -14,6 +14,7 @@ const PAST: Record<AuditEntry['operation'], string> = {
   delete: 'deleted',
   search: 'searched',
   use: 'used',
+  reveal: 'revealed',
 };
 
 function resultId(result: unknown): string | null {

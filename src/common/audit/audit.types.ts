@@ -10,8 +10,11 @@ export const ENTITY_TYPES = {
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
-/** `use`: a proxy request went out (contract section 12). */
-export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'use'] as const;
+/**
+ * `use`: a proxy request went out; `reveal`: one row per token read in clear through a reveal rule,
+ * besides the read's (contract section 12).
+ */
+export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'use', 'reveal'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** One audit log entry before it is written; the message must never hold sensitive data. */

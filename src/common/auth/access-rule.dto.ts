@@ -67,12 +67,12 @@ export class AccessRuleDto {
   @IsString({ each: true })
   permissions: string[];
 
-  /** `mask` (default) or `redact`; `reveal` is refused because data is never returned in the clear. */
+  /**
+   * `mask` (default), `redact` (neither mask nor data) or `reveal` (data in clear on reads, never the CVC;
+   * private applications and sessions only, every revealed token is audited).
+   */
   @ApiPropertyOptional({ enum: RULE_TRANSFORMS, type: 'string', default: 'mask' })
   @IsOptional()
-  @IsIn(RULE_TRANSFORMS, {
-    message:
-      'transform must be mask or redact (reveal is not supported: data is never returned in the clear)',
-  })
+  @IsIn(RULE_TRANSFORMS, { message: 'transform must be mask, redact or reveal' })
   transform?: (typeof RULE_TRANSFORMS)[number];
 }

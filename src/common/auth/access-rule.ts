@@ -1,4 +1,8 @@
-export const RULE_TRANSFORMS = ['mask', 'redact'] as const;
+/**
+ * What a read through a rule shows of a token's data (contract sections 5 and 12): `mask`, `redact`
+ * (nothing) or `reveal` (the data in clear; private applications and sessions only).
+ */
+export const RULE_TRANSFORMS = ['mask', 'redact', 'reveal'] as const;
 export type RuleTransform = (typeof RULE_TRANSFORMS)[number];
 
 export const CONDITION_ATTRIBUTES = ['id', 'type', 'container'] as const;

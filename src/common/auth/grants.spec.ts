@@ -114,4 +114,67 @@ describe('escalations', () => {
       ),
     ).toEqual({});
   });
+
+  it('lets a session reveal only where the holder reveals the whole container with each permission', () => {
+    const reveal = (priority: number, container: string, permissions: string[]) => ({
+      priority,
+      container,
+      permissions,
+      transform: 'reveal' as const,
+    });
+    const holder = {
+      permissions: ['token:use'],
+      rules: [
+        { priority: 1, container: '/pci/high/secret/', permissions: ['token:read'] },
+        reveal(2, '/pci/', ['token:read', 'token:search', 'token:use']),
+        reveal(3, '/bank/high/', ['token:read']),
+        { priority: 4, container: '/general/', permissions: ['token:read'], transform: 'mask' as const },
+      ],
+    };
+    const grant = (rule: Record<string, unknown>) =>
+      escalations(holder, [], [{ priority: 1, permissions: ['token:read'], transform: 'reveal', ...rule }]);
+    expect(grant({ container: '/pci/low/' })).toEqual({});
+    expect(grant({ container: '/pci/low/', permissions: ['token:read', 'token:search'] })).toEqual({});
+    // /pci/ includes /pci/high/secret/, which an earlier rule decides without reveal.
+    expect(Object.keys(grant({ container: '/pci/' }))).toEqual(['rules[0].transform']);
+    expect(Object.keys(grant({ container: '/pci/high/' }))).toEqual(['rules[0].transform']);
+    // Only a narrower container revealed, only masked, or the permission held flat (flat never reveals).
+    expect(Object.keys(grant({ container: '/bank/' }))).toEqual([
+      'rules[0].permissions[0]',
+      'rules[0].transform',
+    ]);
+    expect(Object.keys(grant({ container: '/general/' }))).toEqual(['rules[0].transform']);
+    expect(grant({ container: '/pci/low/', permissions: ['token:use'] })).toEqual({
+      'rules[0].transform': [
+        'reveal needs the authorizing application to hold a reveal rule with token:use deciding all of /pci/low/',
+      ],
+    });
+    // Conditions confined to a container path count as that container; any other conditions, as all.
+    expect(
+      grant({ conditions: [{ attribute: 'container', operator: 'starts_with', value: '/bank/high/' }] }),
+    ).toEqual({});
+    expect(
+      Object.keys(
+        grant({
+          conditions: [{ attribute: 'type', operator: 'equals', value: 'card' }],
+          permissions: ['token:use'],
+        }),
+      ),
+    ).toEqual(['rules[0].transform']);
+  });
+});
+
+describe('checkGrants and reveal', () => {
+  it('allows reveal on private applications (and sessions) only', () => {
+    const rules = [
+      { priority: 1, container: '/pci/', permissions: ['token:create'], transform: 'reveal' as const },
+    ];
+    expect(checkGrants('private', [], rules)).toEqual({});
+    expect(checkGrants('public', [], rules)).toEqual({
+      'rules[0].transform': ['reveal is not allowed for public applications'],
+    });
+    expect(checkGrants('management', [], [{ ...rules[0], permissions: ['log:read'] }])).toHaveProperty([
+      'rules[0].transform',
+    ]);
+  });
 });

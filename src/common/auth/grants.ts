@@ -39,6 +39,8 @@ export function checkGrants(
       add(errors, path, 'a rule needs a container or conditions');
     if (rule.container !== undefined && hasConditions)
       add(errors, path, 'a rule has a container or conditions, not both');
+    if (rule.transform === 'reveal' && type !== 'private')
+      add(errors, `${path}.transform`, `reveal is not allowed for ${type} applications`);
     const first = priorities.get(rule.priority);
     if (first !== undefined)
       add(errors, `${path}.priority`, `priority ${rule.priority} is already used by rules[${first}]`);
@@ -83,9 +85,38 @@ function holdsOnContainer(holder: Holdings, permission: string, container: strin
 }
 
 /**
- * Privilege escalation check for a session (contract section 4): every permission granted, flat or
- * through a rule, must be held by the authorizing application at least as widely. Flat grants need the
- * permission flat; a rule confined to a container needs it on that whole container.
+ * True when `holder` reads every token in `container` and below it in clear with `permission`: the
+ * same walk as `holdsOnContainer`, but every rule overlapping the container must grant the permission
+ * with `reveal`, down to the first one covering it whole. Strict where in doubt:
+ * - flat permissions decide before any rule and never reveal, so holding `permission` flat is a no;
+ * - a rule without a container (never on an application today) might match any token: a no;
+ * - `container` undefined (a session rule confined by conditions other than a container path) stands
+ *   for every container (`/`): only a reveal rule covering all of them would do, and a container rule
+ *   is at least one level deep, so such a rule can never be granted reveal.
+ * Tokens in several containers can still be decided for the holder by a rule on another container;
+ * `decide` (token-access.ts) settles those at every read by asking the holder's own rules again.
+ */
+function revealsOnContainer(holder: Holdings, permission: string, container = '/'): boolean {
+  if (holder.permissions.includes(permission)) return false;
+  const ordered = [...holder.rules].sort((a, b) => a.priority - b.priority);
+  for (const rule of ordered) {
+    const own = rule.container;
+    if (own === undefined) return false;
+    const covers = container.startsWith(own);
+    const below = own.startsWith(container);
+    if (!covers && !below) continue;
+    if (!rule.permissions.includes(permission) || rule.transform !== 'reveal') return false;
+    if (covers) return true;
+  }
+  return false;
+}
+
+/**
+ * Privilege escalation check for a session (contract sections 4 and 12): every permission granted,
+ * flat or through a rule, must be held by the authorizing application at least as widely. Flat grants
+ * need the permission flat; a rule confined to a container needs it on that whole container. A rule
+ * with `reveal` needs the application to read that whole container in clear with each of the rule's
+ * permissions (`revealsOnContainer`), else `rules[i].transform` is refused.
  */
 export function escalations(
   holder: Holdings,
@@ -113,6 +144,17 @@ export function escalations(
           notHeld(permission, container === undefined ? ' on every container' : ` on ${container}`),
         );
     });
+    if (rule.transform !== 'reveal') return;
+    const unrevealed = rule.permissions.filter(
+      (permission) => !revealsOnContainer(holder, permission, container),
+    );
+    if (unrevealed.length)
+      add(
+        errors,
+        `rules[${i}].transform`,
+        `reveal needs the authorizing application to hold a reveal rule with ${unrevealed.join(', ')} ` +
+          `deciding ${container === undefined ? 'every container' : `all of ${container}`}`,
+      );
   });
   return errors;
 }

@@ -20,6 +20,11 @@ export interface Principal {
   permissions: string[];
   /** Container- or condition-scoped grants, evaluated per token. */
   rules: AccessRule[];
+  /**
+   * For an authorized session: what the private application that authorized it holds now. A session
+   * reads a token in clear only where that application's own grants would (contract section 12).
+   */
+  authorizer?: { permissions: string[]; rules: AccessRule[] };
 }
 
 export type RequestWithPrincipal = Request & { principal?: Principal };

@@ -10,7 +10,7 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
-import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
+import { isNeverReplayed, isWithheldFromReplay } from '../../common/context/never-replayed.decorator';
 import { onRequestCommit } from '../../common/context/transactional';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
@@ -46,7 +46,8 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
  * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH (contract section 8). The key is claimed before the
  * handler runs; its 2xx response is stored in the transaction the service method declares, so a change
  * is never committed without its record; a failure releases the key. The header is ignored on other
- * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`).
+ * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`);
+ * a response holding data in clear (`withholdFromReplay`) is answered but not stored.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -98,6 +99,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // The record commits with the change: in the transaction the service method declares.
       let recorded: StoredResponse | undefined;
       const edge = onRequestCommit(async (result) => {
+        if (isWithheldFromReplay()) return;
         const stored = serialize(result, res);
         if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
           throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
@@ -113,6 +115,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw error;
       }
       if (edge.ran && recorded) return send(recorded, res);
+      if (isWithheldFromReplay()) {
+        await this.idempotency.release(scope, outcome.claimId);
+        return result;
+      }
       // The handler committed its own transactions (it calls a processor): the record is completed after it.
       const stored = serialize(result, res);
       if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))

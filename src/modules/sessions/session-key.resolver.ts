@@ -9,8 +9,10 @@ import { SessionsRepository } from './sessions.repository';
 /**
  * Resolves session keys. The principal is the public application that created the session (audit logs
  * name it as actor) with the session's grants, narrowed at every use to what the authorizing
- * application holds then (contract section 15); an expired session answers `expired` (401). Deleting
- * the authorizing application deletes its sessions (foreign key), so their keys are unknown (401).
+ * application holds then (contract section 15); those holdings come along as `authorizer`, against
+ * which every reveal is checked per token (section 12). An expired session answers `expired` (401).
+ * Deleting the authorizing application deletes its sessions (foreign key), so their keys are unknown
+ * (401).
  */
 @Injectable()
 export class SessionKeyResolver implements PrincipalResolver, OnModuleInit {
@@ -31,12 +33,9 @@ export class SessionKeyResolver implements PrincipalResolver, OnModuleInit {
     if (row.expiresAt.getTime() <= this.clock.now().getTime()) return 'expired';
     const authorized = row.authorizedAt !== null;
     if (authorized && row.holderPermissions === null) return undefined;
+    const holder = { permissions: row.holderPermissions ?? [], rules: row.holderRules ?? [] };
     const grants = authorized
-      ? narrowToHolder(
-          { permissions: row.holderPermissions ?? [], rules: row.holderRules ?? [] },
-          row.permissions,
-          row.rules,
-        )
+      ? narrowToHolder(holder, row.permissions, row.rules)
       : { permissions: row.permissions, rules: row.rules };
     const principal: Principal = {
       tenantId: row.tenantId,
@@ -48,6 +47,7 @@ export class SessionKeyResolver implements PrincipalResolver, OnModuleInit {
       authorized,
       permissions: grants.permissions,
       rules: grants.rules,
+      ...(authorized ? { authorizer: holder } : {}),
     };
     return principal;
   }

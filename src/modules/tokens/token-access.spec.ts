@@ -1,5 +1,5 @@
 import type { Principal } from '../../common/auth/principal';
-import { decide, refusedContainers } from './token-access';
+import { decide, mayEvaluateStoredData, refusedContainers } from './token-access';
 
 const principal = (over: Partial<Principal>): Principal => ({
   tenantId: 't',
@@ -73,6 +73,56 @@ describe('decide', () => {
     });
     expect(decide(byType, 'token:use', card).allowed).toBe(true);
     expect(decide(byType, 'token:use', { ...card, type: 'bank' }).allowed).toBe(false);
+  });
+});
+
+describe('reveal', () => {
+  const revealPci = {
+    priority: 1,
+    container: '/pci/',
+    permissions: ['token:read'],
+    transform: 'reveal' as const,
+  };
+
+  it('reveals through the deciding rule only; flat permissions never reveal', () => {
+    const who = principal({
+      rules: [{ priority: 0, container: '/pci/low/', permissions: ['token:read'] }, revealPci],
+    });
+    expect(decide(who, 'token:read', card).transform).toBe('reveal');
+    expect(decide(who, 'token:read', { ...card, containers: ['/pci/low/'] }).transform).toBe('mask');
+    expect(mayEvaluateStoredData(who, card)).toBe(true);
+    expect(mayEvaluateStoredData(who, { ...card, containers: ['/pci/low/'] })).toBe(false);
+    const flat = principal({ permissions: ['token:read'], rules: [revealPci] });
+    expect(decide(flat, 'token:read', card)).toEqual({ allowed: true, matched: true, transform: 'mask' });
+    expect(mayEvaluateStoredData(flat, card)).toBe(false);
+  });
+
+  it('reveals to a session only what its authorizer reveals of the same token now', () => {
+    const session = principal({ applicationType: 'public', keyKind: 'session', rules: [revealPci] });
+    const authorizer = { permissions: [], rules: [revealPci] };
+    expect(decide({ ...session, authorizer }, 'token:read', card).transform).toBe('reveal');
+    // A token also in /bank/, which the authorizer's earlier rule decides (masked, or refused).
+    const both = { ...card, containers: ['/pci/high/', '/bank/high/'] };
+    const bankFirst = {
+      permissions: [],
+      rules: [{ priority: 0, container: '/bank/', permissions: ['token:read'] }, revealPci],
+    };
+    expect(decide({ ...session, authorizer: bankFirst }, 'token:read', both)).toEqual({
+      allowed: true,
+      matched: true,
+      transform: 'mask',
+    });
+    // The authorizer since lost its reveal rule, or holds the permission flat.
+    expect(
+      decide({ ...session, authorizer: { permissions: [], rules: [] } }, 'token:read', card).transform,
+    ).toBe('mask');
+    expect(
+      decide(
+        { ...session, authorizer: { permissions: ['token:read'], rules: [revealPci] } },
+        'token:read',
+        card,
+      ).transform,
+    ).toBe('mask');
   });
 });
 

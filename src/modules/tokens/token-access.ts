@@ -36,11 +36,9 @@ export function ruleMatches(rule: AccessRule, token: TokenFacts): boolean {
 export const byPriority = (rules: AccessRule[]): AccessRule[] =>
   [...rules].sort((a, b) => a.priority - b.priority);
 
-/**
- * The one rule evaluator (contract section 5): flat permissions hold on every container; otherwise the
- * first rule by ascending priority that matches the token decides, allowing when it grants `permission`.
- */
-export function decide(who: Principal, permission: string, token: TokenFacts): AccessDecision {
+type Grants = Pick<Principal, 'permissions' | 'rules'>;
+
+function evaluate(who: Grants, permission: string, token: TokenFacts): AccessDecision {
   if (who.permissions.includes(permission)) return { allowed: true, matched: true, transform: 'mask' };
   for (const rule of byPriority(who.rules)) {
     if (ruleMatches(rule, token)) {
@@ -54,15 +52,39 @@ export function decide(who: Principal, permission: string, token: TokenFacts): A
   return { allowed: false, matched: false, transform: 'mask' };
 }
 
+/** True when the decision allows the operation and shows the data in clear. */
+export const reveals = (decision: AccessDecision): boolean =>
+  decision.allowed && decision.transform === 'reveal';
+
+/**
+ * The one rule evaluator (contract section 5): flat permissions hold on every container (and never
+ * reveal); otherwise the first rule by ascending priority that matches the token decides, allowing when
+ * it grants `permission`, with its transform. A session reveals a token only when the application that
+ * authorized it would reveal that same token with that permission now (contract section 12: no
+ * escalation, whatever containers the token sits in); otherwise the session reads it masked.
+ */
+export function decide(
+  who: Grants & Pick<Principal, 'authorizer'>,
+  permission: string,
+  token: TokenFacts,
+): AccessDecision {
+  const decision = evaluate(who, permission, token);
+  if (
+    decision.transform === 'reveal' &&
+    who.authorizer &&
+    !reveals(evaluate(who.authorizer, permission, token))
+  )
+    return { ...decision, transform: 'mask' };
+  return decision;
+}
+
 /**
  * Contract section 15: evaluating an expression over a token's stored data (a PATCH of its
- * `fingerprint_expression` or `search_indexes`) is reading it in clear, so it needs a rule with
- * `token:read` and the `reveal` transform covering the token. Flat permissions never reveal.
+ * `fingerprint_expression` or `search_indexes`) is reading it in clear, so it needs the rule deciding
+ * `token:read` for the token to carry `reveal`. Flat permissions never reveal.
  */
 export function mayEvaluateStoredData(who: Principal, token: TokenFacts): boolean {
-  const decision = decide(who, 'token:read', token);
-  // No rule can carry `reveal` until section 12 lands (RULE_TRANSFORMS), so this refuses everyone today.
-  return decision.allowed && (decision.transform as string) === 'reveal';
+  return reveals(decide(who, 'token:read', token));
 }
 
 /** `token:create` is needed on every destination container; returns the containers it is refused on. */

@@ -170,6 +170,26 @@ function validateBank(value: unknown, path: string, errors: FieldErrors): Valida
   };
 }
 
+/**
+ * What a read through a reveal rule shows of a token's stored data (contract section 12): a card's
+ * number and expiry (never a CVC, which is not stored with it anyway), a bank's two numbers, a `token`'s
+ * JSON value.
+ */
+export function revealedData(type: TokenType, data: unknown): unknown {
+  switch (type) {
+    case 'card': {
+      const { number, expiration_month, expiration_year } = data as CardData;
+      return { number, expiration_month, expiration_year };
+    }
+    case 'bank': {
+      const { routing_number, account_number } = data as BankData;
+      return { routing_number, account_number };
+    }
+    case 'token':
+      return data;
+  }
+}
+
 /** Validates `data` for its type; adds messages under `<path>...` and returns undefined when invalid. */
 export function validateData(
   type: TokenType,

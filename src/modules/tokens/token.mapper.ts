@@ -8,14 +8,19 @@ export interface CursorTokenPage {
   data: TokenDto[];
 }
 
-/** The token object (contract section 3): `mask` alone, `data` (masked) inside a composite response. */
+/**
+ * The token object (contract section 3): `mask` alone, `data` (masked) inside a composite response;
+ * nothing of the data through a `redact` rule. `revealed` (a read through a `reveal` rule, section 12)
+ * puts the clear data in `data` instead of the mask; a `reveal` transform without it (the answer to a
+ * create or a PATCH) shows the mask.
+ */
 export function tokenDto(
   row: TokenRow,
-  options: { composite?: boolean; transform?: RuleTransform } = {},
+  options: { composite?: boolean; transform?: RuleTransform; revealed?: { data: unknown } } = {},
 ): TokenDto {
   const out: TokenDto = { id: row.id, tenant_id: row.tenant_id, type: row.type };
-  if (row.mask && (options.transform ?? 'mask') === 'mask')
-    out[options.composite ? 'data' : 'mask'] = row.mask;
+  if (options.revealed) out.data = options.revealed.data;
+  else if (row.mask && options.transform !== 'redact') out[options.composite ? 'data' : 'mask'] = row.mask;
   if (row.metadata) out.metadata = row.metadata;
   if (row.search_indexes) out.search_indexes = row.search_indexes;
   out.fingerprint = row.fingerprint;

@@ -14,6 +14,9 @@ import { TokenizeService } from './tokenize.service';
 import { TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseIdPipe('Token'));
+const REVEAL_NOTE =
+  'Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data ' +
+  '(`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).';
 const FREE_FORM = {
   description:
     'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
@@ -102,7 +105,7 @@ export class TokensController {
   @ApiOperation({
     operationId: 'listTokens',
     summary: 'List tokens',
-    description: 'Also filters by `metadata.<name>=<value>`.',
+    description: `Also filters by \`metadata.<name>=<value>\`. ${REVEAL_NOTE}`,
   })
   @ApiOkResponse({ type: TokenPageDto })
   @ApiQuery({ name: 'type', required: false })
@@ -121,7 +124,7 @@ export class TokensController {
   @HttpCode(200)
   @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
-  @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens' })
+  @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens', description: REVEAL_NOTE })
   @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
   search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
     return this.tokens.search(who, body);
@@ -134,7 +137,8 @@ export class TokensController {
     operationId: 'listTokensV2',
     summary: 'List tokens (cursor pagination)',
     description:
-      'Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object.',
+      'Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object. ' +
+      REVEAL_NOTE,
   })
   @ApiQuery({ name: 'type', required: false })
   @ApiQuery({ name: 'container', required: false })
@@ -158,7 +162,11 @@ export class TokensController {
   @HttpCode(200)
   @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
-  @ApiOperation({ operationId: 'searchTokensV2', summary: 'Search tokens (cursor pagination)' })
+  @ApiOperation({
+    operationId: 'searchTokensV2',
+    summary: 'Search tokens (cursor pagination)',
+    description: REVEAL_NOTE,
+  })
   @ApiOkResponse({ type: TokenCursorPageDto })
   searchV2(@Principal() who: Principal, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
     return this.tokens.searchV2(who, body);
@@ -167,7 +175,11 @@ export class TokensController {
   @Get('tokens/:id')
   @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
-  @ApiOperation({ operationId: 'getToken', summary: 'Get a token (masked)' })
+  @ApiOperation({
+    operationId: 'getToken',
+    summary: 'Get a token',
+    description: REVEAL_NOTE,
+  })
   @ApiOkResponse({ type: TokenObjectDto })
   get(@Principal() who: Principal, @TokenId() id: string): Promise<TokenDto> {
     return this.tokens.get(who, id);
@@ -181,8 +193,9 @@ export class TokensController {
     summary: 'Update metadata, search indexes, fingerprint expression or expiry',
     description:
       'Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or ' +
-      '`search_indexes` evaluates them over the stored data, so it needs a reveal rule with token:read over the ' +
-      'token (403 until reveal is available). Setting `expires_at`, or moving it earlier, needs token:delete.',
+      '`search_indexes` evaluates them over the stored data, so it needs the rule deciding token:read for the ' +
+      'token to carry `reveal` (403 otherwise). Setting `expires_at`, or moving it earlier, needs token:delete. ' +
+      'The answer is masked, even through a reveal rule.',
   })
   @ApiOkResponse({ type: TokenObjectDto })
   @ApiBody({ type: UpdateTokenDto })

@@ -153,6 +153,16 @@ export class TokensRepository {
     return token ? { ...toRow(token), data: token.data } : undefined;
   }
 
+  /** The sealed data of those of these tokens the tenant still has, by id (reads through a reveal rule). */
+  async findSealedData(tenantId: string, ids: string[]): Promise<Map<string, Buffer>> {
+    if (!ids.length) return new Map();
+    const tokens = await this.tokens().find({
+      select: { id: true, data: true },
+      where: { tenantId, id: In(ids) },
+    });
+    return new Map(tokens.map((token) => [token.id, token.data]));
+  }
+
   /** The tenant's live tokens with one of these fingerprints, oldest first. */
   async findLiveByFingerprints(tenantId: string, fingerprints: string[], now: Date): Promise<TokenRow[]> {
     const tokens = await this.tokens().find({

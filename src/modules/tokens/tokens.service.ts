@@ -4,8 +4,10 @@ import { Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
+import { withholdFromReplay } from '../../common/context/never-replayed.decorator';
 import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
@@ -18,7 +20,7 @@ import {
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import type { UpdateTokenDto } from './dto/update-token.dto';
 import { ExpressionEvaluator } from './expression-evaluator';
-import { decide, mayEvaluateStoredData } from './token-access';
+import { decide, mayEvaluateStoredData, reveals } from './token-access';
 import { openCvc, openData } from './token-crypto';
 import { CursorTokenPage, TokenDto, tokenDto } from './token.mapper';
 import {
@@ -31,6 +33,7 @@ import {
   parseSearchIndexes,
 } from './token-request';
 import { parseSearchQuery, TokenFilters, TokenListQuery } from './token-search';
+import { revealedData } from './token-types';
 import { Keyset, SearchScope, TokenSearch, TokenSearchRepository } from './token-search.repository';
 import { SealedToken, TokenRow, TokensRepository } from './tokens.repository';
 
@@ -56,6 +59,7 @@ export class TokensService {
     private readonly searches: TokenSearchRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** A live token of the tenant, or 404; then the rule evaluator: 404 when no rule covers it, 403 when one refuses. */
@@ -88,7 +92,58 @@ export class TokensService {
 
   async get(who: Principal, id: string): Promise<TokenDto> {
     const { row, transform } = await this.findAccessible(who, id, 'token:read');
-    return tokenDto(row, { transform });
+    const revealed = transform === 'reveal' ? await this.reveal(who, [row]) : new Map<string, unknown>();
+    return tokenDto(row, { transform, revealed: this.revealedOf(revealed, row.id) });
+  }
+
+  /**
+   * Token objects of a list or search, each as its own deciding rule shows it (contract sections 5 and
+   * 12): the data of those read through a reveal rule is fetched and opened, and only theirs.
+   */
+  private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
+    const decisions = rows.map((row) => decide(who, permission, row));
+    const wanted = rows.filter((_, i) => reveals(decisions[i]));
+    const sealed = await this.tokens.findSealedData(
+      who.tenantId,
+      wanted.map((row) => row.id),
+    );
+    // A token deleted since the page was read has no data left: it is shown masked, and not audited.
+    const revealed = await this.reveal(
+      who,
+      wanted.flatMap((row) => {
+        const data = sealed.get(row.id);
+        return data ? [{ ...row, data }] : [];
+      }),
+    );
+    return rows.map((row, i) =>
+      tokenDto(row, { transform: decisions[i].transform, revealed: this.revealedOf(revealed, row.id) }),
+    );
+  }
+
+  /**
+   * Opens the data of tokens read through a reveal rule, in the shape section 12 gives (never a CVC),
+   * records one `reveal` audit row per token (its message names the type, never data), and keeps the
+   * response out of idempotency records.
+   */
+  private async reveal(who: Principal, rows: SealedToken[]): Promise<Map<string, unknown>> {
+    const revealed = new Map<string, unknown>();
+    if (!rows.length) return revealed;
+    const keys = await this.tenantKeys.keysFor(who.tenantId);
+    for (const row of rows) {
+      revealed.set(row.id, revealedData(row.type, openData(keys, row)));
+      this.audit.record({
+        entityType: 'token',
+        entityId: row.id,
+        operation: 'reveal',
+        message: `Token revealed (${row.type})`,
+      });
+    }
+    withholdFromReplay();
+    return revealed;
+  }
+
+  private revealedOf(revealed: Map<string, unknown>, id: string): { data: unknown } | undefined {
+    return revealed.has(id) ? { data: revealed.get(id) } : undefined;
   }
 
   @Transactional()
@@ -175,6 +230,7 @@ export class TokensService {
         await this.tokens.replaceSearchIndexes(row.tenant_id, row.id, digests);
       }
       await this.tokens.update(who.tenantId, row.id, next);
+      // The answer to a PATCH is masked even through a reveal rule: only reads reveal (section 12).
       return tokenDto(next, { transform });
     });
   }
@@ -225,11 +281,7 @@ export class TokensService {
   ): Promise<OffsetPage<TokenDto>> {
     const search = await this.digested(who, filters);
     const { rows, total } = await this.searches.findOffsetPage(this.scope(who, permission), search, paging);
-    return offsetPage(
-      rows.map((row) => tokenDto(row, { transform: decide(who, permission, row).transform })),
-      total,
-      paging,
-    );
+    return offsetPage(await this.present(who, permission, rows), total, paging);
   }
 
   /**
@@ -257,7 +309,7 @@ export class TokensService {
         page_size: paging.size,
         ...(next ? { next: encodeCursor([next.createdAt, next.id]) } : {}),
       },
-      data: rows.map((row) => tokenDto(row, { transform: decide(who, permission, row).transform })),
+      data: await this.present(who, permission, rows),
     };
   }
 

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { OffsetPaginationDto } from '../../../common/pagination/offset-pagination.dto';
 
 /** The masked form of a card or bank: never the clear number. */
@@ -12,7 +12,8 @@ export class TokenMaskDto {
   account_number?: string;
 }
 
-/** A token (contract section 3). Its data is never returned in the clear. */
+/** A token (contract section 3). Its data is returned in clear only when read through a reveal rule. */
+@ApiExtraModels(TokenMaskDto)
 export class TokenObjectDto {
   id: string;
   tenant_id: string;
@@ -21,9 +22,23 @@ export class TokenObjectDto {
   /** Cards and banks, when the token is the whole response. */
   @ApiPropertyOptional({ type: TokenMaskDto })
   mask?: TokenMaskDto;
-  /** Cards and banks inside a composite tokenize response: the same masked content as `mask`. */
-  @ApiPropertyOptional({ type: TokenMaskDto })
-  data?: TokenMaskDto;
+  /**
+   * Cards and banks inside a composite tokenize response: the same masked content as `mask`. A token
+   * read through a `reveal` rule (get, list, search) carries its data in clear here instead of `mask`:
+   * a card's `{number, expiration_month, expiration_year}` (never the CVC), a bank's
+   * `{routing_number, account_number}`, a `token`'s JSON value.
+   */
+  @ApiPropertyOptional({
+    oneOf: [
+      { $ref: getSchemaPath(TokenMaskDto) },
+      { type: 'object', additionalProperties: true },
+      { type: 'array', items: {} },
+      { type: 'string' },
+      { type: 'number' },
+      { type: 'boolean' },
+    ],
+  })
+  data?: unknown;
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
   metadata?: Record<string, string>;
   search_indexes?: string[];
