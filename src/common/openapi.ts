@@ -30,7 +30,49 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     extraModels: [ProblemDetailsDto],
     operationIdFactory: (_controller, method) => method,
   });
-  return documentCommonResponses(documentIdempotency(document));
+  return documentCommonResponses(documentIdempotency(documentAnyMethodRoutes(document)));
+}
+
+/**
+ * A route marked `@ApiExtension(ANY_METHOD_EXTENSION, '<name>')` takes every method (`@All`). The
+ * swagger module documents it under eight methods with one operationId per method, the same on each
+ * of its paths, and with `search`, which OpenAPI 3.0 lacks. Here it keeps the five methods clients
+ * use, each with an operationId of its own: `<name>Get`, `<name>Post`, ... and `<name>GetPath`, ... on
+ * a path with a parameter.
+ */
+export const ANY_METHOD_EXTENSION = 'x-any-method';
+
+function documentAnyMethodRoutes(document: OpenAPIObject): OpenAPIObject {
+  const kept = ['get', 'post', 'put', 'patch', 'delete'];
+  for (const [path, item] of Object.entries(document.paths)) {
+    const methods = Object.keys(item) as (keyof typeof item)[];
+    for (const method of methods) {
+      const operation = item[method] as (OperationObject & Record<string, unknown>) | undefined;
+      const name = operation?.[ANY_METHOD_EXTENSION];
+      if (typeof name !== 'string') continue;
+      if (!kept.includes(method)) {
+        delete item[method];
+        continue;
+      }
+      delete operation![ANY_METHOD_EXTENSION];
+      const verb = method.charAt(0).toUpperCase() + method.slice(1);
+      const parameter = /\{([^}]+)\}/.exec(path)?.[1];
+      operation!.operationId = `${name}${verb}${parameter ? 'Path' : ''}`;
+      // The route's wildcard (`*path`) is not a declared parameter; the document must declare it.
+      if (parameter && !(operation!.parameters ?? []).some((p) => 'name' in p && p.name === parameter))
+        operation!.parameters = [
+          {
+            name: parameter,
+            in: 'path',
+            required: true,
+            description: 'The rest of the path, appended to the destination (it may hold further slashes).',
+            schema: { type: 'string' },
+          },
+          ...(operation!.parameters ?? []),
+        ];
+    }
+  }
+  return document;
 }
 
 const problem = {

@@ -539,6 +539,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/proxies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List pre-configured proxies */
+        get: operations["listProxies"];
+        put?: never;
+        /**
+         * Create a pre-configured proxy
+         * @description `destination_url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS), else 400.
+         */
+        post: operations["createProxy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxies/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a pre-configured proxy */
+        get: operations["getProxy"];
+        /**
+         * Replace a pre-configured proxy
+         * @description `require_auth` omitted is true. `destination_url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS), else 400.
+         */
+        put: operations["updateProxy"];
+        post?: never;
+        /**
+         * Delete a pre-configured proxy
+         * @description Requests naming its key are refused (404) from then on.
+         */
+        delete: operations["deleteProxy"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some fields of a pre-configured proxy
+         * @description `destination_url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS), else 400.
+         */
+        patch: operations["patchProxy"];
+        trace?: never;
+    };
+    "/proxy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        get: operations["proxyGet"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        put: operations["proxyPut"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        post: operations["proxyPost"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        delete: operations["proxyDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        patch: operations["proxyPatch"];
+        trace?: never;
+    };
+    "/proxy/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        get: operations["proxyGetPath"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        put: operations["proxyPutPath"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        post: operations["proxyPostPath"];
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        delete: operations["proxyDeletePath"];
+        options?: never;
+        head?: never;
+        /**
+         * Every method, at `/proxy` and below.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         */
+        patch: operations["proxyPatchPath"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -771,9 +893,9 @@ export interface components {
              */
             actor_type: "application" | "buyer";
             /** @enum {string} */
-            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction";
+            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy";
             /** @enum {string} */
-            operation: "create" | "read" | "update" | "delete" | "search" | "reveal";
+            operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal";
             id: string;
             tenant_id: string;
             /** @description The application that acted (for a session key, the public application that created the session). */
@@ -1020,6 +1142,61 @@ export interface components {
         RefundPageDto: {
             data: components["schemas"]["RefundDto"][];
             pagination: components["schemas"]["OffsetPaginationDto"];
+        };
+        CreateProxyDto: {
+            /** @example Card processor */
+            name: string;
+            /**
+             * @description Where requests naming the proxy's key go (`/<path>` and the query string are appended). Must pass
+             *     the outbound policy: http or https, and a public address unless listed in OUTBOUND_ALLOWED_HOSTS.
+             * @example https://api.processor.example/v1
+             */
+            destination_url: string;
+            /**
+             * @description With true (the default) a request through the proxy needs a `BT-API-KEY` (private or session key)
+             *     and may detokenize what that key may use; with false it is anonymous and detokenizes nothing.
+             */
+            require_auth?: boolean;
+        };
+        ProxyDto: {
+            modified_by: string | null;
+            modified_at: string | null;
+            id: string;
+            /**
+             * @description The address requests name in `BT-PROXY-KEY`; shown on every read (it is not a credential).
+             * @example key_prx_4TWYdFvN8sC5ZqJt7hEmRk2bXa9GpLwD3uVnQy6fHs1
+             */
+            key: string;
+            tenant_id: string;
+            name: string;
+            destination_url: string;
+            require_auth: boolean;
+            created_by: string | null;
+            created_at: string;
+        };
+        ProxyPageDto: {
+            pagination: components["schemas"]["OffsetPaginationDto"];
+            data: components["schemas"]["ProxyDto"][];
+        };
+        UpdateProxyDto: {
+            /** @example Card processor */
+            name: string;
+            /**
+             * @description Where requests naming the proxy's key go (`/<path>` and the query string are appended). Must pass
+             *     the outbound policy: http or https, and a public address unless listed in OUTBOUND_ALLOWED_HOSTS.
+             * @example https://api.processor.example/v1
+             */
+            destination_url: string;
+            /**
+             * @description With true (the default) a request through the proxy needs a `BT-API-KEY` (private or session key)
+             *     and may detokenize what that key may use; with false it is anonymous and detokenizes nothing.
+             */
+            require_auth?: boolean;
+        };
+        PatchProxyDto: {
+            name?: string;
+            destination_url?: string;
+            require_auth?: boolean;
         };
         ProblemDetailsDto: {
             /**
@@ -3152,7 +3329,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Only logs of this entity type. */
-                entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction";
+                entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy";
                 /** @description Only logs of this entity. */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
@@ -4332,6 +4509,1552 @@ export interface operations {
             };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listProxies: {
+        parameters: {
+            query: {
+                /** @description Only these proxies (repeat the parameter for several). */
+                id?: string[];
+                /** @description Only proxies whose name contains this text (case-insensitive). */
+                name?: string;
+                /** @description Page number, from 1. */
+                page: number;
+                /** @description Results per page, 1 to 100. */
+                size: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createProxy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProxyDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:create. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getProxy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    updateProxy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateProxyDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteProxy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:delete. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    patchProxy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["PatchProxyDto"];
+                "application/json": components["schemas"]["PatchProxyDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission proxy:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPut: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyGetPath: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path: {
+                /** @description The rest of the path, appended to the destination (it may hold further slashes). */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPutPath: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path: {
+                /** @description The rest of the path, appended to the destination (it may hold further slashes). */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPostPath: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path: {
+                /** @description The rest of the path, appended to the destination (it may hold further slashes). */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyDeletePath: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path: {
+                /** @description The rest of the path, appended to the destination (it may hold further slashes). */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    proxyPatchPath: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
+                "BT-PROXY-URL"?: string;
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                "BT-PROXY-KEY"?: string;
+            };
+            path: {
+                /** @description The rest of the path, appended to the destination (it may hold further slashes). */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description Any body; token expressions in it are replaced. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
+        responses: {
+            /** @description The destination's answer, whatever its status: status, headers and body as it sent them. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A key is needed and BT-API-KEY is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key is not a private or authorized session key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No proxy has the BT-PROXY-KEY given. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination is unreachable, or its answer is over 10 MiB. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };

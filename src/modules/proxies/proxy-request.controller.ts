@@ -2,6 +2,7 @@ import { All, applyDecorators, Controller, Req, Res, UseFilters } from '@nestjs/
 import {
   ApiBody,
   ApiConsumes,
+  ApiExtension,
   ApiHeader,
   ApiOperation,
   ApiResponse,
@@ -10,6 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { RequirePermissions, API_KEY_SECURITY } from '../../common/auth/require-permissions.decorator';
+import { ANY_METHOD_EXTENSION } from '../../common/openapi';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
 import { HOP_BY_HOP_HEADERS } from '../../common/outbound/outbound.types';
@@ -32,6 +34,7 @@ const ProxyOperation = () =>
     NeverReplayed(),
     UseFilters(ProxyErrorFilter),
     ApiOperation({ summary: 'Send a request through the proxy', description: DESCRIPTION }),
+    ApiExtension(ANY_METHOD_EXTENSION, 'proxy'),
     ApiSecurity(API_KEY_SECURITY),
     ApiSecurity({}),
     ApiHeader({
@@ -49,8 +52,8 @@ const ProxyOperation = () =>
     ApiConsumes('*/*'),
     ApiBody({ required: false, description: 'Any body; token expressions in it are replaced.', schema: {} }),
     ApiResponse({
-      status: 'default',
-      description: "The destination's answer, status, headers and body as it sent them.",
+      status: 200,
+      description: "The destination's answer, whatever its status: status, headers and body as it sent them.",
       content: { '*/*': { schema: {} } },
     }),
     ApiResponse({
