@@ -44,6 +44,10 @@ const CATALOG: Record<string, Kind[]> = {
   'orchestration:transactions:read': ['private'],
   'orchestration:transaction:capture': ['private'],
   'orchestration:transaction:refund': ['private'],
+  'proxy:create': ['management'],
+  'proxy:read': ['management'],
+  'proxy:update': ['management'],
+  'proxy:delete': ['management'],
 };
 const permissionsOfKind = (kind: Kind) => Object.keys(CATALOG).filter((p) => CATALOG[p].includes(kind));
 
@@ -91,12 +95,24 @@ const CONTRACT_PERMISSIONS: Record<string, string[]> = {
   voidTransaction: ['token:use'],
   createRefund: ['orchestration:transaction:refund'],
   listRefunds: ['orchestration:transactions:read'],
+  createProxy: ['proxy:create'],
+  listProxies: ['proxy:read'],
+  getProxy: ['proxy:read'],
+  updateProxy: ['proxy:update'],
+  patchProxy: ['proxy:update'],
+  deleteProxy: ['proxy:delete'],
 };
 
 /** Contract section 4: routes that accept one key kind only (other kinds: 403). */
 const KIND_ONLY: Record<string, Kind[]> = { createSession: ['public'], authorizeSession: ['private'] };
 
-const PUBLIC_PATH = /^\/(health\/|docs|openapi\.json$|orchestration\/approvals\/)/;
+/**
+ * Routes without a key, and the proxy itself: its key is optional (a pre-configured proxy without
+ * `require_auth`), so it is documented with optional security and has its own refusals in
+ * test/proxy.e2e-spec.ts.
+ */
+const PUBLIC_PATH = /^\/(health\/|docs|openapi\.json$|orchestration\/approvals\/|proxy$|proxy\/)/;
+const PROXY_DESTINATION = 'https://processor.example/v1';
 
 const CARD_NUMBER = '4242424242424242';
 const CARD = { number: CARD_NUMBER, expiration_month: 12, expiration_year: 2030, cvc: '123' };
@@ -214,6 +230,7 @@ interface Refs {
   connectionId: string;
   transactionId: string;
   nonce: string;
+  proxyId: string;
 }
 
 /** Orchestration resources of tenant A: a card token, an available connection, an authorized payment. */
@@ -417,6 +434,11 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       return {};
     case 'createRefund':
       return { amount: 100 };
+    case 'createProxy':
+    case 'updateProxy':
+      return { name: 'access matrix proxy', destination_url: PROXY_DESTINATION };
+    case 'patchProxy':
+      return { name: 'access matrix proxy, patched' };
     default:
       return undefined;
   }
@@ -432,7 +454,9 @@ function fillPath(path: string, r: Refs): string {
         ? r.connectionId
         : path.startsWith('/orchestration/transactions/')
           ? r.transactionId
-          : undefined;
+          : path.startsWith('/proxies/')
+            ? r.proxyId
+            : undefined;
   const filled = path.replace('{keyId}', r.keyId).replace('{id}', () => {
     if (!id) throw new Error(`no resource to fill {id} of ${path}`);
     return id;
@@ -667,6 +691,12 @@ describe('access matrix: every keyed operation × every caller that must be refu
     }).expect(201);
     resource(captured, 'captured transaction id');
     resource(refund.body.id, 'refund id');
+    const proxy = await call('post', '/proxies', aFull.management.key, {
+      name: 'access matrix proxy',
+      destination_url: PROXY_DESTINATION,
+    }).expect(201);
+    resource(proxy.body.id, 'proxy id');
+    ids.set(proxy.body.key, "tenant A's proxy key");
 
     w = {
       a: {
@@ -687,6 +717,7 @@ describe('access matrix: every keyed operation × every caller that must be refu
           connectionId: main.connectionId,
           transactionId: main.transactionId,
           nonce: victim.nonce,
+          proxyId: proxy.body.id,
         },
         capturedTransactionId: captured,
         scoped: {
@@ -774,10 +805,12 @@ describe('access matrix: every keyed operation × every caller that must be refu
         ? [[`/tokens/${r.tokenId}`, pvt]]
         : path.startsWith('/orchestration/connections/')
           ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
-          : [
-              [`/orchestration/transactions/${r.transactionId}`, pvt],
-              [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
-            ];
+          : path.startsWith('/proxies/')
+            ? [[`/proxies/${r.proxyId}`, mgt]]
+            : [
+                [`/orchestration/transactions/${r.transactionId}`, pvt],
+                [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
+              ];
     return Promise.all(
       reads.map(async ([p, key]) => {
         const res = await call('get', p, key);
@@ -1047,6 +1080,14 @@ describe('access matrix: every keyed operation × every caller that must be refu
           break;
         case 'authorizeSession':
           r.nonce = (await call('post', '/sessions', w.a.full.public.key).expect(201)).body.nonce;
+          break;
+        case 'deleteProxy':
+          r.proxyId = (
+            await call('post', '/proxies', admin, {
+              name: 'to delete',
+              destination_url: PROXY_DESTINATION,
+            }).expect(201)
+          ).body.id;
           break;
       }
       return r;
