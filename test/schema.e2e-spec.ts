@@ -9,6 +9,7 @@ const LOOKUPS_BEFORE_TENANT: Record<string, string> = {
   api_keys_key_hash_key: 'every request finds its API key by digest; api_keys is a reference table on Citus',
   sessions_key_hash_key: 'a request with a session key finds its session by digest',
   transactions_approval_idx: "the buyer's approval link finds its transaction by the token's digest",
+  proxies_key_key: 'a request through a pre-configured proxy finds it by the key in BT-PROXY-KEY',
 };
 
 interface TenantTable {

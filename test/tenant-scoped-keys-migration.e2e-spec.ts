@@ -131,7 +131,8 @@ describe(`migration ${MIGRATION} on existing data`, () => {
     } finally {
       await old.destroy();
     }
-    db = new DataSource(dataSourceOptions(config));
+    // Up to this migration only: later ones may change rows on purpose (tested on their own).
+    db = new DataSource({ ...dataSourceOptions(config), migrations: MIGRATIONS.slice(0, upTo + 1) });
     await db.initialize();
   });
 
@@ -141,7 +142,7 @@ describe(`migration ${MIGRATION} on existing data`, () => {
   });
 
   it('applies on top of the earlier migrations and keeps every row', async () => {
-    expect(await runMigrations(db)).toEqual(MIGRATIONS.slice(upTo).map((m) => m.name));
+    expect(await runMigrations(db)).toEqual([MIGRATION]);
     const after = await snapshot(db);
     const { sessions: sessionsBefore, ...restBefore } = before;
     const { sessions: sessionsAfter, ...restAfter } = after;

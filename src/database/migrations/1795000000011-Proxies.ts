@@ -26,8 +26,9 @@ export class Proxies1795000000011 implements MigrationInterface {
         modified_at timestamptz,
         PRIMARY KEY (tenant_id, id)
       )`);
-    // Looked up by key alone (the request names no tenant); unique across tenants for that reason.
-    await q.query(`CREATE UNIQUE INDEX proxies_key_key ON proxies (key)`);
+    // Looked up by key alone (the request names no tenant); tenant_id follows so that the index can stay
+    // unique on a table distributed by tenant (docs/scaling.md). The key's 32 random bytes keep it unique.
+    await q.query(`CREATE UNIQUE INDEX proxies_key_key ON proxies (key, tenant_id)`);
     await q.query(`CREATE INDEX proxies_tenant_created_idx ON proxies (tenant_id, created_at, id)`);
     await q.query(
       `UPDATE applications

@@ -3,6 +3,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 /** A pre-configured proxy (contract section 12): requests naming its key go to its destination. */
 @Entity({ name: 'proxies' })
 @Index('proxies_tenant_created_idx', ['tenantId', 'createdAt', 'id'])
+@Index('proxies_key_key', ['key', 'tenantId'], { unique: true })
 export class ProxyEntity {
   @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
   tenantId: string;
@@ -10,8 +11,7 @@ export class ProxyEntity {
   @PrimaryColumn('uuid')
   id: string;
 
-  /** `key_prx_...`: an address, not a credential; unique across tenants because requests name no tenant. */
-  @Index('proxies_key_key', { unique: true })
+  /** `key_prx_...`: an address, not a credential; found without a tenant, as requests name none. */
   @Column({ type: 'varchar', length: 100 })
   key: string;
 
