@@ -493,6 +493,7 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Session', value: 'session' },
         { displayName: 'Connection', value: 'connection' },
         { displayName: 'Transaction', value: 'transaction' },
+        { displayName: 'Proxy', value: 'proxy' },
       ]);
     });
 
@@ -515,6 +516,68 @@ describe('Basis Theory Node SDK against the service', () => {
         name: 'sdk tenant',
         createdAt: expect.any(Date),
       });
+    });
+  });
+
+  describe('proxies (pre-configured)', () => {
+    it('create, get, list, update, patch and delete', async () => {
+      const created = await mgmt.proxies.create({
+        name: 'SDK processor',
+        destinationUrl: 'https://processor.example/v1',
+        requireAuth: true,
+      });
+      expect(created).toEqual({
+        id: expect.stringMatching(UUID),
+        key: expect.stringMatching(/^key_prx_/),
+        tenantId: tenant.tenantId,
+        name: 'SDK processor',
+        destinationUrl: 'https://processor.example/v1',
+        requireAuth: true,
+        createdBy: tenant.managementApplicationId,
+        createdAt: expect.any(Date),
+        // The SDK reads the null modified_by and modified_at as absent.
+      });
+      const id = created.id!;
+      expect(await mgmt.proxies.get(id)).toEqual(created);
+
+      const page = await mgmt.proxies.list({ name: 'sdk', size: 10 });
+      expect(page.data.map((p) => p.id)).toEqual([id]);
+      expect(pageBody<{ pagination: object }>(page).pagination).toEqual({
+        totalItems: 1,
+        pageNumber: 1,
+        pageSize: 10,
+        totalPages: 1,
+      });
+      expect((await collect(await mgmt.proxies.list({ id }))).map((p) => p.id)).toEqual([id]);
+
+      const updated = await mgmt.proxies.update(id, {
+        name: 'SDK processor v2',
+        destinationUrl: 'https://processor.example/v2',
+        requireAuth: false,
+      });
+      expect(updated).toMatchObject({
+        id,
+        key: created.key,
+        name: 'SDK processor v2',
+        destinationUrl: 'https://processor.example/v2',
+        requireAuth: false,
+        modifiedBy: tenant.managementApplicationId,
+        modifiedAt: expect.any(Date),
+      });
+      await mgmt.proxies.patch(id, { requireAuth: true });
+      expect(await mgmt.proxies.get(id)).toMatchObject({ name: 'SDK processor v2', requireAuth: true });
+
+      await mgmt.proxies.delete(id);
+      await expect(mgmt.proxies.get(id)).rejects.toBeInstanceOf(BasisTheory.NotFoundError);
+    });
+
+    it('a private key may not manage proxies; a refused destination is a 400', async () => {
+      await expect(
+        pvt.proxies.create({ name: 'x', destinationUrl: 'https://processor.example/' }),
+      ).rejects.toBeInstanceOf(BasisTheory.ForbiddenError);
+      await expect(
+        mgmt.proxies.create({ name: 'x', destinationUrl: 'http://169.254.169.254/latest' }),
+      ).rejects.toBeInstanceOf(BasisTheory.BadRequestError);
     });
   });
 });

@@ -262,6 +262,7 @@ describe('audit logs', () => {
       { display_name: 'Session', value: 'session' },
       { display_name: 'Connection', value: 'connection' },
       { display_name: 'Transaction', value: 'transaction' },
+      { display_name: 'Proxy', value: 'proxy' },
     ]);
   });
 

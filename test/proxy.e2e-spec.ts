@@ -369,11 +369,15 @@ describe('proxy: pre-configured (/proxies, BT-PROXY-KEY)', () => {
       require_auth: false,
       key: made.body.key,
     });
-    const patched = await request(t.http)
+    await request(t.http)
       .patch(`/proxies/${id}`)
       .set('BT-API-KEY', tenant.managementKey)
       .set('Content-Type', 'application/merge-patch+json')
       .send(JSON.stringify({ require_auth: true }))
+      .expect(204);
+    const patched = await request(t.http)
+      .get(`/proxies/${id}`)
+      .set('BT-API-KEY', tenant.managementKey)
       .expect(200);
     expect(patched.body).toMatchObject({
       name: 'Renamed',

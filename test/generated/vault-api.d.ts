@@ -584,7 +584,7 @@ export interface paths {
         head?: never;
         /**
          * Change some fields of a pre-configured proxy
-         * @description `destination_url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS), else 400.
+         * @description 204 without a body, as Basis Theory answers it. `destination_url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS), else 400.
          */
         patch: operations["patchProxy"];
         trace?: never;
@@ -4947,13 +4947,11 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ProxyDto"];
-                };
+                content?: never;
             };
             /** @description Invalid input: `errors` names each bad field. */
             400: {

@@ -64,17 +64,21 @@ export class ProxiesController {
   }
 
   @Patch(':id')
+  @HttpCode(204)
   @RequirePermissions('proxy:update')
-  @Audited('proxy', 'update')
+  @Audited('proxy', 'update', { message: 'Proxy updated' })
   @ApiConsumes('application/merge-patch+json', 'application/json')
   @ApiOperation({
     operationId: 'patchProxy',
     summary: 'Change some fields of a pre-configured proxy',
-    description: POLICY,
+    description: `204 without a body, as Basis Theory answers it. ${POLICY}`,
   })
-  @ApiOkResponse({ type: ProxyDto })
-  patch(@Principal() who: Principal, @ProxyId() id: string, @Body() body: PatchProxyDto): Promise<ProxyDto> {
-    return this.proxies.update(who, id, body, false);
+  async patch(
+    @Principal() who: Principal,
+    @ProxyId() id: string,
+    @Body() body: PatchProxyDto,
+  ): Promise<void> {
+    await this.proxies.update(who, id, body, false);
   }
 
   @Delete(':id')
