@@ -5,6 +5,7 @@ import { RetentionJob } from '../src/common/jobs/retention.job';
 import { AuditChainService } from '../src/common/audit/audit-chain.service';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { Destination } from './support/destination';
 import { authorizedSession, cardData, patchToken, tokenize } from './support/attacker';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 
@@ -22,6 +23,7 @@ const TENANT_TABLES = [
   'audit_logs',
   'audit_chain_heads',
   'idempotency_records',
+  'proxies',
 ];
 const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.join('|')})"?(\\s|$|\\()`, 'i');
 
@@ -37,6 +39,7 @@ const ACROSS_TENANTS: [RegExp, string][] = [
   ],
   [/\bkey_hash\b/, 'API and session keys are looked up by their digest before the tenant is known'],
   [/\bapproval_token_hash = \$1\b/, "the buyer's approval link is all the page has"],
+  [/FROM "proxies" .*"key" = \$1/, 'a request through a pre-configured proxy names it by its key alone'],
   [/t\.status IN \('capture_pending', 'authorization_void_pending'\)/, 'the settlement sweep'],
   [/FROM refunds WHERE status = 'processing' AND updated_at <= \$1/, 'the settlement sweep (refunds)'],
   [
@@ -47,6 +50,7 @@ const ACROSS_TENANTS: [RegExp, string][] = [
 
 describe('every statement on a tenant-scoped table names its tenant', () => {
   let t: TestApp;
+  let destination: Destination;
   const seen = new Set<string>();
   // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with the client as `this`
   const original = Client.prototype.query;
@@ -59,12 +63,14 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       if (text) seen.add(text.replace(/\s+/g, ' ').trim());
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof Client.prototype.query;
-    t = await startApp();
+    destination = await new Destination().start();
+    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
   });
 
   afterAll(async () => {
     Client.prototype.query = original;
     await t.close();
+    await destination.stop();
   });
 
   it('through tokens, sessions, applications, payments, logs, idempotency and the jobs', async () => {
@@ -160,6 +166,41 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       .delete(`/orchestration/connections/${connection.id}`)
       .set('BT-API-KEY', key)
       .expect(204);
+
+    // Proxies: create, list, get, replace, patch; a request through one and through the ephemeral proxy.
+    const mgt = tenant.managementKey;
+    const proxy = (
+      await request(t.http)
+        .post('/proxies')
+        .set('BT-API-KEY', mgt)
+        .send({ name: 'p', destination_url: destination.url('/v1') })
+        .expect(201)
+    ).body;
+    await request(t.http).get('/proxies').set('BT-API-KEY', mgt).expect(200);
+    await request(t.http).get(`/proxies/${proxy.id}`).set('BT-API-KEY', mgt).expect(200);
+    await request(t.http)
+      .put(`/proxies/${proxy.id}`)
+      .set('BT-API-KEY', mgt)
+      .send({ name: 'p2', destination_url: destination.url('/v2') })
+      .expect(200);
+    await request(t.http)
+      .patch(`/proxies/${proxy.id}`)
+      .set('BT-API-KEY', mgt)
+      .send({ name: 'p3' })
+      .expect(204);
+    await request(t.http)
+      .post('/proxy/pay')
+      .set('BT-PROXY-KEY', proxy.key)
+      .set('BT-API-KEY', key)
+      .send({ n: `{{ ${card.id} | json: '$.number' }}` })
+      .expect(200);
+    await request(t.http)
+      .post('/proxy')
+      .set('BT-PROXY-URL', destination.url())
+      .set('BT-API-KEY', key)
+      .send({ n: `{{ ${card.id} }}` })
+      .expect(200);
+    await request(t.http).delete(`/proxies/${proxy.id}`).set('BT-API-KEY', mgt).expect(204);
 
     // The audit log, and the jobs.
     await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);
