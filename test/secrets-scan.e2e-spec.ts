@@ -6,6 +6,7 @@ import { newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { luhnCard } from './support/attacker';
+import { Destination } from './support/destination';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -96,6 +97,7 @@ describe('secrets scan', () => {
   let db: { name: string; url: string };
   let t: TestApp;
   let tenant: TestTenant;
+  let destination: Destination;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
   /**
@@ -113,11 +115,13 @@ describe('secrets scan', () => {
 
   beforeAll(async () => {
     db = await createDatabase('vault_test_secrets');
-    t = await startApp({ DATABASE_URL: db.url, LOG_LEVEL: 'trace' });
+    destination = await new Destination().start();
+    t = await startApp({ DATABASE_URL: db.url, LOG_LEVEL: 'trace', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
     tenant = await newTenant(t, `secrets scan ${tag}`);
   });
   afterAll(async () => {
     await t?.close();
+    await destination?.stop();
     if (db) await dropDatabase(db.name);
   });
 
@@ -602,6 +606,37 @@ describe('secrets scan', () => {
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
       query: { external_identifier: `order-${tag}` },
+    });
+
+    // The proxy: detokenized data leaves for the destination (the deliberate exit), and goes nowhere else
+    // (the destination here answers without echoing it). Ephemeral, then pre-configured.
+    const expressions = {
+      card: `{{ ${tokenIds.randomVisa} }}`,
+      number: `{{ token: ${tokenIds.randomMastercard} | json: '$.number' }}`,
+      text: `n={{ ${tokenIds.visa} | json: '$.number' }}`,
+    };
+    await call('post', '/proxy/status/201', 201, {
+      key: pvt.key,
+      headers: { 'BT-PROXY-URL': destination.url('/pay'), 'BT-IDEMPOTENCY-KEY': `proxy-${tag}` },
+      body: expressions,
+    });
+    const sent = destination.received.at(-1)!.body.toString();
+    expect(sent).toContain(RANDOM_VISA);
+    expect(sent).toContain(RANDOM_MASTERCARD);
+    const proxy = await call('post', '/proxies', 201, {
+      key: mgt,
+      body: { name: 'secrets scan proxy', destination_url: destination.url('/v1') },
+    });
+    await call('put', `/proxy/status/202?pan={{ ${tokenIds.visa} | json: '$.number' }}`, 202, {
+      key: pvt.key,
+      headers: { 'BT-PROXY-KEY': proxy.body.key, 'X-Card': `{{ ${tokenIds.visa} | json: '$.number' }}` },
+      body: expressions,
+    });
+    expect(destination.received.at(-1)!.headers['x-card']).toBe(CARDS.visa.number);
+    await call('post', '/proxy', 400, {
+      key: pvt.key,
+      headers: { 'BT-PROXY-URL': destination.url() },
+      body: { refused: `{{ 00000000-0000-4000-8000-000000000000 }}`, card: `{{ ${tokenIds.visa} }}` },
     });
 
     // Audit logs, walked to the end with the cursor.
