@@ -56,8 +56,15 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   if (config.CORS_ORIGINS) {
     app.enableCors({
       origin: config.CORS_ORIGINS.split(','),
-      allowedHeaders: ['BT-API-KEY', 'BT-IDEMPOTENCY-KEY', 'BT-TRACE-ID', 'Content-Type'],
-      exposedHeaders: ['BT-TRACE-ID', 'BT-IDEMPOTENCY-REPLAYED', 'Retry-After'],
+      allowedHeaders: [
+        'BT-API-KEY',
+        'BT-IDEMPOTENCY-KEY',
+        'BT-TRACE-ID',
+        'BT-PROXY-URL',
+        'BT-PROXY-KEY',
+        'Content-Type',
+      ],
+      exposedHeaders: ['BT-TRACE-ID', 'BT-IDEMPOTENCY-REPLAYED', 'BT-PROXY-ERROR', 'Retry-After'],
       maxAge: 600,
     });
   }

@@ -22,12 +22,13 @@ describe('migration Proxies1795000000011', () => {
   let name: string;
   let db: DataSource;
   const upTo = MIGRATIONS.indexOf(Proxies1795000000011);
-  const permissionsOf = async (id: string): Promise<string[]> =>
-    (
-      (await db.query('SELECT permissions FROM applications WHERE id = $1', [id])) as {
-        permissions: string[];
-      }[]
-    )[0].permissions;
+  const permissionsOf = async (id: string): Promise<string[]> => {
+    const rows: { permissions: string[] }[] = await db.query(
+      'SELECT permissions FROM applications WHERE id = $1',
+      [id],
+    );
+    return rows[0].permissions;
+  };
 
   beforeAll(async () => {
     const created = await createDatabase('vault_test_proxies');

@@ -242,6 +242,14 @@ describe('proxy: ephemeral (BT-PROXY-URL)', () => {
     expect(dest.connections).toBe(0);
   });
 
+  it('a request body over 1 MiB is a 413 of the proxy, nothing sent', async () => {
+    const res = await proxy('post', '/big')
+      .set('Content-Type', 'text/plain')
+      .send('x'.repeat(1024 * 1024 + 1));
+    proxyError(res, 413);
+    expect(dest.connections).toBe(0);
+  });
+
   it('a destination that does not answer in time is a 504; one that is down or too large a 502', async () => {
     const slow = await proxy('get', '/slow');
     proxyError(slow, 504);
@@ -514,7 +522,8 @@ describe('proxy: DNS rebinding (a host name resolving to a refused address)', ()
     const fake: OutboundLookup = async (hostname) =>
       hostname === 'rebind.test' ? answer : [{ address: '127.0.0.1', family: 4 }];
     // The resolver is the component's one injection point; the running app's instance gets the fake.
-    (t.app.get(OutboundHttp) as unknown as { resolve: OutboundLookup }).resolve = fake;
+    const outbound: unknown = t.app.get(OutboundHttp);
+    (outbound as { resolve: OutboundLookup }).resolve = fake;
     tenant = await newTenant(t);
     pvt = (await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:use'] }))
       .key;

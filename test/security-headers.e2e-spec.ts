@@ -42,6 +42,7 @@ describe('security headers and CORS', () => {
     expect(ok.status).toBe(204);
     expect(ok.headers['access-control-allow-origin']).toBe('https://shop.example');
     expect(ok.headers['access-control-allow-headers']).toContain('BT-API-KEY');
+    expect(ok.headers['access-control-allow-headers']).toContain('BT-PROXY-URL');
     const refused = await request(cors.http)
       .options('/tokenize')
       .set('Origin', 'https://evil.example')
@@ -49,6 +50,7 @@ describe('security headers and CORS', () => {
     expect(refused.headers['access-control-allow-origin']).toBeUndefined();
     const exposed = await request(cors.http).get('/health/live').set('Origin', 'https://admin.example');
     expect(exposed.headers['access-control-expose-headers']).toContain('BT-TRACE-ID');
+    expect(exposed.headers['access-control-expose-headers']).toContain('BT-PROXY-ERROR');
   });
 
   it('refuses a malformed CORS_ORIGINS at start, naming it', async () => {

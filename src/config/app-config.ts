@@ -115,7 +115,7 @@ export class AppConfig {
    */
   @IsOptional()
   @Transform(emptyToUndefined)
-  @Matches(/^[A-Za-z0-9.:_/\[\]-]+(,[A-Za-z0-9.:_/\[\]-]+)*$/, {
+  @Matches(/^[A-Za-z0-9.:_/[\]-]+(,[A-Za-z0-9.:_/[\]-]+)*$/, {
     message:
       'OUTBOUND_ALLOWED_HOSTS must be a comma-separated list of host names, IP addresses or CIDR ranges',
   })
