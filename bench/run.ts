@@ -8,7 +8,11 @@
  *    alternately, and prints requests/s, tokens/s, p50 and p99 latency and the ratio to the floor.
  * 3. Starts the service again on the embedded PGlite database and runs the tokenize scenarios there.
  *
- * BENCH_DURATION (seconds per run, default 10) and BENCH_CONNECTIONS (default 10) tune the load.
+ * The proxy scenarios send through `/proxy` to a local destination (bench/destination.ts), against the
+ * same destination called directly (the "floor" rows of those scenarios).
+ *
+ * BENCH_DURATION (seconds per run, default 10) and BENCH_CONNECTIONS (default 10) tune the load;
+ * BENCH_ONLY (a part of scenario names, e.g. `proxy`) runs only the scenarios whose name contains it.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +28,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const SERVICE_PORT = 4200;
 const FLOOR_PORT = 4100;
+const DESTINATION_PORT = 4300;
+const ONLY = process.env.BENCH_ONLY;
 const LOG_ROWS = 1_000_000;
 
 const card = (i: number) => ({
@@ -134,6 +140,8 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     NODE_ENV: 'production',
     // The load comes from one key: far above what it sends, so that the limit is counted, never hit.
     RATE_LIMIT_PER_MINUTE: '100000000',
+    // The proxy scenarios' destination listens on loopback.
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     ...env,
   });
   const base = `http://127.0.0.1:${SERVICE_PORT}`;
@@ -234,6 +242,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   let service: Server | undefined;
   let floor: Server | undefined;
+  let destination: Server | undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-bench-pglite-'));
   try {
     const started = await startService(env);
@@ -284,6 +293,14 @@ async function main(): Promise<void> {
       })
     ).json()) as { id: string };
 
+    destination = start(
+      process.execPath,
+      [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/destination.ts'],
+      { PORT: String(DESTINATION_PORT) },
+    );
+    const direct = `http://127.0.0.1:${DESTINATION_PORT}`;
+    await waitFor(`${direct}/ready`, destination);
+
     const svc = `http://127.0.0.1:${SERVICE_PORT}`;
     const fl = `http://127.0.0.1:${FLOOR_PORT}`;
     const json = { 'Content-Type': 'application/json' };
@@ -296,6 +313,13 @@ async function main(): Promise<void> {
       ...card(1),
       search_indexes: ['{{ data.number | last4 }}', '{{ data.number | card_bin }}'],
     });
+
+    // A payment request as a processor without a formula takes it: the card as an object, and its number.
+    const charge = (card: string, number: string) =>
+      JSON.stringify({ amount: 1299, currency: 'USD', source: card, number, description: 'bench order 1' });
+    const proxied = charge(`{{ ${setup.tokenId} }}`, `{{ ${setup.tokenId} | json: '$.number' }}`);
+    const plain = charge(JSON.stringify(card(0).data), card(0).data.number);
+    const proxyHeaders = { ...auth, 'BT-PROXY-URL': `${direct}/v1` };
 
     const scenarios: {
       name: string;
@@ -363,7 +387,22 @@ async function main(): Promise<void> {
         floor: { url: `${fl}/logs?tenant=${setup.tenantId}&start=${cursor}`, method: 'GET', headers: {} },
       },
     ];
+    scenarios.push(
+      {
+        name: 'proxy POST, no expressions',
+        tokens: 0,
+        service: { url: `${svc}/proxy/charges`, method: 'POST', headers: proxyHeaders, body: plain },
+        floor: { url: `${direct}/v1/charges`, method: 'POST', headers: json, body: plain },
+      },
+      {
+        name: 'proxy POST, 2 card expressions',
+        tokens: 0,
+        service: { url: `${svc}/proxy/charges`, method: 'POST', headers: proxyHeaders, body: proxied },
+        floor: { url: `${direct}/v1/charges`, method: 'POST', headers: json, body: plain },
+      },
+    );
     for (const s of scenarios) {
+      if (ONLY && !s.name.includes(ONLY)) continue;
       process.stdout.write(`running: ${s.name}\n`);
       const floorResult = s.floor ? load(s.floor) : undefined;
       const result = load(s.service);
@@ -377,13 +416,17 @@ async function main(): Promise<void> {
       if (floorResult)
         rows.push({
           scenario: s.name,
-          target: 'floor (node:http + pg)',
+          target: s.name.startsWith('proxy') ? 'destination called directly' : 'floor (node:http + pg)',
           result: floorResult,
           tokensPerRequest: s.tokens,
         });
     }
     await stop(service);
     service = undefined;
+    if (ONLY && !'tokenize'.includes(ONLY) && !ONLY.includes('tokenize')) {
+      printTable(rows);
+      return;
+    }
 
     const embedded = await startService({
       DATABASE_URL: '',
@@ -414,6 +457,7 @@ async function main(): Promise<void> {
   } finally {
     if (service) await stop(service);
     if (floor) await stop(floor);
+    if (destination) await stop(destination);
     rmSync(dataDir, { recursive: true, force: true });
     await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   }
