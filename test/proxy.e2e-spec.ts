@@ -569,3 +569,36 @@ describe('proxy: DNS rebinding (a host name resolving to a refused address)', ()
     expect(Object.keys(refused.body.errors)).toEqual(['destination_url']);
   });
 });
+
+describe('proxy: anonymous requests are rate-limited per proxy key', () => {
+  let t: TestApp;
+  let dest: Destination;
+
+  beforeAll(async () => {
+    dest = await new Destination().start();
+    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(async () => {
+    await t.close();
+    await dest.stop();
+  });
+
+  it('past RATE_LIMIT_PER_MINUTE a proxy without require_auth answers 429 with BT-PROXY-ERROR', async () => {
+    // Away from a minute's edge, so that the window does not turn over mid-test.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const tenant = await newTenant(t);
+    const made = await request(t.http)
+      .post('/proxies')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'Open', destination_url: dest.url(), require_auth: false })
+      .expect(201);
+    for (let i = 0; i < 3; i++)
+      await request(t.http).get('/proxy').set('BT-PROXY-KEY', made.body.key).expect(200);
+    const limited = await request(t.http).get('/proxy').set('BT-PROXY-KEY', made.body.key);
+    expectProblem(limited, 429);
+    expect(limited.headers['retry-after']).toBeDefined();
+    expect(limited.headers['bt-proxy-error']).toBe('true');
+    expect(dest.received).toHaveLength(3);
+  });
+});
