@@ -14,6 +14,7 @@ import { AuthModule } from './common/auth/auth.module';
 import { loggerParams } from './common/context/logging';
 import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
+import { EventsModule } from './common/events/events.module';
 import { JobsModule } from './common/jobs/jobs.module';
 import { ThrottlingModule } from './common/throttling/throttling.module';
 import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
@@ -33,6 +34,8 @@ import { TenantsRepositoryModule } from './modules/tenants/tenants-repository.mo
 import { TenantsModule } from './modules/tenants/tenants.module';
 import { SessionsModule } from './modules/sessions/sessions.module';
 import { TokensModule } from './modules/tokens/tokens.module';
+import { WebhookOutboxModule } from './modules/webhooks/webhook-outbox';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 export interface AppModuleOptions {
   /** Where log lines go (stdout when absent); tests capture them to search for secrets. */
@@ -47,6 +50,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     DatabaseModule,
     AuthModule,
     CryptoModule.forRoot(TenantsRepositoryModule),
+    EventsModule.forRoot(WebhookOutboxModule),
     JobsModule,
     AuditModule,
     ClsModule.forRoot({
@@ -85,6 +89,7 @@ export class AppModule {
         IdempotencyModule,
         OrchestrationModule,
         ProxiesModule,
+        WebhooksModule,
         // With the embedded database, the CLI's requests come to the server (control socket).
         AdminModule.forRoot({ controlSocket: config.embedded }),
       ],

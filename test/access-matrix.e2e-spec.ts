@@ -48,6 +48,10 @@ const CATALOG: Record<string, Kind[]> = {
   'proxy:read': ['management'],
   'proxy:update': ['management'],
   'proxy:delete': ['management'],
+  'webhook:create': ['management'],
+  'webhook:read': ['management'],
+  'webhook:update': ['management'],
+  'webhook:delete': ['management'],
 };
 const permissionsOfKind = (kind: Kind) => Object.keys(CATALOG).filter((p) => CATALOG[p].includes(kind));
 

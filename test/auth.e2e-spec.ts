@@ -127,7 +127,8 @@ describe('API keys and permissions', () => {
         permissions: ['token:create'],
       });
       const all = await request(t.http).get('/permissions').set('BT-API-KEY', pub.key).expect(200);
-      expect(all.body).toHaveLength(19);
+      // Contract section 2: 19, plus proxy:* (section 12) and webhook:* (section 13).
+      expect(all.body).toHaveLength(27);
       expect(all.body).toContainEqual({
         type: 'token:create',
         description: expect.any(String),
@@ -145,6 +146,14 @@ describe('API keys and permissions', () => {
           'application:update',
           'log:read',
           'tenant:read',
+          'proxy:create',
+          'proxy:read',
+          'proxy:update',
+          'proxy:delete',
+          'webhook:create',
+          'webhook:read',
+          'webhook:update',
+          'webhook:delete',
         ].sort(),
       );
       const bad = await request(t.http).get('/permissions?application_type=robot').set('BT-API-KEY', pub.key);

@@ -494,6 +494,7 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Connection', value: 'connection' },
         { displayName: 'Transaction', value: 'transaction' },
         { displayName: 'Proxy', value: 'proxy' },
+        { displayName: 'Webhook', value: 'webhook' },
       ]);
     });
 

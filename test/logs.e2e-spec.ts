@@ -263,6 +263,7 @@ describe('audit logs', () => {
       { display_name: 'Connection', value: 'connection' },
       { display_name: 'Transaction', value: 'transaction' },
       { display_name: 'Proxy', value: 'proxy' },
+      { display_name: 'Webhook', value: 'webhook' },
     ]);
   });
 

@@ -128,11 +128,25 @@ export class AppConfig {
   @Max(600_000)
   PROXY_TIMEOUT_MS = 30_000;
 
+  /**
+   * Delays in seconds between a webhook delivery's attempts (contract section 13): after the last one,
+   * the delivery is `failed`.
+   */
+  @Matches(/^\d{1,6}(,\d{1,6})*$/, {
+    message: 'WEBHOOK_RETRY_SECONDS must be a comma-separated list of whole seconds such as 5,30,120',
+  })
+  WEBHOOK_RETRY_SECONDS = '5,30,120,600,3600,21600';
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 
   get publicBaseUrl(): string {
     return (this.PUBLIC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  /** WEBHOOK_RETRY_SECONDS as milliseconds. */
+  get webhookRetryDelaysMs(): number[] {
+    return this.WEBHOOK_RETRY_SECONDS.split(',').map((seconds) => Number(seconds) * 1000);
   }
 
   get embedded(): boolean {

@@ -9,6 +9,14 @@ const ALL_MANAGEMENT = [
   'application:read',
   'application:update',
   'application:delete',
+  'proxy:create',
+  'proxy:read',
+  'proxy:update',
+  'proxy:delete',
+  'webhook:create',
+  'webhook:read',
+  'webhook:update',
+  'webhook:delete',
 ];
 
 /**

@@ -7,6 +7,7 @@ export const ENTITY_TYPES = {
   connection: 'Connection',
   transaction: 'Transaction',
   proxy: 'Proxy',
+  webhook: 'Webhook',
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 

@@ -88,6 +88,18 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
   },
   { type: 'proxy:update', description: 'Update pre-configured proxies', application_types: ['management'] },
   { type: 'proxy:delete', description: 'Delete pre-configured proxies', application_types: ['management'] },
+  { type: 'webhook:create', description: 'Create webhooks', application_types: ['management'] },
+  {
+    type: 'webhook:read',
+    description: 'Get and list webhooks and their deliveries',
+    application_types: ['management'],
+  },
+  {
+    type: 'webhook:update',
+    description: 'Update webhooks and retry their deliveries',
+    application_types: ['management'],
+  },
+  { type: 'webhook:delete', description: 'Delete webhooks', application_types: ['management'] },
 ];
 
 export type Permission =
@@ -113,7 +125,11 @@ export type Permission =
   | 'proxy:create'
   | 'proxy:read'
   | 'proxy:update'
-  | 'proxy:delete';
+  | 'proxy:delete'
+  | 'webhook:create'
+  | 'webhook:read'
+  | 'webhook:update'
+  | 'webhook:delete';
 
 const BY_TYPE = new Map(PERMISSIONS.map((p) => [p.type, p]));
 

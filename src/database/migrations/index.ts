@@ -10,6 +10,7 @@ import { JobRuns1795000000008 } from './1795000000008-JobRuns';
 import { AbuseRules1795000000009 } from './1795000000009-AbuseRules';
 import { TenantScopedKeys1795000000010 } from './1795000000010-TenantScopedKeys';
 import { Proxies1795000000011 } from './1795000000011-Proxies';
+import { Webhooks1795000000012 } from './1795000000012-Webhooks';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   AbuseRules1795000000009,
   TenantScopedKeys1795000000010,
   Proxies1795000000011,
+  Webhooks1795000000012,
 ];

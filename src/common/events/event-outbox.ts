@@ -1,0 +1,39 @@
+/**
+ * The events a change reports to webhooks (contract section 13). Services record them through this
+ * port in the database transaction of the change itself (a transactional outbox): no event without
+ * its change, no change without its event. The webhooks module implements it; common/ knows nothing
+ * of webhooks.
+ */
+export const EVENT_TYPES = [
+  'token:created',
+  'token:updated',
+  'token:deleted',
+  'transaction:created',
+  'transaction:updated',
+  'connection:updated',
+  'application:created',
+  'application:updated',
+  'application:deleted',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isEventType = (value: string): value is EventType =>
+  (EVENT_TYPES as readonly string[]).includes(value);
+
+export interface OutboxEvent {
+  tenantId: string;
+  type: EventType;
+  /** The id of the entity the event is about: events of one entity reach a webhook in order. */
+  entityId: string;
+  /** The entity as the API returns it: masked, never clear data, never a secret. */
+  data: object;
+}
+
+export abstract class EventOutbox {
+  /**
+   * Records the events (in order) in the current database transaction, for every webhook of their
+   * tenant that is enabled and subscribed to their type now; an event no webhook takes is not kept.
+   * One statement whatever the number of events. Must be called inside the change's transaction.
+   */
+  abstract record(events: OutboxEvent | OutboxEvent[]): Promise<void>;
+}

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { OutboundModule } from '../../common/outbound/outbound.module';
+import { WebhookOutboxModule } from './webhook-outbox';
+
+/**
+ * Webhooks (contract section 13): their management API, and the workers that deliver what the outbox
+ * (WebhookOutboxModule, given to every module through EventsModule) records.
+ */
+@Module({
+  imports: [WebhookOutboxModule, OutboundModule],
+  controllers: [],
+  providers: [],
+})
+export class WebhooksModule {}
