@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { OutboundModule } from '../../common/outbound/outbound.module';
 import { WebhookOutboxModule } from './webhook-outbox';
+import { PingController, WebhooksController } from './webhooks.controller';
+import { WebhooksRepository } from './webhooks.repository';
+import { WebhooksService } from './webhooks.service';
 
 /**
  * Webhooks (contract section 13): their management API, and the workers that deliver what the outbox
@@ -8,7 +11,7 @@ import { WebhookOutboxModule } from './webhook-outbox';
  */
 @Module({
   imports: [WebhookOutboxModule, OutboundModule],
-  controllers: [],
-  providers: [],
+  controllers: [WebhooksController, PingController],
+  providers: [WebhooksRepository, WebhooksService],
 })
 export class WebhooksModule {}

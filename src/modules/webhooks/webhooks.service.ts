@@ -1,0 +1,207 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../../common/auth/principal';
+import { afterCommit, Transactional } from '../../common/context/transactional';
+import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { EVENT_TYPES, isEventType } from '../../common/events/event-outbox';
+import { ValidationException } from '../../common/errors/domain.exception';
+import type { FieldErrors } from '../../common/errors/problem.exception';
+import { Clock } from '../../common/jobs/clock';
+import { OutboundHttp } from '../../common/outbound/outbound-http.service';
+import { OutboundError } from '../../common/outbound/outbound.types';
+import {
+  CURSOR_TIME,
+  CURSOR_UUID,
+  decodeCursor,
+  encodeCursor,
+} from '../../common/pagination/cursor-pagination';
+import type { OffsetPaginationQueryDto } from '../../common/pagination/offset-pagination.dto';
+import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import { DeliveryNudge } from './delivery/delivery-nudge';
+import type { WebhookDeliveryDto, WebhookDeliveryPageDto } from './dto/webhook-delivery.dto';
+import type {
+  CreatedWebhookDto,
+  CreateWebhookDto,
+  ListWebhooksQueryDto,
+  UpdateWebhookDto,
+  WebhookDto,
+  WebhookPageDto,
+} from './dto/webhook.dto';
+import type { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
+import type { WebhookEntity } from './entities/webhook.entity';
+import { generateWebhookSecret, sealWebhookSecret } from './webhook-secret';
+import { WebhooksException } from './webhooks.errors';
+import { WebhooksRepository } from './webhooks.repository';
+
+/** A webhook as the API shows it: never its secret. */
+export function webhookDto(webhook: WebhookEntity): WebhookDto {
+  return {
+    id: webhook.id,
+    tenant_id: webhook.tenantId,
+    status: webhook.status,
+    name: webhook.name,
+    url: webhook.url,
+    events: [...webhook.events],
+    notify_email: webhook.notifyEmail,
+    created_by: webhook.createdBy,
+    created_at: webhook.createdAt.toISOString(),
+    modified_by: webhook.modifiedBy,
+    modified_at: webhook.modifiedAt?.toISOString() ?? null,
+  };
+}
+
+export function deliveryDto(delivery: WebhookDeliveryEntity): WebhookDeliveryDto {
+  return {
+    id: delivery.id,
+    event_id: delivery.eventId,
+    event_type: delivery.eventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    last_status_code: delivery.lastStatusCode,
+    next_attempt_at: delivery.nextAttemptAt.toISOString(),
+    created_at: delivery.createdAt.toISOString(),
+  };
+}
+
+/** The webhooks management API (contract section 13), always within the caller's tenant. */
+@Injectable()
+export class WebhooksService {
+  constructor(
+    private readonly webhooks: WebhooksRepository,
+    private readonly outbound: OutboundHttp,
+    private readonly tenantKeys: TenantKeysService,
+    private readonly clock: Clock,
+    private readonly nudge: DeliveryNudge,
+  ) {}
+
+  eventTypes(): string[] {
+    return [...EVENT_TYPES];
+  }
+
+  /** The secret is answered here once, and kept only sealed under the tenant's key. */
+  @Transactional()
+  async create(who: Principal, dto: CreateWebhookDto): Promise<CreatedWebhookDto> {
+    const url = await this.checked(dto);
+    const id = randomUUID();
+    const secret = generateWebhookSecret();
+    const { encryption } = await this.tenantKeys.keysFor(who.tenantId);
+    const webhook: WebhookEntity = {
+      tenantId: who.tenantId,
+      id,
+      name: dto.name,
+      url,
+      events: dto.events,
+      status: 'enabled',
+      notifyEmail: dto.notify_email ?? null,
+      secret: sealWebhookSecret(encryption, who.tenantId, id, secret),
+      consecutiveFailures: 0,
+      createdBy: who.applicationId,
+      createdAt: this.clock.now(),
+      modifiedBy: null,
+      modifiedAt: null,
+    };
+    await this.webhooks.insert(webhook);
+    return { ...webhookDto(webhook), secret };
+  }
+
+  async list(who: Principal, query: ListWebhooksQueryDto): Promise<WebhookPageDto> {
+    const after =
+      query.start !== undefined ? decodeCursor(query.start, [CURSOR_TIME, CURSOR_UUID]) : undefined;
+    const rows = await this.webhooks.page(
+      who.tenantId,
+      after && { createdAt: after[0], id: after[1] },
+      query.size + 1,
+    );
+    const page = rows.slice(0, query.size);
+    const last = page[page.length - 1];
+    return {
+      pagination: {
+        page_size: query.size,
+        ...(rows.length > query.size && last ? { next: encodeCursor([last.cursorAt, last.webhook.id]) } : {}),
+      },
+      data: page.map((row) => webhookDto(row.webhook)),
+    };
+  }
+
+  async get(who: Principal, id: string): Promise<WebhookDto> {
+    return webhookDto(await this.findOwned(who, id));
+  }
+
+  /**
+   * PUT replaces name, url and events; `status` and `notify_email` change only when given. Enabling a
+   * webhook starts its count of consecutive failures afresh.
+   */
+  @Transactional()
+  async update(who: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookDto> {
+    const webhook = await this.findOwned(who, id, true);
+    const url = await this.checked(dto);
+    const status = dto.status ?? webhook.status;
+    const changes = {
+      name: dto.name,
+      url,
+      events: dto.events,
+      status,
+      notifyEmail: dto.notify_email !== undefined ? dto.notify_email : webhook.notifyEmail,
+      modifiedBy: who.applicationId,
+      modifiedAt: this.clock.now(),
+      ...(dto.status === 'enabled' ? { consecutiveFailures: 0 } : {}),
+    };
+    await this.webhooks.update(who.tenantId, id, changes);
+    return webhookDto({ ...webhook, ...changes });
+  }
+
+  @Transactional()
+  async delete(who: Principal, id: string): Promise<void> {
+    if (!(await this.webhooks.delete(who.tenantId, id))) throw WebhooksException.notFound();
+  }
+
+  async deliveries(
+    who: Principal,
+    webhookId: string,
+    query: OffsetPaginationQueryDto,
+  ): Promise<WebhookDeliveryPageDto> {
+    await this.findOwned(who, webhookId);
+    const { skip, take } = offsetOf(query);
+    const { total, rows } = await this.webhooks.deliveryPage(who.tenantId, webhookId, skip, take);
+    return offsetPage(rows.map(deliveryDto), total, query);
+  }
+
+  /**
+   * Sends a delivery again: it is made pending and due now (whatever its status, attempts kept), its
+   * lease dropped; the delivery worker is nudged once this commits.
+   */
+  @Transactional()
+  async retry(who: Principal, webhookId: string, deliveryId: string): Promise<WebhookDeliveryDto> {
+    await this.findOwned(who, webhookId, true);
+    const delivery = await this.webhooks.retryDelivery(who.tenantId, webhookId, deliveryId, this.clock.now());
+    if (!delivery) throw WebhooksException.deliveryNotFound();
+    afterCommit(() => this.nudge.poke());
+    return deliveryDto(delivery);
+  }
+
+  private async findOwned(who: Principal, id: string, lock = false): Promise<WebhookEntity> {
+    const webhook = await this.webhooks.findOne(who.tenantId, id, lock);
+    if (!webhook) throw WebhooksException.notFound();
+    return webhook;
+  }
+
+  /**
+   * The URL as given when it passes the outbound policy, after the event types are checked; every bad
+   * field is named (`url`, `events[i]`).
+   */
+  private async checked(dto: CreateWebhookDto): Promise<string> {
+    const errors: FieldErrors = {};
+    dto.events.forEach((type, i) => {
+      if (!isEventType(type))
+        errors[`events[${i}]`] = ['is not an event type (GET /webhooks/event-types lists them)'];
+    });
+    try {
+      await this.outbound.checkDestination(dto.url);
+    } catch (error) {
+      if (!(error instanceof OutboundError)) throw error;
+      errors.url = [error.message];
+    }
+    if (Object.keys(errors).length) throw new ValidationException(errors);
+    return dto.url;
+  }
+}
