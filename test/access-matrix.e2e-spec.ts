@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { randomUUID } from 'node:crypto';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { newConnection } from './support/orchestration';
 
@@ -105,6 +107,15 @@ const CONTRACT_PERMISSIONS: Record<string, string[]> = {
   updateProxy: ['proxy:update'],
   patchProxy: ['proxy:update'],
   deleteProxy: ['proxy:delete'],
+  createWebhook: ['webhook:create'],
+  listWebhooks: ['webhook:read'],
+  listWebhookEventTypes: ['webhook:read'],
+  getWebhook: ['webhook:read'],
+  updateWebhook: ['webhook:update'],
+  deleteWebhook: ['webhook:delete'],
+  listWebhookDeliveries: ['webhook:read'],
+  retryWebhookDelivery: ['webhook:update'],
+  ping: [],
 };
 
 /** Contract section 4: routes that accept one key kind only (other kinds: 403). */
@@ -117,6 +128,15 @@ const KIND_ONLY: Record<string, Kind[]> = { createSession: ['public'], authorize
  */
 const PUBLIC_PATH = /^\/(health\/|docs|openapi\.json$|orchestration\/approvals\/|proxy$|proxy\/)/;
 const PROXY_DESTINATION = 'https://processor.example/v1';
+/**
+ * Unresolvable here, so the outbound policy accepts it. Tenant A's webhook takes `token:deleted` only:
+ * nothing the refusals leave undone emits it, so its deliveries stay as the test wrote them.
+ */
+const WEBHOOK_BODY = {
+  name: 'access matrix webhook',
+  url: 'https://receiver.example/hook',
+  events: ['token:deleted'],
+};
 
 const CARD_NUMBER = '4242424242424242';
 const CARD = { number: CARD_NUMBER, expiration_month: 12, expiration_year: 2030, cvc: '123' };
@@ -235,6 +255,8 @@ interface Refs {
   transactionId: string;
   nonce: string;
   proxyId: string;
+  webhookId: string;
+  deliveryId: string;
 }
 
 /** Orchestration resources of tenant A: a card token, an available connection, an authorized payment. */
@@ -443,6 +465,9 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       return { name: 'access matrix proxy', destination_url: PROXY_DESTINATION };
     case 'patchProxy':
       return { name: 'access matrix proxy, patched' };
+    case 'createWebhook':
+    case 'updateWebhook':
+      return WEBHOOK_BODY;
     default:
       return undefined;
   }
@@ -460,11 +485,16 @@ function fillPath(path: string, r: Refs): string {
           ? r.transactionId
           : path.startsWith('/proxies/')
             ? r.proxyId
-            : undefined;
-  const filled = path.replace('{keyId}', r.keyId).replace('{id}', () => {
-    if (!id) throw new Error(`no resource to fill {id} of ${path}`);
-    return id;
-  });
+            : path.startsWith('/webhooks/')
+              ? r.webhookId
+              : undefined;
+  const filled = path
+    .replace('{keyId}', r.keyId)
+    .replace('{deliveryId}', r.deliveryId)
+    .replace('{id}', () => {
+      if (!id) throw new Error(`no resource to fill {id} of ${path}`);
+      return id;
+    });
   if (filled.includes('{')) throw new Error(`unfilled path parameter in ${path}`);
   return filled;
 }
@@ -701,6 +731,25 @@ describe('access matrix: every keyed operation × every caller that must be refu
     }).expect(201);
     resource(proxy.body.id, 'proxy id');
     ids.set(proxy.body.key, "tenant A's proxy key");
+    const webhook = await call('post', '/webhooks', aFull.management.key, WEBHOOK_BODY).expect(201);
+    resource(webhook.body.id, 'webhook id');
+    secrets.set(webhook.body.secret, "tenant A's webhook secret");
+    // A delivery as the outbox writes it, already failed: the delivery worker leaves it alone.
+    const [eventId, deliveryId] = [randomUUID(), randomUUID()];
+    const db = t.app.get(DataSource);
+    await db.query(
+      `INSERT INTO webhook_events (tenant_id, id, type, entity_id, data, created_at)
+       VALUES ($1, $2, 'token:deleted', $3, '{}', now())`,
+      [tenantA.tenantId, eventId, main.tokenId],
+    );
+    await db.query(
+      `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event_type, entity_id, status,
+         attempts, last_status_code, next_attempt_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'token:deleted', $5, 'failed', 7, 503, now(), now(), now())`,
+      [tenantA.tenantId, deliveryId, webhook.body.id, eventId, main.tokenId],
+    );
+    resource(deliveryId, 'webhook delivery id');
+    ids.set(eventId, "tenant A's webhook event id");
 
     w = {
       a: {
@@ -722,6 +771,8 @@ describe('access matrix: every keyed operation × every caller that must be refu
           transactionId: main.transactionId,
           nonce: victim.nonce,
           proxyId: proxy.body.id,
+          webhookId: webhook.body.id,
+          deliveryId,
         },
         capturedTransactionId: captured,
         scoped: {
@@ -811,10 +862,15 @@ describe('access matrix: every keyed operation × every caller that must be refu
           ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
           : path.startsWith('/proxies/')
             ? [[`/proxies/${r.proxyId}`, mgt]]
-            : [
-                [`/orchestration/transactions/${r.transactionId}`, pvt],
-                [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
-              ];
+            : path.startsWith('/webhooks/')
+              ? [
+                  [`/webhooks/${r.webhookId}`, mgt],
+                  [`/webhooks/${r.webhookId}/deliveries`, mgt],
+                ]
+              : [
+                  [`/orchestration/transactions/${r.transactionId}`, pvt],
+                  [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
+                ];
     return Promise.all(
       reads.map(async ([p, key]) => {
         const res = await call('get', p, key);
@@ -1092,6 +1148,9 @@ describe('access matrix: every keyed operation × every caller that must be refu
               destination_url: PROXY_DESTINATION,
             }).expect(201)
           ).body.id;
+          break;
+        case 'deleteWebhook':
+          r.webhookId = (await call('post', '/webhooks', admin, WEBHOOK_BODY).expect(201)).body.id;
           break;
       }
       return r;

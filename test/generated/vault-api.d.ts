@@ -661,6 +661,129 @@ export interface paths {
         patch: operations["proxyPatchPath"];
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description Oldest first; `pagination.next` is the cursor of the next page (pass it as `start`).
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description The response holds the signing secret (`secret`, Standard Webhooks `whsec_...`); it is never shown again. BT-IDEMPOTENCY-KEY is ignored here: a retry creates another webhook. `url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS); `events` at least one type of GET /webhooks/event-types, no repeats; else 400.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the event types a webhook may receive */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook (without its secret) */
+        get: operations["getWebhook"];
+        /**
+         * Replace a webhook
+         * @description `name`, `url` and `events` are replaced; `status` and `notify_email` keep their value when omitted (`notify_email: null` clears it). `status: "enabled"` starts the count of consecutive failures afresh. `url` must pass the outbound policy (http or https; a public address unless listed in OUTBOUND_ALLOWED_HOSTS); `events` at least one type of GET /webhooks/event-types, no repeats; else 400.
+         */
+        put: operations["updateWebhook"];
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Its deliveries, pending or past, are deleted with it.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a webhook's deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description The delivery becomes pending and due now, whatever its status (its attempts are kept); the answer is the delivery as it stands then.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Check the service and the key
+         * @description Answers 200 without a body.
+         */
+        get: operations["ping"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -893,7 +1016,7 @@ export interface components {
              */
             actor_type: "application" | "buyer";
             /** @enum {string} */
-            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy";
+            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
             /** @enum {string} */
             operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal";
             id: string;
@@ -1197,6 +1320,118 @@ export interface components {
             name?: string;
             destination_url?: string;
             require_auth?: boolean;
+        };
+        CreateWebhookDto: {
+            /**
+             * @description The event types the webhook receives (at least one, no repeats; see GET /webhooks/event-types).
+             * @example [
+             *       "token:created",
+             *       "transaction:updated"
+             *     ]
+             */
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted")[];
+            /**
+             * Format: email
+             * @description An address to tell when the webhook is disabled after failing.
+             * @example ops@merchant.example
+             */
+            notify_email?: string | null;
+            /** @example Payments backend */
+            name: string;
+            /**
+             * @description Where events are sent (`POST`). Must pass the outbound policy: http or https, and a public address
+             *     unless listed in OUTBOUND_ALLOWED_HOSTS.
+             * @example https://receiver.example/hooks/vault
+             */
+            url: string;
+        };
+        CreatedWebhookDto: {
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            events: string[];
+            notify_email: string | null;
+            created_by: string | null;
+            modified_by: string | null;
+            modified_at: string | null;
+            /**
+             * @description The signing secret (Standard Webhooks): shown in this response only, never again.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+            id: string;
+            tenant_id: string;
+            name: string;
+            url: string;
+            created_at: string;
+        };
+        WebhookDto: {
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            events: string[];
+            notify_email: string | null;
+            created_by: string | null;
+            modified_by: string | null;
+            modified_at: string | null;
+            id: string;
+            tenant_id: string;
+            name: string;
+            url: string;
+            created_at: string;
+        };
+        WebhookPaginationDto: {
+            page_size: number;
+            /** @description Cursor of the next page (pass it as `start`); absent on the last page. */
+            next?: string;
+        };
+        WebhookPageDto: {
+            data: components["schemas"]["WebhookDto"][];
+            pagination: components["schemas"]["WebhookPaginationDto"];
+        };
+        UpdateWebhookDto: {
+            /**
+             * @description The event types the webhook receives (at least one, no repeats; see GET /webhooks/event-types).
+             * @example [
+             *       "token:created",
+             *       "transaction:updated"
+             *     ]
+             */
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted")[];
+            /**
+             * Format: email
+             * @description An address to tell when the webhook is disabled after failing.
+             * @example ops@merchant.example
+             */
+            notify_email?: string | null;
+            /** @enum {string} */
+            status?: "enabled" | "disabled";
+            /** @example Payments backend */
+            name: string;
+            /**
+             * @description Where events are sent (`POST`). Must pass the outbound policy: http or https, and a public address
+             *     unless listed in OUTBOUND_ALLOWED_HOSTS.
+             * @example https://receiver.example/hooks/vault
+             */
+            url: string;
+        };
+        WebhookDeliveryDto: {
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            /** @description The receiver's HTTP status on the last attempt (null: none yet, or no answer). */
+            last_status_code: number | null;
+            id: string;
+            /** @description The event, sent as the `webhook-id` header: the same on every attempt. */
+            event_id: string;
+            /** @example transaction:updated */
+            event_type: string;
+            /** @description Attempts made so far. */
+            attempts: number;
+            /** @description When a pending delivery is (next) due. */
+            next_attempt_at: string;
+            created_at: string;
+        };
+        WebhookDeliveryPageDto: {
+            data: components["schemas"]["WebhookDeliveryDto"][];
+            pagination: components["schemas"]["OffsetPaginationDto"];
         };
         ProblemDetailsDto: {
             /**
@@ -3329,7 +3564,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Only logs of this entity type. */
-                entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy";
+                entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
                 /** @description Only logs of this entity. */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
@@ -6053,6 +6288,677 @@ export interface operations {
             };
             /** @description The destination did not answer within PROXY_TIMEOUT_MS. */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query: {
+                /** @description The cursor from `pagination.next` of the previous page. */
+                start?: string;
+                /** @description Results per page, 1 to 100. */
+                size: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:create. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string[];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:delete. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query: {
+                /** @description Page number, from 1. */
+                page: number;
+                /** @description Results per page, 1 to 100. */
+                size: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission webhook:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service answers and the key is valid. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Any valid key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -37,7 +37,12 @@ export class CreateWebhookDto {
   url: string;
 
   /** The event types the webhook receives (at least one, no repeats; see GET /webhooks/event-types). */
-  @ApiProperty({ type: [String], example: ['token:created', 'transaction:updated'] })
+  @ApiProperty({
+    type: String,
+    isArray: true,
+    enum: [...EVENT_TYPES],
+    example: ['token:created', 'transaction:updated'],
+  })
   @IsArray()
   @ArrayNotEmpty()
   @ArrayMaxSize(EVENT_TYPES.length)
