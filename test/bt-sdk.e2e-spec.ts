@@ -581,4 +581,84 @@ describe('Basis Theory Node SDK against the service', () => {
       ).rejects.toBeInstanceOf(BasisTheory.BadRequestError);
     });
   });
+
+  describe('webhooks', () => {
+    it('create (the secret once), get, list, update and delete', async () => {
+      const created = await mgmt.webhooks.create({
+        name: 'SDK webhook',
+        url: 'https://receiver.example/sdk',
+        notifyEmail: 'ops@merchant.example',
+        events: ['token:created', 'transaction:updated'],
+      });
+      expect(created).toEqual({
+        id: expect.stringMatching(UUID),
+        tenantId: tenant.tenantId,
+        status: 'enabled',
+        name: 'SDK webhook',
+        url: 'https://receiver.example/sdk',
+        notifyEmail: 'ops@merchant.example',
+        events: ['token:created', 'transaction:updated'],
+        createdBy: tenant.managementApplicationId,
+        createdAt: expect.any(Date),
+        // Not in the SDK's Webhook type: its serializer passes unknown keys through.
+        secret: expect.stringMatching(/^whsec_/),
+      });
+      const { secret, ...shown } = created as typeof created & { secret: string };
+      expect(secret).toBeDefined();
+      const id = created.id;
+      expect(await mgmt.webhooks.get(id)).toEqual(shown);
+
+      const list = await mgmt.webhooks.list();
+      expect(list).toEqual({ pagination: { pageSize: 20 }, data: [shown] });
+
+      const updated = await mgmt.webhooks.update(id, {
+        name: 'SDK webhook v2',
+        url: 'https://receiver.example/sdk/v2',
+        events: ['application:created'],
+      });
+      expect(updated).toEqual({
+        ...shown,
+        name: 'SDK webhook v2',
+        url: 'https://receiver.example/sdk/v2',
+        events: ['application:created'],
+        modifiedBy: tenant.managementApplicationId,
+        modifiedAt: expect.any(Date),
+      });
+      expect(updated).not.toHaveProperty('secret');
+
+      await mgmt.webhooks.delete(id);
+      await expect(mgmt.webhooks.get(id)).rejects.toBeInstanceOf(BasisTheory.NotFoundError);
+    });
+
+    it('events.list (GET /webhooks/event-types) and ping', async () => {
+      expect(await mgmt.webhooks.events.list()).toEqual([
+        'token:created',
+        'token:updated',
+        'token:deleted',
+        'transaction:created',
+        'transaction:updated',
+        'connection:updated',
+        'application:created',
+        'application:updated',
+        'application:deleted',
+      ]);
+      await expect(mgmt.webhooks.ping()).resolves.toBeUndefined();
+      await expect(pub.webhooks.ping()).resolves.toBeUndefined();
+      // The SDK maps no status to an error class for ping: a 401 is its generic error.
+      await expect(sdk('key_nope').webhooks.ping()).rejects.toMatchObject({ statusCode: 401 });
+    });
+
+    it('a private key may not manage webhooks; a refused url or unknown event type is a 400', async () => {
+      await expect(
+        pvt.webhooks.create({ name: 'x', url: 'https://receiver.example/', events: ['token:created'] }),
+      ).rejects.toBeInstanceOf(BasisTheory.ForbiddenError);
+      await expect(pvt.webhooks.events.list()).rejects.toBeInstanceOf(BasisTheory.ForbiddenError);
+      await expect(
+        mgmt.webhooks.create({ name: 'x', url: 'http://169.254.169.254/', events: ['token:created'] }),
+      ).rejects.toBeInstanceOf(BasisTheory.BadRequestError);
+      await expect(
+        mgmt.webhooks.create({ name: 'x', url: 'https://receiver.example/', events: ['token:exploded'] }),
+      ).rejects.toBeInstanceOf(BasisTheory.BadRequestError);
+    });
+  });
 });
