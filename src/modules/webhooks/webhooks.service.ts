@@ -133,8 +133,9 @@ export class WebhooksService {
    */
   @Transactional()
   async update(who: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookDto> {
-    const webhook = await this.findOwned(who, id, true);
+    // Checked first: the URL's name may take a DNS lookup, not to be waited for holding the row's lock.
     const url = await this.checked(dto);
+    const webhook = await this.findOwned(who, id, true);
     const status = dto.status ?? webhook.status;
     const changes = {
       name: dto.name,
