@@ -70,7 +70,7 @@ export class ApprovalsService {
         await this.expire(row, now);
         return { outcome: 'expired' as const, row };
       }
-      await this.transactions.apply(
+      await this.journal.apply(
         row.tenant_id,
         row.id,
         transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
@@ -107,26 +107,26 @@ export class ApprovalsService {
         { kind: 'challenge_completed', result },
         now,
       );
-      await this.transactions.apply(row.tenant_id, row.id, next, now);
+      const applied = await this.journal.apply(row.tenant_id, row.id, next, now);
       await this.journal.log(
         buyer(row),
         row.id,
         'update',
         `Buyer ${approved ? 'approved' : 'declined'} the payment on the approval page: ${next.patch.status}`,
       );
-      const updated = (await this.transactions.find(row.tenant_id, row.id))!;
+      const updated = applied ?? (await this.transactions.find(row.tenant_id, row.id))!;
       return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
     });
   }
 
   /** Ends a buyer approval that ran out of time: the payment failed and the link stops working. */
   async expire(row: TransactionRow, now: Date): Promise<boolean> {
-    const applied = await this.transactions.apply(
+    const applied = !!(await this.journal.apply(
       row.tenant_id,
       row.id,
       transition(stateOf(row), { kind: 'approval_expired' }, now),
       now,
-    );
+    ));
     if (applied)
       await this.journal.log(buyer(row), row.id, 'update', 'Buyer approval expired: authorization_failed');
     return applied;

@@ -89,7 +89,7 @@ export class SettlementService {
     return this.db.withTransaction(async () => {
       const now = this.clock.now();
       const next = transition(state, { kind: 'settled', result }, now);
-      if (!(await this.transactions.apply(row.tenant_id, row.id, next, now))) return false;
+      if (!(await this.journal.apply(row.tenant_id, row.id, next, now))) return false;
       await this.journal.log(
         system(row.tenant_id),
         row.id,

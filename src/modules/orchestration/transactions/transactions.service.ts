@@ -77,7 +77,7 @@ export class TransactionsService {
 
       const id = randomUUID();
       const createdAt = this.clock.now();
-      await this.transactions.insert({
+      await this.journal.insert({
         id,
         tenantId: who.tenantId,
         connectionId: connection.row.id,
@@ -136,18 +136,19 @@ export class TransactionsService {
       return await this.db.withTransaction(async () => {
         const row = await this.find(who.tenantId, id, true);
         const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
+        let updated: TransactionRow | undefined;
         // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
         if (row.status === 'processing') {
           const approval =
             next.patch.approval === 'issue'
               ? await this.approvals.issue(who.tenantId, id, createdAt)
               : undefined;
-          await this.transactions.apply(who.tenantId, id, next, this.clock.now(), approval);
+          updated = await this.journal.apply(who.tenantId, id, next, this.clock.now(), approval);
         }
-        // The CVC serves one authorization only.
+        // The CVC serves one authorization only (the token object does not change: no token event).
         if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
         await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
-        return this.get(who, id);
+        return updated ? this.toDto(updated) : this.get(who, id);
       });
     } catch (error) {
       // The processor answered but the outcome could not be written (database gone, process stopping):
@@ -324,7 +325,7 @@ export class TransactionsService {
 
   /** Holds the transaction in `processing` while its processor is asked. */
   private async begin(row: TransactionRow, event: TransactionEvent & { kind: 'begin' }): Promise<void> {
-    await this.transactions.apply(
+    await this.journal.apply(
       row.tenant_id,
       row.id,
       transition(stateOf(row), event, this.clock.now()),
@@ -343,10 +344,12 @@ export class TransactionsService {
       const row = await this.find(who.tenantId, id, true);
       const next = transition(stateOf(row), event, this.clock.now());
       // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
-      if (row.status === 'processing')
-        await this.transactions.apply(who.tenantId, id, next, this.clock.now());
+      const updated =
+        row.status === 'processing'
+          ? await this.journal.apply(who.tenantId, id, next, this.clock.now())
+          : undefined;
       await this.journal.log(who, id, 'update', message(event.result.status));
-      return this.get(who, id);
+      return updated ? this.toDto(updated) : this.get(who, id);
     });
   }
 
