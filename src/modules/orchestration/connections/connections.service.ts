@@ -1,10 +1,8 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
-import { afterCommit, Transactional } from '../../../common/context/transactional';
+import { afterCommit, inTransaction, Transactional } from '../../../common/context/transactional';
 import { open, seal } from '../../../common/crypto/aead';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../../common/errors/domain.exception';
@@ -127,7 +125,6 @@ export class ConnectionsService implements OnApplicationShutdown {
   private stopped = false;
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly outbox: EventOutbox,
     private readonly connections: ConnectionsRepository,
     private readonly transactions: TransactionsRepository,
@@ -224,7 +221,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     if (!row) return;
     const result = await this.processors.for(row.formulaId).verifyCredentials(await this.credentialsOf(row));
     const outcome = { status: result.ok ? 'available' : 'failed', reason: result.reason ?? null } as const;
-    await this.db.withTransaction(async () => {
+    await inTransaction(async () => {
       if (await this.connections.recordVerification(row, outcome))
         await this.outbox.record(
           updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }),

@@ -5,7 +5,6 @@ import { EventOutbox, EventType } from '../../../common/events/event-outbox';
 import { Clock } from '../../../common/jobs/clock';
 import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
-import { ApprovalLinks } from './approval-links';
 import { toReconciliationId } from './reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
 import type { Transition } from './transaction-state';
@@ -38,7 +37,6 @@ export class TransactionJournal {
     private readonly audit: AuditTrail,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
-    private readonly approvals: ApprovalLinks,
     private readonly outbox: EventOutbox,
     private readonly clock: Clock,
   ) {}
@@ -67,12 +65,18 @@ export class TransactionJournal {
     return row;
   }
 
+  /**
+   * The event's `data` is the transaction as GET answers it, but for `payment_method.approval_url`,
+   * always null: the link is a bearer credential of the buyer, kept only sealed and digested at rest,
+   * and an event is stored in clear and sent to another party. A receiver seeing
+   * `buyer_approval_pending` GETs the transaction for it.
+   */
   private async emit(type: EventType, row: TransactionRow): Promise<void> {
     await this.outbox.record({
       tenantId: row.tenant_id,
       type,
       entityId: row.id,
-      data: transactionDto(row, await this.approvals.urlOf(row)),
+      data: transactionDto(row, null),
     });
   }
 

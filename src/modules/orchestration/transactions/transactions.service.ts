@@ -1,5 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
@@ -47,7 +46,6 @@ export class TransactionsService {
   private readonly logger = new Logger('Transactions');
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly journal: TransactionJournal,
@@ -60,7 +58,7 @@ export class TransactionsService {
 
   async create(who: Principal, body: CreateTransactionDto): Promise<TransactionDto> {
     const sessionId = threeDSessionId(body.three_d_session_id);
-    const { id, connection, token, createdAt } = await this.db.withTransaction(async () => {
+    const { id, connection, token, createdAt } = await inTransaction(async () => {
       const errors: FieldErrors = {};
       const connection = await this.connections.loadForPayment(who.tenantId, body.connection_id);
       if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
@@ -133,7 +131,7 @@ export class TransactionsService {
     }
 
     try {
-      return await this.db.withTransaction(async () => {
+      return await inTransaction(async () => {
         const row = await this.find(who.tenantId, id, true);
         const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
         let updated: TransactionRow | undefined;
@@ -180,7 +178,7 @@ export class TransactionsService {
   }
 
   async capture(who: Principal, id: string, amount?: number): Promise<TransactionDto> {
-    const { row, connection, captureAmount } = await this.db.withTransaction(async () => {
+    const { row, connection, captureAmount } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'capture');
       const authorized = Number(row.authorized_amount);
       const captureAmount = amount ?? authorized;
@@ -213,7 +211,7 @@ export class TransactionsService {
   }
 
   async void(who: Principal, id: string): Promise<TransactionDto> {
-    const { row, connection } = await this.db.withTransaction(async () => {
+    const { row, connection } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'void');
       if (!supports(connection.formula, 'void'))
         throw new OrchestrationException(
@@ -230,7 +228,7 @@ export class TransactionsService {
   }
 
   async refund(who: Principal, id: string, amount?: number): Promise<RefundDto> {
-    const { row, connection, refund } = await this.db.withTransaction(async () => {
+    const { row, connection, refund } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'refund');
       if (!supports(connection.formula, 'refunds'))
         throw new OrchestrationException(
@@ -273,7 +271,7 @@ export class TransactionsService {
         refundId: refund.id,
       }),
     );
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const settled = await this.journal.settleRefund(refund, refundStatus(result), result.vendorId ?? null);
       await this.journal.log(
         who,
@@ -340,7 +338,7 @@ export class TransactionsService {
     event: TransactionEvent & { kind: 'captured' | 'voided' },
     message: (status: string) => string,
   ): Promise<TransactionDto> {
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const row = await this.find(who.tenantId, id, true);
       const next = transition(stateOf(row), event, this.clock.now());
       // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
