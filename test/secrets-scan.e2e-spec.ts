@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { EVENT_TYPES } from '../src/common/events/event-outbox';
 import { newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
@@ -118,6 +119,13 @@ describe('secrets scan', () => {
     destination = await new Destination().start();
     t = await startApp({ DATABASE_URL: db.url, LOG_LEVEL: 'trace', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
     tenant = await newTenant(t, `secrets scan ${tag}`);
+    // A webhook subscribed to every event type, before any change: every event the scenario records
+    // (its webhook_events rows, the payloads the delivery worker sends) is in the dump and scanned.
+    await t.app.get(DataSource).query(
+      `INSERT INTO webhooks (tenant_id, id, name, url, events, status, secret, created_at)
+       VALUES ($1, gen_random_uuid(), 'every event', 'https://receiver.example/hook', $2::text[], 'enabled', '\\x00'::bytea, now())`,
+      [tenant.tenantId, EVENT_TYPES],
+    );
   });
   afterAll(async () => {
     await t?.close();
@@ -270,6 +278,13 @@ describe('secrets scan', () => {
       key: mgt,
       body: { name: 'public renamed', permissions: ['token:create'] },
     });
+    // An application deleted (its application:deleted event lists the keys it had).
+    const doomed = await createApplication(mgt, {
+      name: 'doomed',
+      type: 'private',
+      permissions: ['token:read'],
+    });
+    await call('delete', `/applications/${doomed.id}`, 204, { key: mgt });
     await call('get', '/permissions', 200, { key: pvt.key, query: { application_type: 'private' } });
     await call('get', '/tenants/self', 200, { key: mgt2.key });
 
@@ -664,14 +679,21 @@ describe('secrets scan', () => {
       `SELECT 'idempotency_records' AS table, count(*)::int AS n FROM idempotency_records
        UNION ALL SELECT 'audit_logs', count(*)::int FROM audit_logs
        UNION ALL SELECT 'connections', count(*)::int FROM connections
-       UNION ALL SELECT 'transactions', count(*)::int FROM transactions`,
+       UNION ALL SELECT 'transactions', count(*)::int FROM transactions
+       UNION ALL SELECT 'webhook_events', count(*)::int FROM webhook_events`,
     );
     expect(Object.fromEntries(counts.map((c) => [c.table, c.n > 0]))).toEqual({
       idempotency_records: true,
       audit_logs: true,
       connections: true,
       transactions: true,
+      webhook_events: true,
     });
+    // Every kind of event was recorded, so that the scan covers every payload shape.
+    const types: { type: string }[] = await t.app
+      .get(DataSource)
+      .query('SELECT DISTINCT type FROM webhook_events ORDER BY type');
+    expect(types.map((r) => r.type)).toEqual([...EVENT_TYPES].sort());
     // Every request's log line is in (pino writes the completion line after the response is sent).
     expect(responses.every((r) => r.traceId)).toBe(true);
     const unlogged = () => responses.filter((r) => r.logged && !t.logs.some((l) => l.includes(r.traceId)));

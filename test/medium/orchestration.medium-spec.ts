@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inTransaction } from '../../src/common/context/transactional';
 import { FORMULAS } from '../../src/modules/orchestration/formulas/formulas';
 import { ConnectionsService } from '../../src/modules/orchestration/connections/connections.service';
 import { RefundsRepository } from '../../src/modules/orchestration/transactions/refunds.repository';
@@ -85,7 +86,8 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
       m.run(() => repository.apply(tenant, tx.id, begin, now)),
       m.run(() => repository.apply(tenant, tx.id, begin, now)),
     ]);
-    expect(outcomes.sort()).toEqual([false, true]);
+    // The writer that applied it gets the transaction as it now stands; the other, nothing.
+    expect(outcomes.map((o) => o !== undefined).sort()).toEqual([false, true]);
     const held = (await m.run(() => repository.find(tenant, tx.id)))!;
     expect(held).toMatchObject({
       status: 'processing',
@@ -107,7 +109,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
       },
       new Date(),
     );
-    expect(await m.run(() => transactions.apply(other, tx.id, refused, new Date()))).toBe(false);
+    expect(await m.run(() => transactions.apply(other, tx.id, refused, new Date()))).toBeUndefined();
     expect(await m.run(() => transactions.usesConnection(other, connectionId))).toBe(false);
     expect(
       (await m.run(() => m.get(RefundsRepository).list(other, tx.id, { skip: 0, take: 10 }))).total,
@@ -128,8 +130,9 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     );
     const journal = m.get(TransactionJournal);
     const settled = await Promise.all([
-      m.run(() => journal.settleRefund(refund, 'succeeded', 're_1')),
-      m.run(() => journal.settleRefund(refund, 'succeeded', 're_1')),
+      // Each in a transaction, as requests and the job call it (its event commits with it).
+      m.run(() => inTransaction(() => journal.settleRefund(refund, 'succeeded', 're_1'))),
+      m.run(() => inTransaction(() => journal.settleRefund(refund, 'succeeded', 're_1'))),
     ]);
     expect(settled.map((r) => r.status).sort()).toEqual(['processing', 'succeeded']);
     const row = (await m.run(() => m.get(TransactionsRepository).find(tenant, tx.id)))!;

@@ -12,8 +12,12 @@ import { ClsServiceManager } from 'nestjs-cls';
  *   no transaction. A handler that commits several transactions of its own (orchestration, which must
  *   commit before it calls a processor) opens them with `TransactionHost.withTransaction`, which runs no
  *   edge work: the interceptors then write theirs after the handler, as their own transaction.
- * - `afterCommit(fn)`: work that must see the change committed (a background verification): it runs
- *   once the transaction has committed, never if it rolled back.
+ * - `afterCommit(fn)`: work that must see the change committed (a background verification, a nudge to
+ *   the webhook delivery worker): it runs once the transaction has committed, never if it rolled back.
+ *
+ * A handler or job that commits several transactions of its own opens each with `inTransaction(work)`:
+ * a transaction with `afterCommit` but no edge work (a bare `TransactionHost.withTransaction` has
+ * neither, and `afterCommit` refuses to run inside it).
  */
 
 type EdgeWork = (result: unknown) => Promise<void>;
@@ -68,6 +72,27 @@ async function runEdge(result: unknown): Promise<RequestEdge | undefined> {
   edge.ran = { result };
   for (const work of edge.work) await work(result);
   return edge;
+}
+
+/**
+ * Runs `work` in a transaction of its own (or in the current one, which it then joins) whose
+ * `afterCommit` work runs once it has committed; it runs none of the request's edge work.
+ */
+export async function inTransaction<T>(work: () => Promise<T>): Promise<T> {
+  const host = TransactionHost.getInstance();
+  const store = cls();
+  if (host.isTransactionActive() || !store) return host.withTransaction(work);
+  const outer = store.get<Frame | undefined>(FRAME_KEY);
+  const frame: Frame = { afterCommit: [] };
+  store.set(FRAME_KEY, frame);
+  let result: T;
+  try {
+    result = await host.withTransaction(work);
+  } finally {
+    store.set(FRAME_KEY, outer);
+  }
+  for (const fn of frame.afterCommit) fn();
+  return result;
 }
 
 /** Declares that the method's writes are one transaction (see the top of this file). */

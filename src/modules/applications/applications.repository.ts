@@ -45,6 +45,22 @@ interface KeyHolderRow {
   rules: AccessRule[] | null;
 }
 
+/** A key as the application object lists it (never its digest). */
+export type KeySummary = Pick<ApiKeyEntity, 'id' | 'createdBy' | 'createdAt'>;
+
+interface KeySummaryRow {
+  id: string;
+  created_by: string | null;
+  created_at: Date;
+}
+
+const KEY_SUMMARY = 'id, created_by, created_at';
+const keySummary = (row: KeySummaryRow): KeySummary => ({
+  id: row.id,
+  createdBy: row.created_by,
+  createdAt: row.created_at,
+});
+
 /** Applications and their keys (`applications`, `api_keys`); every statement joins the caller's transaction. */
 @Injectable()
 export class ApplicationsRepository {
@@ -97,8 +113,15 @@ export class ApplicationsRepository {
     await this.apps.update({ tenantId, id }, changes);
   }
 
-  async delete(tenantId: string, id: string): Promise<void> {
-    await this.apps.delete({ tenantId, id });
+  /** Deletes an application with its keys (and, by cascade, its sessions); answers the keys it had. */
+  async delete(tenantId: string, id: string): Promise<KeySummary[]> {
+    const rows: KeySummaryRow[] = await this.db.tx.query(
+      `WITH app AS (DELETE FROM applications WHERE tenant_id = $1 AND id = $2),
+            keys AS (DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 RETURNING ${KEY_SUMMARY})
+       SELECT ${KEY_SUMMARY} FROM keys ORDER BY created_at, id`,
+      [tenantId, id],
+    );
+    return rows.map(keySummary);
   }
 
   /**
@@ -129,6 +152,20 @@ export class ApplicationsRepository {
     await this.keys.insert(key);
   }
 
+  /** Adds a key to its application; answers every key the application then has, oldest first. */
+  async insertKeyListingKeys(key: ApiKeyEntity): Promise<KeySummary[]> {
+    const rows: KeySummaryRow[] = await this.db.tx.query(
+      `WITH added AS (
+         INSERT INTO api_keys (tenant_id, id, application_id, key_hash, created_by, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_SUMMARY})
+       SELECT ${KEY_SUMMARY} FROM api_keys WHERE tenant_id = $1 AND application_id = $3
+       UNION ALL SELECT ${KEY_SUMMARY} FROM added
+       ORDER BY created_at, id`,
+      [key.tenantId, key.id, key.applicationId, key.keyHash, key.createdBy, key.createdAt],
+    );
+    return rows.map(keySummary);
+  }
+
   /** The keys of these applications of the tenant, oldest first. */
   keysOf(tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
     return this.keys.find({
@@ -139,10 +176,6 @@ export class ApplicationsRepository {
 
   findKey(tenantId: string, applicationId: string, id: string): Promise<ApiKeyEntity | null> {
     return this.keys.findOneBy({ tenantId, applicationId, id });
-  }
-
-  countKeys(tenantId: string, applicationId: string): Promise<number> {
-    return this.keys.countBy({ tenantId, applicationId });
   }
 
   async deleteKey(tenantId: string, applicationId: string, id: string): Promise<void> {

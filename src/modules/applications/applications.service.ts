@@ -15,9 +15,10 @@ import {
   PermissionDefinition,
 } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
+import { EventOutbox, EventType } from '../../common/events/event-outbox';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
-import { ApplicationsRepository } from './applications.repository';
+import { ApplicationsRepository, KeySummary } from './applications.repository';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
 import { CreateApplicationDto } from './dto/create-application.dto';
 import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
@@ -66,7 +67,7 @@ function assertHolds(who: Principal, needed: string[], doing: string): void {
     );
 }
 
-function keyDto(key: ApiKeyEntity, clear?: string): ApiKeyDto {
+function keyDto(key: KeySummary, clear?: string): ApiKeyDto {
   return {
     id: key.id,
     ...(clear ? { key: clear } : {}),
@@ -92,13 +93,31 @@ export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearK
   };
 }
 
-/** Applications and their keys, always within the caller's tenant. */
+/**
+ * Applications and their keys, always within the caller's tenant. Each change records its event
+ * (contract section 13) in its transaction: `application:created` (the tenant's first management
+ * application too), `application:updated` (also when a key is added or deleted: the application object
+ * lists its keys), `application:deleted`; `data` is the application as GET answers it, never a clear key.
+ */
 @Injectable()
 export class ApplicationsService {
   constructor(
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly applications: ApplicationsRepository,
+    private readonly outbox: EventOutbox,
   ) {}
+
+  private async emit(type: EventType, app: ApplicationEntity, keys: KeySummary[]): Promise<void> {
+    await this.outbox.record({
+      tenantId: app.tenantId,
+      type,
+      entityId: app.id,
+      data: applicationDto(
+        app,
+        keys.map((k) => keyDto(k)),
+      ),
+    });
+  }
 
   /** Creates an application (and its first key unless told not to); used by the API, the CLI and bootstrap. */
   async createApplication(input: NewApplication): Promise<ApplicationDto> {
@@ -117,8 +136,13 @@ export class ApplicationsService {
         modifiedAt: null,
       };
       await this.applications.insert(app);
-      if (!input.createKey) return applicationDto(app, []);
-      const { entity, clear } = await this.insertKey(app, input.createdBy, now);
+      if (!input.createKey) {
+        await this.emit('application:created', app, []);
+        return applicationDto(app, []);
+      }
+      const { entity, clear } = this.newKey(app, input.createdBy, now);
+      await this.applications.insertKey(entity);
+      await this.emit('application:created', app, [entity]);
       return applicationDto(app, [keyDto(entity, clear)], clear);
     });
   }
@@ -215,7 +239,12 @@ export class ApplicationsService {
         modifiedAt: new Date(),
       };
       await this.applications.update(who.tenantId, id, changes);
-      return applicationDto({ ...app, ...changes }, await this.keyDtos(who.tenantId, id));
+      const keys = await this.applications.keysOf(who.tenantId, [id]);
+      await this.emit('application:updated', { ...app, ...changes }, keys);
+      return applicationDto(
+        { ...app, ...changes },
+        keys.map((k) => keyDto(k)),
+      );
     });
   }
 
@@ -226,7 +255,9 @@ export class ApplicationsService {
       const app = await this.findOwned(who, id, true);
       assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Deleting this application');
       if (administers(app)) await this.assertNotLastAdministrator(who, app, 'Deleting it');
-      await this.applications.delete(who.tenantId, id);
+      const keys = await this.applications.delete(who.tenantId, id);
+      // As it stood before the deletion.
+      await this.emit('application:deleted', app, keys);
     });
   }
 
@@ -251,7 +282,9 @@ export class ApplicationsService {
         managementPermissions(app.permissions, app.rules ?? []),
         'Creating a key of this application',
       );
-      const { entity, clear } = await this.insertKey(app, who.applicationId, new Date());
+      const { entity, clear } = this.newKey(app, who.applicationId, new Date());
+      // One statement adds the key and lists the application's keys, for its event.
+      await this.emit('application:updated', app, await this.applications.insertKeyListingKeys(entity));
       return keyDto(entity, clear);
     });
   }
@@ -266,11 +299,16 @@ export class ApplicationsService {
         managementPermissions(app.permissions, app.rules ?? []),
         'Deleting a key of this application',
       );
-      const key = await this.applications.findKey(who.tenantId, id, keyId);
-      if (!key) throw ApplicationsException.notFound('Application key');
-      if (administers(app) && (await this.applications.countKeys(who.tenantId, id)) === 1)
+      const keys = await this.applications.keysOf(who.tenantId, [id]);
+      if (!keys.some((k) => k.id === keyId)) throw ApplicationsException.notFound('Application key');
+      if (administers(app) && keys.length === 1)
         await this.assertNotLastAdministrator(who, app, 'Deleting its last key');
       await this.applications.deleteKey(who.tenantId, id, keyId);
+      await this.emit(
+        'application:updated',
+        app,
+        keys.filter((k) => k.id !== keyId),
+      );
     });
   }
 
@@ -302,7 +340,8 @@ export class ApplicationsService {
     return keys.map((k) => keyDto(k));
   }
 
-  private async insertKey(app: ApplicationEntity, createdBy: string | null, now: Date) {
+  /** A new key of the application (its digest stored, the clear key answered once). */
+  private newKey(app: ApplicationEntity, createdBy: string | null, now: Date) {
     const clear = generateApiKey(KIND_OF_TYPE[app.type]);
     const entity: ApiKeyEntity = {
       id: randomUUID(),
@@ -312,7 +351,6 @@ export class ApplicationsService {
       createdBy,
       createdAt: now,
     };
-    await this.applications.insertKey(entity);
     return { entity, clear };
   }
 }

@@ -6,6 +6,11 @@ import { TokenRetentionRepository } from './token-retention.repository';
 /**
  * The vault's retention policies, run by RetentionJob every minute: expired tokens, and CVCs, which are
  * kept one hour at most (they are also deleted on first use in an authorization).
+ *
+ * Purging an expired token records no `token:deleted` event (the contract names none for expiry, and
+ * Basis Theory sends none): the token ended at its `expires_at`, which its `token:created` or
+ * `token:updated` event already carried, and the purge stays one set-based statement whatever it deletes.
+ * `token:deleted` reports a DELETE /tokens/{id}.
  */
 @Injectable()
 export class TokenRetention implements OnModuleInit {

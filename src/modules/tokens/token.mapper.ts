@@ -1,4 +1,5 @@
 import type { RuleTransform } from '../../common/auth/access-rule';
+import type { EventType, OutboxEvent } from '../../common/events/event-outbox';
 import type { TokenRow } from './tokens.repository';
 
 export type TokenDto = Record<string, unknown>;
@@ -32,4 +33,12 @@ export function tokenDto(
   if (row.modified_by) out.modified_by = row.modified_by;
   if (row.modified_at) out.modified_at = row.modified_at.toISOString();
   return out;
+}
+
+/**
+ * A `token:*` event (contract section 13): the token as GET /tokens/{id} shows it through flat
+ * permissions, its `mask` and never its data, whoever made the change and through whatever rule.
+ */
+export function tokenEvent(type: EventType & `token:${string}`, row: TokenRow): OutboxEvent {
+  return { tenantId: row.tenant_id, type, entityId: row.id, data: tokenDto(row, { transform: 'mask' }) };
 }

@@ -6,6 +6,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
+import { EventOutbox } from '../../common/events/event-outbox';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
@@ -14,7 +15,7 @@ import { Clock } from '../../common/jobs/clock';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, refusedContainers } from './token-access';
 import { sealCvc, sealData } from './token-crypto';
-import { TokenDto, tokenDto } from './token.mapper';
+import { TokenDto, tokenDto, tokenEvent } from './token.mapper';
 import {
   applyEvaluation,
   collectSlots,
@@ -50,6 +51,7 @@ export class TokenizeService {
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
     private readonly audit: AuditTrail,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
@@ -169,6 +171,8 @@ export class TokenizeService {
           operation: 'create',
           message: `Token created (${row.type})`,
         });
+      // One event per token made (a deduplicated answer made none), all in one statement.
+      await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));
       return created;
     });
   }

@@ -9,6 +9,7 @@ import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { withholdFromReplay } from '../../common/context/never-replayed.decorator';
 import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { EventOutbox } from '../../common/events/event-outbox';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import {
@@ -22,7 +23,7 @@ import type { UpdateTokenDto } from './dto/update-token.dto';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, mayEvaluateStoredData, reveals } from './token-access';
 import { openCvc, openData } from './token-crypto';
-import { CursorTokenPage, TokenDto, tokenDto } from './token.mapper';
+import { CursorTokenPage, TokenDto, tokenDto, tokenEvent } from './token.mapper';
 import {
   applyEvaluation,
   expressionBatch,
@@ -60,6 +61,7 @@ export class TokensService {
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
     private readonly audit: AuditTrail,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /** A live token of the tenant, or 404; then the rule evaluator: 404 when no rule covers it, 403 when one refuses. */
@@ -149,8 +151,10 @@ export class TokensService {
   @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
     await this.db.withTransaction(async () => {
-      await this.findAccessible(who, id, 'token:delete', true);
+      const { row } = await this.findAccessible(who, id, 'token:delete', true);
       await this.tokens.delete(who.tenantId, id);
+      const { data: _sealed, ...deleted } = row;
+      await this.outbox.record(tokenEvent('token:deleted', deleted));
     });
   }
 
@@ -230,6 +234,7 @@ export class TokensService {
         await this.tokens.replaceSearchIndexes(row.tenant_id, row.id, digests);
       }
       await this.tokens.update(who.tenantId, row.id, next);
+      await this.outbox.record(tokenEvent('token:updated', next));
       // The answer to a PATCH is masked even through a reveal rule: only reads reveal (section 12).
       return tokenDto(next, { transform });
     });

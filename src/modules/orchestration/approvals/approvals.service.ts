@@ -1,5 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
@@ -31,7 +30,6 @@ export class ApprovalsService {
   private readonly logger = new Logger('Approvals');
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly transactions: TransactionsRepository,
     private readonly journal: TransactionJournal,
     private readonly connections: ConnectionsService,
@@ -57,7 +55,7 @@ export class ApprovalsService {
     token: string,
     approved: boolean,
   ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
-    const claimed = await this.db.withTransaction(async () => {
+    const claimed = await inTransaction(async () => {
       // Found by the link's digest, then locked by its key (one shard when distributed by tenant).
       const found = await this.transactions.findByApprovalDigest(approvalDigest(token));
       const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
@@ -70,7 +68,7 @@ export class ApprovalsService {
         await this.expire(row, now);
         return { outcome: 'expired' as const, row };
       }
-      await this.transactions.apply(
+      await this.journal.apply(
         row.tenant_id,
         row.id,
         transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
@@ -99,7 +97,7 @@ export class ApprovalsService {
       );
       result = processorFailure(row.connection_transaction_id, 'not_provided');
     }
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const now = this.clock.now();
       // The state before the claim: `processing` is where the claim left it.
       const next = transition(
@@ -107,26 +105,26 @@ export class ApprovalsService {
         { kind: 'challenge_completed', result },
         now,
       );
-      await this.transactions.apply(row.tenant_id, row.id, next, now);
+      const applied = await this.journal.apply(row.tenant_id, row.id, next, now);
       await this.journal.log(
         buyer(row),
         row.id,
         'update',
         `Buyer ${approved ? 'approved' : 'declined'} the payment on the approval page: ${next.patch.status}`,
       );
-      const updated = (await this.transactions.find(row.tenant_id, row.id))!;
+      const updated = applied ?? (await this.transactions.find(row.tenant_id, row.id))!;
       return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
     });
   }
 
   /** Ends a buyer approval that ran out of time: the payment failed and the link stops working. */
   async expire(row: TransactionRow, now: Date): Promise<boolean> {
-    const applied = await this.transactions.apply(
+    const applied = !!(await this.journal.apply(
       row.tenant_id,
       row.id,
       transition(stateOf(row), { kind: 'approval_expired' }, now),
       now,
-    );
+    ));
     if (applied)
       await this.journal.log(buyer(row), row.id, 'update', 'Buyer approval expired: authorization_failed');
     return applied;

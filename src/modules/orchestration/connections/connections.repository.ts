@@ -113,14 +113,15 @@ export class ConnectionsRepository {
     );
   }
 
-  /** Records a verification, only if the connection is still the version that was verified. */
+  /** Records a verification, only if the connection is still the version that was verified; true when it did. */
   async recordVerification(
     row: Pick<ConnectionEntity, 'tenantId' | 'id' | 'version'>,
     outcome: { status: 'available' | 'failed'; reason: string | null },
-  ): Promise<void> {
-    await this.connections.update(
+  ): Promise<boolean> {
+    const result = await this.connections.update(
       { tenantId: row.tenantId, id: row.id, version: row.version, status: 'pending' },
       { status: outcome.status, statusReason: outcome.reason },
     );
+    return result.affected === 1;
   }
 }

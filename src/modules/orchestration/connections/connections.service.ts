@@ -2,10 +2,11 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
-import { afterCommit, Transactional } from '../../../common/context/transactional';
+import { afterCommit, inTransaction, Transactional } from '../../../common/context/transactional';
 import { open, seal } from '../../../common/crypto/aead';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../../common/errors/domain.exception';
+import { EventOutbox, OutboxEvent } from '../../../common/events/event-outbox';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
@@ -43,6 +44,21 @@ export function connectionDto(row: ConnectionEntity, options: { withMethod: bool
     active: row.active,
     status: row.status,
     three_d_secure_enabled: row.threeDSecureEnabled,
+  };
+}
+
+/**
+ * `connection:updated` (contract section 13), reported when a connection's status changes: an update
+ * (which sets it `pending` again) and its verification's outcome. Creating one (there is no created
+ * event; its verification reports it) and deleting one report nothing. `data` is the connection as GET
+ * answers it: secret field values are `********`.
+ */
+function updatedEvent(row: ConnectionEntity): OutboxEvent {
+  return {
+    tenantId: row.tenantId,
+    type: 'connection:updated',
+    entityId: row.id,
+    data: connectionDto(row, { withMethod: true }),
   };
 }
 
@@ -109,6 +125,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   private stopped = false;
 
   constructor(
+    private readonly outbox: EventOutbox,
     private readonly connections: ConnectionsRepository,
     private readonly transactions: TransactionsRepository,
     private readonly tenantKeys: TenantKeysService,
@@ -141,6 +158,8 @@ export class ConnectionsService implements OnApplicationShutdown {
     const stored = body.connection_formula_id === current.formulaId ? await this.credentialsOf(current) : {};
     const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
     const row = await this.connections.update(who.tenantId, id, values, this.clock.now());
+    // Every update sets it `pending` again until verified: reported, like the verification's outcome.
+    await this.outbox.record(updatedEvent(row));
     this.verifyAfterCommit(who.tenantId, id);
     return connectionDto(row, { withMethod: true });
   }
@@ -201,9 +220,12 @@ export class ConnectionsService implements OnApplicationShutdown {
     const row = await this.connections.findPendingOne(tenantId, id);
     if (!row) return;
     const result = await this.processors.for(row.formulaId).verifyCredentials(await this.credentialsOf(row));
-    await this.connections.recordVerification(row, {
-      status: result.ok ? 'available' : 'failed',
-      reason: result.reason ?? null,
+    const outcome = { status: result.ok ? 'available' : 'failed', reason: result.reason ?? null } as const;
+    await inTransaction(async () => {
+      if (await this.connections.recordVerification(row, outcome))
+        await this.outbox.record(
+          updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }),
+        );
     });
   }
 

@@ -1,5 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { ClsService } from 'nestjs-cls';
@@ -29,7 +28,6 @@ export class SettlementService {
   private readonly logger = new Logger('Settlement');
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly journal: TransactionJournal,
@@ -71,7 +69,7 @@ export class SettlementService {
 
   private async settleOne(row: TransactionRow): Promise<boolean> {
     if (row.status === 'buyer_approval_pending')
-      return this.db.withTransaction(async () => {
+      return inTransaction(async () => {
         const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
         if (current?.status !== 'buyer_approval_pending') return false;
         return this.approvals.expire(current, this.clock.now());
@@ -86,10 +84,10 @@ export class SettlementService {
       row.pending_since ?? row.updated_at,
     );
     if (!result || !isFinal(result)) return false;
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const now = this.clock.now();
       const next = transition(state, { kind: 'settled', result }, now);
-      if (!(await this.transactions.apply(row.tenant_id, row.id, next, now))) return false;
+      if (!(await this.journal.apply(row.tenant_id, row.id, next, now))) return false;
       await this.journal.log(
         system(row.tenant_id),
         row.id,
@@ -105,7 +103,7 @@ export class SettlementService {
     if (!row) return false;
     const result = await this.poll(row, 'refund', Number(refund.amount), refund.created_at, refund.currency);
     if (!result || !isFinal(result)) return false;
-    await this.db.withTransaction(async () => {
+    await inTransaction(async () => {
       const settled = await this.journal.settleRefund(
         refund,
         refundStatus(result),

@@ -1,12 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { AuditTrail } from '../../../common/audit/audit-trail.service';
 import type { AuditActor, AuditEntry } from '../../../common/audit/audit.types';
+import { EventOutbox, EventType } from '../../../common/events/event-outbox';
 import { Clock } from '../../../common/jobs/clock';
 import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
 import { toReconciliationId } from './reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
-import { TransactionsRepository, TransactionRow } from './transactions.repository';
+import type { Transition } from './transaction-state';
+import { transactionDto } from './transaction.mapper';
+import {
+  IssuedApproval,
+  NewTransaction,
+  TransactionsRepository,
+  TransactionRow,
+} from './transactions.repository';
 
 /** The actor of an audit row: an API caller, or the buyer / the settlement job (no application). */
 export const actorOf = (who: AuditActor): AuditActor => ({
@@ -16,8 +24,12 @@ export const actorOf = (who: AuditActor): AuditActor => ({
 });
 
 /**
- * What requests and the settlement job both do to a transaction besides moving its state: its audit
- * rows, the request every processor operation starts from, and the settling of a refund.
+ * What requests, the approval page and the settlement job all do to a transaction: every write that
+ * changes it (its creation, each state machine transition, a settled refund) with the event that
+ * reports it (contract section 13: `transaction:created`, then `transaction:updated` for every change,
+ * `data` the transaction as GET answers it then), recorded in the change's own database transaction;
+ * its audit rows; the request every processor operation starts from. Nothing else writes a
+ * transaction, so no change goes without its event.
  */
 @Injectable()
 export class TransactionJournal {
@@ -25,8 +37,48 @@ export class TransactionJournal {
     private readonly audit: AuditTrail,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
+    private readonly outbox: EventOutbox,
     private readonly clock: Clock,
   ) {}
+
+  /** Records a new transaction, `processing` its authorization, and its `transaction:created` event. */
+  async insert(t: NewTransaction): Promise<TransactionRow> {
+    const row = await this.transactions.insert(t);
+    await this.emit('transaction:created', row);
+    return row;
+  }
+
+  /**
+   * Applies a state machine transition if the transaction is still in its `from` state (see
+   * TransactionsRepository.apply), with its `transaction:updated` event. Answers the transaction as it
+   * now stands, undefined when the transition did not apply (nothing changed, no event).
+   */
+  async apply(
+    tenantId: string,
+    id: string,
+    transition: Transition,
+    now: Date,
+    approval?: IssuedApproval,
+  ): Promise<TransactionRow | undefined> {
+    const row = await this.transactions.apply(tenantId, id, transition, now, approval);
+    if (row) await this.emit('transaction:updated', row);
+    return row;
+  }
+
+  /**
+   * The event's `data` is the transaction as GET answers it, but for `payment_method.approval_url`,
+   * always null: the link is a bearer credential of the buyer, kept only sealed and digested at rest,
+   * and an event is stored in clear and sent to another party. A receiver seeing
+   * `buyer_approval_pending` GETs the transaction for it.
+   */
+  private async emit(type: EventType, row: TransactionRow): Promise<void> {
+    await this.outbox.record({
+      tenantId: row.tenant_id,
+      type,
+      entityId: row.id,
+      data: transactionDto(row, null),
+    });
+  }
 
   async log(
     actor: AuditActor,
@@ -52,13 +104,18 @@ export class TransactionJournal {
 
   /**
    * Records a refund's outcome once (a request and the job never both settle it); a succeeded refund
-   * adds to its transaction's refunded amount. Answers the refund as it now stands.
+   * adds to its transaction's refunded amount, a `transaction:updated` event. A refund requested, or
+   * one that failed, leaves the transaction as it was: no event (there is no refund event type; the
+   * refund's own object answers the request that made it). Answers the refund as it now stands.
    */
   async settleRefund(refund: RefundRow, status: RefundStatus, vendorId: string | null): Promise<RefundRow> {
     const now = this.clock.now();
     const settled = await this.refunds.settle(refund, { status, vendorId }, now);
     if (settled && status === 'succeeded')
-      await this.transactions.addRefunded(refund.tenant_id, refund.transaction_id, refund.amount, now);
+      await this.emit(
+        'transaction:updated',
+        await this.transactions.addRefunded(refund.tenant_id, refund.transaction_id, refund.amount, now),
+      );
     return settled ?? refund;
   }
 }

@@ -94,8 +94,14 @@ export interface TransactionFilters {
   externalIdentifier?: string;
 }
 
-const SELECT_TRANSACTION = `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
-  FROM transactions t JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
+/** Transactions of `from` (the table, or rows a write returned) with their connection summary. */
+const selectWithConnection = (from: string): string =>
+  `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
+  FROM ${from} t JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
+const SELECT_TRANSACTION = selectWithConnection('transactions');
+/** A write on `transactions` that answers the rows it wrote as `find` does, in the same statement. */
+const returningRow = (write: string): string =>
+  `WITH written AS (${write} RETURNING *) ${selectWithConnection('written')}`;
 
 /** The state machine's view of a stored transaction. */
 export function stateOf(row: TransactionRow): TransactionState {
@@ -155,14 +161,14 @@ function assignments(patch: TransactionPatch, approval: IssuedApproval | undefin
 export class TransactionsRepository {
   constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
-  /** Records a transaction as `processing` its authorization. */
-  async insert(t: NewTransaction): Promise<void> {
-    await this.db.tx.query(
-      `INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
+  /** Records a transaction as `processing` its authorization; answers it as stored. */
+  async insert(t: NewTransaction): Promise<TransactionRow> {
+    const rows: TransactionRow[] = await this.db.tx.query(
+      returningRow(`INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
           amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated,
           is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by,
           created_at, updated_at)
-       VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5)`,
+       VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5)`),
       [
         t.id,
         t.tenantId,
@@ -184,6 +190,7 @@ export class TransactionsRepository {
         t.createdBy,
       ],
     );
+    return rows[0];
   }
 
   /** One transaction of the tenant; `lock` holds it until the current transaction ends. */
@@ -237,7 +244,8 @@ export class TransactionsRepository {
 
   /**
    * Applies a state machine transition, only if the transaction is still in `transition.from` (so that a
-   * request and the settlement job never both settle it). True when it applied.
+   * request and the settlement job never both settle it). Answers the transaction as it now stands when
+   * it applied, undefined when not.
    */
   async apply(
     tenantId: string,
@@ -245,24 +253,27 @@ export class TransactionsRepository {
     transition: Transition,
     now: Date,
     approval?: IssuedApproval,
-  ): Promise<boolean> {
+  ): Promise<TransactionRow | undefined> {
     const p = new SqlParams();
     const sets = assignments(transition.patch, approval, p);
     sets.push(`updated_at = ${p.add(now)}`);
-    const [, count]: [unknown, number] = await this.db.tx.query(
-      `UPDATE transactions SET ${sets.join(', ')}
-        WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`,
+    const rows: TransactionRow[] = await this.db.tx.query(
+      returningRow(`UPDATE transactions SET ${sets.join(', ')}
+        WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`),
       p.values,
     );
-    return count === 1;
+    return rows[0];
   }
 
-  /** Adds a settled refund to the transaction's refunded amount. */
-  async addRefunded(tenantId: string, id: string, amount: string, now: Date): Promise<void> {
-    await this.db.tx.query(
-      `UPDATE transactions SET refunded_amount = refunded_amount + $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2`,
+  /** Adds a settled refund to the transaction's refunded amount; answers the transaction as it now stands. */
+  async addRefunded(tenantId: string, id: string, amount: string, now: Date): Promise<TransactionRow> {
+    const rows: TransactionRow[] = await this.db.tx.query(
+      returningRow(
+        `UPDATE transactions SET refunded_amount = refunded_amount + $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2`,
+      ),
       [tenantId, id, amount, now],
     );
+    return rows[0];
   }
 
   /**

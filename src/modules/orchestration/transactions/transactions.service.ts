@@ -1,5 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
@@ -47,7 +46,6 @@ export class TransactionsService {
   private readonly logger = new Logger('Transactions');
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly journal: TransactionJournal,
@@ -60,7 +58,7 @@ export class TransactionsService {
 
   async create(who: Principal, body: CreateTransactionDto): Promise<TransactionDto> {
     const sessionId = threeDSessionId(body.three_d_session_id);
-    const { id, connection, token, createdAt } = await this.db.withTransaction(async () => {
+    const { id, connection, token, createdAt } = await inTransaction(async () => {
       const errors: FieldErrors = {};
       const connection = await this.connections.loadForPayment(who.tenantId, body.connection_id);
       if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
@@ -77,7 +75,7 @@ export class TransactionsService {
 
       const id = randomUUID();
       const createdAt = this.clock.now();
-      await this.transactions.insert({
+      await this.journal.insert({
         id,
         tenantId: who.tenantId,
         connectionId: connection.row.id,
@@ -133,21 +131,22 @@ export class TransactionsService {
     }
 
     try {
-      return await this.db.withTransaction(async () => {
+      return await inTransaction(async () => {
         const row = await this.find(who.tenantId, id, true);
         const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
+        let updated: TransactionRow | undefined;
         // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
         if (row.status === 'processing') {
           const approval =
             next.patch.approval === 'issue'
               ? await this.approvals.issue(who.tenantId, id, createdAt)
               : undefined;
-          await this.transactions.apply(who.tenantId, id, next, this.clock.now(), approval);
+          updated = await this.journal.apply(who.tenantId, id, next, this.clock.now(), approval);
         }
-        // The CVC serves one authorization only.
+        // The CVC serves one authorization only (the token object does not change: no token event).
         if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
         await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
-        return this.get(who, id);
+        return updated ? this.toDto(updated) : this.get(who, id);
       });
     } catch (error) {
       // The processor answered but the outcome could not be written (database gone, process stopping):
@@ -179,7 +178,7 @@ export class TransactionsService {
   }
 
   async capture(who: Principal, id: string, amount?: number): Promise<TransactionDto> {
-    const { row, connection, captureAmount } = await this.db.withTransaction(async () => {
+    const { row, connection, captureAmount } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'capture');
       const authorized = Number(row.authorized_amount);
       const captureAmount = amount ?? authorized;
@@ -212,7 +211,7 @@ export class TransactionsService {
   }
 
   async void(who: Principal, id: string): Promise<TransactionDto> {
-    const { row, connection } = await this.db.withTransaction(async () => {
+    const { row, connection } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'void');
       if (!supports(connection.formula, 'void'))
         throw new OrchestrationException(
@@ -229,7 +228,7 @@ export class TransactionsService {
   }
 
   async refund(who: Principal, id: string, amount?: number): Promise<RefundDto> {
-    const { row, connection, refund } = await this.db.withTransaction(async () => {
+    const { row, connection, refund } = await inTransaction(async () => {
       const { row, connection } = await this.claim(who, id, 'refund');
       if (!supports(connection.formula, 'refunds'))
         throw new OrchestrationException(
@@ -272,7 +271,7 @@ export class TransactionsService {
         refundId: refund.id,
       }),
     );
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const settled = await this.journal.settleRefund(refund, refundStatus(result), result.vendorId ?? null);
       await this.journal.log(
         who,
@@ -324,7 +323,7 @@ export class TransactionsService {
 
   /** Holds the transaction in `processing` while its processor is asked. */
   private async begin(row: TransactionRow, event: TransactionEvent & { kind: 'begin' }): Promise<void> {
-    await this.transactions.apply(
+    await this.journal.apply(
       row.tenant_id,
       row.id,
       transition(stateOf(row), event, this.clock.now()),
@@ -339,14 +338,16 @@ export class TransactionsService {
     event: TransactionEvent & { kind: 'captured' | 'voided' },
     message: (status: string) => string,
   ): Promise<TransactionDto> {
-    return this.db.withTransaction(async () => {
+    return inTransaction(async () => {
       const row = await this.find(who.tenantId, id, true);
       const next = transition(stateOf(row), event, this.clock.now());
       // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
-      if (row.status === 'processing')
-        await this.transactions.apply(who.tenantId, id, next, this.clock.now());
+      const updated =
+        row.status === 'processing'
+          ? await this.journal.apply(who.tenantId, id, next, this.clock.now())
+          : undefined;
       await this.journal.log(who, id, 'update', message(event.result.status));
-      return this.get(who, id);
+      return updated ? this.toDto(updated) : this.get(who, id);
     });
   }
 
