@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { OutboundModule } from '../../common/outbound/outbound.module';
+import { DeliveriesRepository } from './delivery/deliveries.repository';
+import { WebhookDeliveryWorker } from './delivery/webhook-delivery.worker';
 import { WebhookOutboxModule } from './webhook-outbox';
 
 /**
@@ -9,6 +11,6 @@ import { WebhookOutboxModule } from './webhook-outbox';
 @Module({
   imports: [WebhookOutboxModule, OutboundModule],
   controllers: [],
-  providers: [],
+  providers: [DeliveriesRepository, WebhookDeliveryWorker],
 })
 export class WebhooksModule {}
