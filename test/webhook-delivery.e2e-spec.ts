@@ -31,6 +31,8 @@ describe('webhook delivery', () => {
     database = await createDatabase('vault_test_webhooks');
     receiver = await new Receiver().start();
     t = await startApp({ ...env, DATABASE_URL: database.url });
+    // Nest's Logger buffers until the app listens, which tests never do: its lines are wanted here.
+    t.app.flushLogs();
     db = t.app.get(DataSource);
   });
   afterAll(async () => {
@@ -155,6 +157,14 @@ describe('webhook delivery', () => {
     expect(rows).toEqual([
       expect.objectContaining({ status: 'succeeded', attempts: 5, last_status_code: 200 }),
     ]);
+    // Each failed attempt is logged with its webhook, delivery and status code (none for the dropped
+    // connection), never the body or the secret.
+    const lines = t.logs.filter((line) => line.includes(hook.id));
+    for (const code of ['302', '404', '503', 'null'])
+      expect(lines.some((line) => line.includes(`"status_code":${code}`))).toBe(true);
+    expect(lines.some((line) => line.includes('"failure":"unreachable"'))).toBe(true);
+    expect(lines.join('\n')).not.toContain(requests[0].body);
+    expect(lines.join('\n')).not.toContain(hook.secret.slice(6));
   });
 
   it('a delivery whose attempts run out is failed, with the last status code (null without an answer)', async () => {
@@ -175,6 +185,18 @@ describe('webhook delivery', () => {
     expect(receiver.to(failing)).toHaveLength(5);
     expect(receiver.to(closing)).toHaveLength(5);
     expect(await webhookRow(a.id)).toEqual({ status: 'enabled', consecutive_failures: 1 });
+  });
+
+  it('a destination the outbound policy refuses is a failed attempt without a status code', async () => {
+    const tenant = await newTenant(t);
+    const hook = await webhook(tenant.tenantId, 'http://169.254.169.254/latest/meta-data');
+    await recordEvents(t, event(tenant.tenantId));
+    expect(
+      await waitForDeliveries(hook.id, (r) => r[0]?.attempts === 1 && r[0].leased_until === null),
+    ).toEqual([expect.objectContaining({ status: 'pending', attempts: 1, last_status_code: null })]);
+    expect(
+      t.logs.some((line) => line.includes(hook.id) && line.includes('"failure":"destination_not_allowed"')),
+    ).toBe(true);
   });
 
   it('a receiver that hangs is cut off after 10 s and retried, and holds up no other webhook', async () => {
@@ -290,7 +312,11 @@ describe('webhook delivery', () => {
     );
     expect(await webhookRow(hook.id)).toEqual({ status: 'disabled', consecutive_failures: 100 });
     expect(receiver.to(url)).toHaveLength(500);
-    expect(t.logs.some((line) => line.includes('webhook disabled'))).toBe(true);
+    await receiver.waitFor(
+      () => t.logs.some((line) => line.includes('webhook disabled')),
+      2_000,
+      'a log line',
+    );
 
     await recordEvents(t, event(tenant.tenantId));
     await pause(500);
