@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
@@ -21,6 +22,7 @@ describe('webhook delivery', () => {
   let t: TestApp;
   let db: DataSource;
   let receiver: Receiver;
+  let closed = false;
   const env = {
     OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     WEBHOOK_RETRY_SECONDS: '1,1,1,1',
@@ -36,7 +38,7 @@ describe('webhook delivery', () => {
     db = t.app.get(DataSource);
   });
   afterAll(async () => {
-    await t?.close();
+    if (!closed) await t?.close();
     await receiver?.stop();
     if (database) await dropDatabase(database.name);
   });
@@ -379,6 +381,29 @@ describe('webhook delivery', () => {
       expect((await deliveriesOf(hook.id)).every((d) => d.attempts === 1)).toBe(true);
     } finally {
       await other.close();
+    }
+  });
+  it('the server closes at once with a delivery in flight, which its lease brings back later', async () => {
+    const tenant = await newTenant(t);
+    const url = receiver.hook(() => 'hang');
+    const hook = await webhook(tenant.tenantId, url);
+    await recordEvents(t, event(tenant.tenantId));
+    await receiver.waitFor(() => receiver.to(url).length === 1);
+    const started = Date.now();
+    await t.close();
+    closed = true;
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        'SELECT status, attempts, leased_until FROM webhook_deliveries WHERE webhook_id = $1',
+        [hook.id],
+      );
+      expect(rows).toEqual([{ status: 'pending', attempts: 1, leased_until: expect.any(Date) }]);
+      expect(rows[0].leased_until.getTime()).toBeGreaterThan(Date.now());
+    } finally {
+      await client.end();
     }
   });
 });
