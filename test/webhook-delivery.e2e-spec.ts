@@ -349,7 +349,36 @@ describe('webhook delivery', () => {
     expect(await t.app.get(WebhookDeliveryWorker).deliverDue()).toBe(0);
   });
 
+  it('the server closes at once with a delivery in flight, which its lease brings back later', async () => {
+    const tenant = await newTenant(t);
+    const url = receiver.hook(() => 'hang');
+    const hook = await webhook(tenant.tenantId, url);
+    await recordEvents(t, event(tenant.tenantId));
+    await receiver.waitFor(() => receiver.to(url).length === 1);
+    const started = Date.now();
+    await t.close();
+    closed = true;
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        'SELECT status, attempts, leased_until FROM webhook_deliveries WHERE webhook_id = $1',
+        [hook.id],
+      );
+      expect(rows).toEqual([{ status: 'pending', attempts: 1, leased_until: expect.any(Date) }]);
+      expect(rows[0].leased_until.getTime()).toBeGreaterThan(Date.now());
+    } finally {
+      await client.end();
+    }
+  });
+
   it('two instances on one database deliver each event exactly once to a healthy receiver', async () => {
+    // Two fresh instances (the previous test closed the first server).
+    if (!closed) await t.close();
+    t = await startApp({ ...env, DATABASE_URL: database.url });
+    closed = false;
+    db = t.app.get(DataSource);
     const other = await startApp({ ...env, DATABASE_URL: database.url });
     try {
       const tenant = await newTenant(t);
@@ -381,29 +410,6 @@ describe('webhook delivery', () => {
       expect((await deliveriesOf(hook.id)).every((d) => d.attempts === 1)).toBe(true);
     } finally {
       await other.close();
-    }
-  });
-  it('the server closes at once with a delivery in flight, which its lease brings back later', async () => {
-    const tenant = await newTenant(t);
-    const url = receiver.hook(() => 'hang');
-    const hook = await webhook(tenant.tenantId, url);
-    await recordEvents(t, event(tenant.tenantId));
-    await receiver.waitFor(() => receiver.to(url).length === 1);
-    const started = Date.now();
-    await t.close();
-    closed = true;
-    expect(Date.now() - started).toBeLessThan(3_000);
-    const client = new Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query(
-        'SELECT status, attempts, leased_until FROM webhook_deliveries WHERE webhook_id = $1',
-        [hook.id],
-      );
-      expect(rows).toEqual([{ status: 'pending', attempts: 1, leased_until: expect.any(Date) }]);
-      expect(rows[0].leased_until.getTime()).toBeGreaterThan(Date.now());
-    } finally {
-      await client.end();
     }
   });
 });
