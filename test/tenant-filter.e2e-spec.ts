@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
 import request from 'supertest';
 import { RetentionJob } from '../src/common/jobs/retention.job';
+import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
+import { WebhookDeliveryWorker } from '../src/modules/webhooks/delivery/webhook-delivery.worker';
 import { AuditChainService } from '../src/common/audit/audit-chain.service';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { Destination } from './support/destination';
 import { authorizedSession, cardData, patchToken, tokenize } from './support/attacker';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
+import { createWebhookRow, recordEvents } from './support/webhooks';
 
 /** The tables that hold one tenant's rows (docs/scaling.md): distributed by tenant_id on Citus. */
 const TENANT_TABLES = [
@@ -24,6 +28,9 @@ const TENANT_TABLES = [
   'audit_chain_heads',
   'idempotency_records',
   'proxies',
+  'webhooks',
+  'webhook_events',
+  'webhook_deliveries',
 ];
 const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.join('|')})"?(\\s|$|\\()`, 'i');
 
@@ -46,6 +53,10 @@ const ACROSS_TENANTS: [RegExp, string][] = [
     /FROM connections WHERE status = 'pending' AND deleted_at IS NULL ORDER BY updated_at/,
     'the verification sweep',
   ],
+  [
+    /^WITH due AS \( SELECT d\.tenant_id, d\.id FROM webhook_deliveries d .* FOR UPDATE OF d SKIP LOCKED/,
+    "the webhook delivery workers' claim of due deliveries (each row then names its tenant)",
+  ],
 ];
 
 describe('every statement on a tenant-scoped table names its tenant', () => {
@@ -64,7 +75,11 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof Client.prototype.query;
     destination = await new Destination().start();
-    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
+    t = await startApp({
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      WEBHOOK_RETRY_SECONDS: '0',
+      WEBHOOK_POLL_MS: '100',
+    });
   });
 
   afterAll(async () => {
@@ -201,6 +216,32 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       .send({ n: `{{ ${card.id} }}` })
       .expect(200);
     await request(t.http).delete(`/proxies/${proxy.id}`).set('BT-API-KEY', mgt).expect(204);
+
+    // Webhooks: an event delivered to one webhook, and failed for good at another (one retry, at once).
+    const db = t.app.get(DataSource);
+    const hooks = [destination.url('/hook'), destination.url('/status/500')];
+    for (const url of hooks)
+      await createWebhookRow(db, t.app.get(TenantKeysService), tenant.tenantId, {
+        url,
+        events: ['token:created'],
+      });
+    await recordEvents(t, {
+      tenantId: tenant.tenantId,
+      type: 'token:created',
+      entityId: card.id,
+      data: { id: card.id },
+    });
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const rows: { status: string }[] = await db.query(
+        'SELECT status FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY status',
+        [tenant.tenantId],
+      );
+      if (rows.map((r) => r.status).join() === 'failed,succeeded') break;
+      if (Date.now() > deadline) throw new Error(`webhook deliveries: ${JSON.stringify(rows)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await t.app.get(WebhookDeliveryWorker).deliverDue();
 
     // The audit log, and the jobs.
     await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);

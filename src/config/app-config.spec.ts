@@ -9,6 +9,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'info',
       BOOTSTRAP: true,
       LOG_RETENTION_DAYS: 365,
+      WEBHOOK_POLL_MS: 1000,
+      WEBHOOK_LEASE_SECONDS: 30,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -23,6 +25,10 @@ describe('loadConfig', () => {
       ENCRYPTION_KEYS: `v1:${Buffer.alloc(32, 1).toString('base64')},v2:${Buffer.alloc(32, 2).toString('base64')}`,
     });
     expect(config).toMatchObject({ PORT: 8080, BOOTSTRAP: false, DATABASE_URL: 'postgres://u@h:5432/db' });
+    expect(loadConfig({ WEBHOOK_POLL_MS: '250', WEBHOOK_LEASE_SECONDS: '11' })).toMatchObject({
+      WEBHOOK_POLL_MS: 250,
+      WEBHOOK_LEASE_SECONDS: 11,
+    });
     expect(config.embedded).toBe(false);
     expect(config.publicBaseUrl).toBe('https://vault.example.com');
   });
@@ -43,6 +49,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_PER_MINUTE', '-5'],
     ['DB_POOL_SIZE', '1000'],
     ['NODE_ENV', 'staging'],
+    ['WEBHOOK_POLL_MS', '5'],
+    ['WEBHOOK_LEASE_SECONDS', '10'],
+    ['WEBHOOK_LEASE_SECONDS', 'soon'],
   ])('rejects %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));

@@ -137,6 +137,24 @@ export class AppConfig {
   })
   WEBHOOK_RETRY_SECONDS = '5,30,120,600,3600,21600';
 
+  /** How often each instance's delivery worker looks for due webhook deliveries (it is also woken by new ones). */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(10)
+  @Max(60_000)
+  WEBHOOK_POLL_MS = 1000;
+
+  /**
+   * How long a worker holds a delivery it claimed; a delivery whose worker died is sent again once its
+   * lease has run out. Longer than the 10 s a receiver has to answer, so that no other instance sends
+   * a delivery while it is still being sent.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(11)
+  @Max(3600)
+  WEBHOOK_LEASE_SECONDS = 30;
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 

@@ -7,13 +7,18 @@ export interface Server {
   base: string;
 }
 
-export async function startServer(port: number, databaseUrl: string): Promise<Server> {
+export async function startServer(
+  port: number,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<Server> {
   const spawned = spawnTs('src/main.ts', [], {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
     BOOTSTRAP: 'true',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '100000000',
+    ...env,
   });
   await waitForReady(port, 90_000);
   return { spawned, port, base: `http://127.0.0.1:${port}` };

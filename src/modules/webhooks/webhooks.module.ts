@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { OutboundModule } from '../../common/outbound/outbound.module';
+import { DeliveriesRepository } from './delivery/deliveries.repository';
+import { WebhookDeliveryWorker } from './delivery/webhook-delivery.worker';
 import { WebhookOutboxModule } from './webhook-outbox';
 import { PingController, WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
@@ -12,6 +14,6 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [WebhookOutboxModule, OutboundModule],
   controllers: [WebhooksController, PingController],
-  providers: [WebhooksRepository, WebhooksService],
+  providers: [WebhooksRepository, WebhooksService, DeliveriesRepository, WebhookDeliveryWorker],
 })
 export class WebhooksModule {}

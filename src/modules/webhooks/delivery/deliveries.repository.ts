@@ -1,0 +1,138 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+
+/** A webhook is disabled when this many of its deliveries in a row ended `failed` (contract section 13). */
+export const DISABLE_AFTER_FAILURES = 100;
+
+/** A delivery a worker holds under lease: what it needs to send it, and how many attempts it has had. */
+export interface ClaimedDelivery {
+  tenant_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  /** Counts this attempt. */
+  attempts: number;
+  event_data: object;
+  event_created_at: Date;
+  url: string;
+  /** The webhook's secret, sealed under the tenant's key. */
+  secret: Buffer;
+}
+
+/** Where a failed attempt leaves the delivery, and its webhook when the delivery ran out of attempts. */
+export interface FailureOutcome {
+  /** `pending` with a next attempt, or `failed`; undefined when the claim was no longer ours. */
+  status?: 'pending' | 'failed';
+  /** When the delivery failed for good: whether that disabled its webhook. */
+  webhookDisabled?: boolean;
+}
+
+/** The claim of this attempt: a result is recorded only while the delivery is still the one claimed. */
+type Claim = Pick<ClaimedDelivery, 'tenant_id' | 'id' | 'attempts'>;
+
+/**
+ * The workers' side of `webhook_deliveries`: claims across tenants, and the result of each attempt.
+ * Each method is one statement (atomic on its own); they join the caller's transaction if there is one.
+ */
+@Injectable()
+export class DeliveriesRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /**
+   * Claims up to `limit` due deliveries of every tenant, oldest first: pending, due at `now`, not under
+   * a live lease, of an enabled webhook, and the first pending one of their webhook and entity (a later
+   * event of an entity waits until the earlier one has succeeded or failed for good). Rows another
+   * worker is claiming are skipped (`FOR UPDATE SKIP LOCKED`), and a claimed row is leased until
+   * `leasedUntil`, so that several instances never hold one delivery at once while it is being sent,
+   * and a delivery whose worker died is claimed again once the lease has run out.
+   */
+  async claimDue(now: Date, leasedUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+    const [rows]: [ClaimedDelivery[], number] = await this.db.tx.query(
+      `WITH due AS (
+         SELECT d.tenant_id, d.id
+           FROM webhook_deliveries d
+           JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+            AND (d.leased_until IS NULL OR d.leased_until < $1)
+            AND w.status = 'enabled'
+            AND NOT EXISTS (
+              SELECT 1 FROM webhook_deliveries e
+               WHERE e.tenant_id = d.tenant_id AND e.webhook_id = d.webhook_id AND e.entity_id = d.entity_id
+                 AND e.status = 'pending' AND e.seq < d.seq)
+          ORDER BY d.next_attempt_at, d.seq
+          LIMIT $3
+          FOR UPDATE OF d SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d
+          SET leased_until = $2, attempts = d.attempts + 1, updated_at = $1
+         FROM due, webhook_events ev, webhooks w
+        WHERE d.tenant_id = due.tenant_id AND d.id = due.id
+          AND ev.tenant_id = d.tenant_id AND ev.id = d.event_id
+          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+       RETURNING d.tenant_id, d.id, d.webhook_id, d.event_id, d.event_type, d.attempts,
+                 ev.data AS event_data, ev.created_at AS event_created_at, w.url, w.secret`,
+      [now, leasedUntil, limit],
+    );
+    return rows;
+  }
+
+  /** The attempt was answered with a 2xx: the delivery succeeded, and its webhook's failure streak ends. */
+  async recordSuccess(claim: Claim, statusCode: number, now: Date): Promise<boolean> {
+    const rows: { webhook_id: string }[] = await this.db.tx.query(
+      `WITH done AS (
+         UPDATE webhook_deliveries
+            SET status = 'succeeded', last_status_code = $4, leased_until = NULL, updated_at = $5
+          WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
+         RETURNING tenant_id, webhook_id
+       ), streak AS (
+         UPDATE webhooks w SET consecutive_failures = 0
+           FROM done WHERE w.tenant_id = done.tenant_id AND w.id = done.webhook_id AND w.consecutive_failures > 0
+       )
+       SELECT webhook_id FROM done`,
+      [claim.tenant_id, claim.id, claim.attempts, statusCode, now],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * The attempt failed (`statusCode` null when there was no HTTP answer). With `retryAt` the delivery
+   * waits for its next attempt; without, it is `failed` and counts against its webhook, which is
+   * disabled at DISABLE_AFTER_FAILURES deliveries failed in a row.
+   */
+  async recordFailure(
+    claim: Claim,
+    statusCode: number | null,
+    retryAt: Date | null,
+    now: Date,
+  ): Promise<FailureOutcome> {
+    if (retryAt) {
+      const [rows]: [unknown[], number] = await this.db.tx.query(
+        `UPDATE webhook_deliveries
+            SET last_status_code = $4, next_attempt_at = $5, leased_until = NULL, updated_at = $6
+          WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
+         RETURNING 1`,
+        [claim.tenant_id, claim.id, claim.attempts, statusCode, retryAt, now],
+      );
+      return rows.length ? { status: 'pending' } : {};
+    }
+    const rows: { disabled: boolean | null }[] = await this.db.tx.query(
+      `WITH done AS (
+         UPDATE webhook_deliveries
+            SET status = 'failed', last_status_code = $4, leased_until = NULL, updated_at = $5
+          WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
+         RETURNING tenant_id, webhook_id
+       ), streak AS (
+         UPDATE webhooks w
+            SET consecutive_failures = w.consecutive_failures + 1,
+                status = CASE WHEN w.consecutive_failures + 1 >= $6 THEN 'disabled' ELSE w.status END
+           FROM done WHERE w.tenant_id = done.tenant_id AND w.id = done.webhook_id
+         RETURNING w.status, w.consecutive_failures
+       )
+       SELECT (SELECT status = 'disabled' AND consecutive_failures = $6 FROM streak) AS disabled FROM done`,
+      [claim.tenant_id, claim.id, claim.attempts, statusCode, now, DISABLE_AFTER_FAILURES],
+    );
+    return rows.length ? { status: 'failed', webhookDisabled: rows[0].disabled === true } : {};
+  }
+}

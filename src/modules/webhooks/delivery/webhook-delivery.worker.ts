@@ -1,0 +1,220 @@
+import {
+  BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+} from '@nestjs/common';
+import { ClsService } from 'nestjs-cls';
+import { Webhook } from 'standardwebhooks';
+import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { Clock } from '../../../common/jobs/clock';
+import { OutboundHttp } from '../../../common/outbound/outbound-http.service';
+import { OutboundError, OutboundRequest } from '../../../common/outbound/outbound.types';
+import { AppConfig } from '../../../config/app-config';
+import { openWebhookSecret } from '../webhook-secret';
+import { ClaimedDelivery, DeliveriesRepository } from './deliveries.repository';
+import { DeliveryNudge } from './delivery-nudge';
+
+/** A receiver has this long, from connecting to the last byte of its answer, to answer 2xx (contract section 13). */
+export const SEND_TIMEOUT_MS = 10_000;
+/** Deliveries claimed by one statement. */
+const BATCH = 20;
+/** Sends one instance has under way at most; claims stop while they are all taken. */
+const MAX_IN_FLIGHT = 256;
+/** What is read of a receiver's answer (its body is ignored); a larger one is a failed attempt. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/**
+ * Delivers the outbox's deliveries (contract section 13). On every instance with jobs enabled, it
+ * claims due deliveries every WEBHOOK_POLL_MS, and at once when this process commits new ones
+ * (DeliveryNudge) or finishes a send (the next event of that entity may now go). Claims are leased
+ * (`FOR UPDATE SKIP LOCKED`, see DeliveriesRepository), so instances share the work without sending a
+ * delivery twice while it is being sent; a delivery is sent again only after a failed attempt or when
+ * its worker died (its lease ran out), always with the same `webhook-id`. Sends run concurrently and
+ * are not awaited by the claims, so a receiver that hangs holds only its own deliveries.
+ */
+@Injectable()
+export class WebhookDeliveryWorker
+  implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger('Webhooks');
+  private started = false;
+  private stopping = false;
+  private timer?: NodeJS.Timeout;
+  /** The claiming loop, while it runs; `pollAgain` asks it to go round once more. */
+  private polling?: Promise<void>;
+  private pollAgain = false;
+  private readonly sending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly deliveries: DeliveriesRepository,
+    private readonly outbound: OutboundHttp,
+    private readonly tenantKeys: TenantKeysService,
+    private readonly nudge: DeliveryNudge,
+    private readonly clock: Clock,
+    private readonly cls: ClsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.JOBS_ENABLED) return;
+    this.started = true;
+    this.nudge.listen(() => this.wake());
+    this.wake();
+  }
+
+  /** No claim after this; claims under way finish. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    await this.polling;
+  }
+
+  /**
+   * Sends under way end here: the outbound component has closed its connections by now (its own
+   * onModuleDestroy), and an attempt cut short that way is not recorded; its lease runs out and it is
+   * sent again, by another instance or after a restart.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.sending]);
+  }
+
+  /**
+   * One round, for tests and for a manual retry: claims the due deliveries (up to a batch) and sends
+   * them, resolving once every attempt is recorded. Answers how many were claimed.
+   */
+  async deliverDue(): Promise<number> {
+    const claimed = await this.claim(BATCH);
+    await Promise.all(claimed.map((delivery) => this.send(delivery)));
+    return claimed.length;
+  }
+
+  /** Claims at once (or once more, if a claim is running), then waits WEBHOOK_POLL_MS for the next poll. */
+  private wake(): void {
+    if (!this.started || this.stopping) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.polling = this.poll().finally(() => {
+      this.polling = undefined;
+      if (!this.stopping) this.timer = setTimeout(() => this.wake(), this.config.WEBHOOK_POLL_MS);
+    });
+  }
+
+  /** Claims batches while they come back full and sends have room; sends are not awaited. */
+  private async poll(): Promise<void> {
+    do {
+      this.pollAgain = false;
+      try {
+        for (;;) {
+          const room = Math.min(BATCH, MAX_IN_FLIGHT - this.sending.size);
+          if (this.stopping || room <= 0) break;
+          const claimed = await this.claim(room);
+          for (const delivery of claimed) void this.send(delivery);
+          if (claimed.length < room) break;
+        }
+      } catch (error) {
+        this.logger.error({ err: error }, 'could not claim webhook deliveries');
+        return;
+      }
+    } while (this.pollAgain && !this.stopping);
+  }
+
+  /** In a context of its own: the nudge comes from a request's context, whose transaction has ended. */
+  private claim(limit: number): Promise<ClaimedDelivery[]> {
+    return this.cls.run({ ifNested: 'override' }, () => {
+      const now = this.clock.now();
+      const leasedUntil = new Date(now.getTime() + this.config.WEBHOOK_LEASE_SECONDS * 1000);
+      return this.deliveries.claimDue(now, leasedUntil, limit);
+    });
+  }
+
+  private send(delivery: ClaimedDelivery): Promise<void> {
+    const run = this.cls
+      .run({ ifNested: 'override' }, () => this.attempt(delivery))
+      .catch((error: unknown) =>
+        this.logger.error(
+          { err: error, webhook_id: delivery.webhook_id, delivery_id: delivery.id },
+          'could not record a webhook delivery attempt',
+        ),
+      )
+      .finally(() => {
+        this.sending.delete(run);
+        this.wake();
+      });
+    this.sending.add(run);
+    return run;
+  }
+
+  /** Sends once and records the outcome: a 2xx succeeds; anything else is retried per WEBHOOK_RETRY_SECONDS. */
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    const where = { webhook_id: delivery.webhook_id, delivery_id: delivery.id, attempt: delivery.attempts };
+    let status: number | null = null;
+    let failure: string | undefined;
+    try {
+      status = (await this.outbound.send(await this.request(delivery))).status;
+    } catch (error) {
+      if (this.stopping) return; // cut short by the shutdown: the lease brings it back
+      if (error instanceof OutboundError) failure = error.failure;
+      else {
+        failure = 'error';
+        this.logger.warn({ err: error, ...where }, 'webhook delivery could not be sent');
+      }
+    }
+    const now = this.clock.now();
+    if (status !== null && status >= 200 && status < 300) {
+      await this.deliveries.recordSuccess(delivery, status, now);
+      this.logger.debug({ ...where, status_code: status }, 'webhook delivered');
+      return;
+    }
+    const delays = this.config.webhookRetryDelaysMs;
+    const retryAt =
+      delivery.attempts <= delays.length ? new Date(now.getTime() + delays[delivery.attempts - 1]) : null;
+    const outcome = await this.deliveries.recordFailure(delivery, status, retryAt, now);
+    const detail = { ...where, status_code: status, ...(failure ? { failure } : {}) };
+    if (outcome.status === 'failed') {
+      this.logger.warn(detail, 'webhook delivery failed for good');
+      if (outcome.webhookDisabled)
+        this.logger.warn(
+          { webhook_id: delivery.webhook_id },
+          'webhook disabled: its last 100 deliveries failed',
+        );
+    } else {
+      this.logger.log({ ...detail, next_attempt_at: retryAt }, 'webhook delivery attempt failed');
+    }
+  }
+
+  /**
+   * The signed request (Standard Webhooks): `webhook-id` is the event's id on every attempt, and the
+   * signature covers `<id>.<timestamp>.<body>` with the webhook's secret. The timestamp is the real
+   * time of sending (what receivers check it against), not the service's test clock.
+   */
+  private async request(delivery: ClaimedDelivery): Promise<OutboundRequest> {
+    const key = (await this.tenantKeys.keysFor(delivery.tenant_id)).encryption;
+    const secret = openWebhookSecret(key, delivery.tenant_id, delivery.webhook_id, delivery.secret);
+    const body = JSON.stringify({
+      id: delivery.event_id,
+      type: delivery.event_type,
+      tenant_id: delivery.tenant_id,
+      created_at: delivery.event_created_at.toISOString(),
+      data: delivery.event_data,
+    });
+    const sentAt = new Date();
+    return {
+      url: delivery.url,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': delivery.event_id,
+        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(delivery.event_id, sentAt, body),
+      },
+      body: Buffer.from(body, 'utf8'),
+      timeoutMs: SEND_TIMEOUT_MS,
+      maxResponseBytes: MAX_ANSWER_BYTES,
+    };
+  }
+}
