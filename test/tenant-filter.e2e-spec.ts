@@ -12,6 +12,7 @@ import { Destination } from './support/destination';
 import { authorizedSession, cardData, patchToken, tokenize } from './support/attacker';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createWebhookRow, recordEvents } from './support/webhooks';
+import { createDatabase, dropDatabase } from './support/test-database';
 
 /** The tables that hold one tenant's rows (docs/scaling.md): distributed by tenant_id on Citus. */
 const TENANT_TABLES = [
@@ -62,6 +63,7 @@ const ACROSS_TENANTS: [RegExp, string][] = [
 describe('every statement on a tenant-scoped table names its tenant', () => {
   let t: TestApp;
   let destination: Destination;
+  let database: { name: string; url: string };
   const seen = new Set<string>();
   // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with the client as `this`
   const original = Client.prototype.query;
@@ -75,17 +77,24 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof Client.prototype.query;
     destination = await new Destination().start();
+    // A database of its own: its webhook delivery worker claims every tenant's deliveries.
+    database = await createDatabase('vault_test_tenant_filter');
     t = await startApp({
+      DATABASE_URL: database.url,
+      WEBHOOK_DELIVERY_ENABLED: 'true',
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_RETRY_SECONDS: '0',
       WEBHOOK_POLL_MS: '100',
     });
+    // The migrations of the new database span tenants by design; what is checked starts here.
+    seen.clear();
   });
 
   afterAll(async () => {
     Client.prototype.query = original;
     await t.close();
     await destination.stop();
+    await dropDatabase(database.name);
   });
 
   it('through tokens, sessions, applications, payments, logs, idempotency and the jobs', async () => {

@@ -27,6 +27,7 @@ describe('webhook delivery', () => {
     OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     WEBHOOK_RETRY_SECONDS: '1,1,1,1',
     WEBHOOK_POLL_MS: '100',
+    WEBHOOK_DELIVERY_ENABLED: 'true',
   };
 
   beforeAll(async () => {

@@ -129,6 +129,14 @@ export class AppConfig {
   PROXY_TIMEOUT_MS = 30_000;
 
   /**
+   * Whether this process delivers webhooks (with JOBS_ENABLED). Off, it still records events and serves
+   * the API; another instance delivers them (a dedicated delivery instance, or tests that share a database).
+   */
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'WEBHOOK_DELIVERY_ENABLED must be true or false' })
+  WEBHOOK_DELIVERY_ENABLED = true;
+
+  /**
    * Delays in seconds between a webhook delivery's attempts (contract section 13): after the last one,
    * the delivery is `failed`.
    */

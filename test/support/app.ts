@@ -22,9 +22,19 @@ export interface TestApp {
  */
 export async function startApp(env: Record<string, string | undefined> = {}): Promise<TestApp> {
   const logs: string[] = [];
-  const config = loadConfig({ ...process.env, BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env });
+  // Test files share the run's database: a webhook delivery worker in every app would claim other files'
+  // deliveries (and fail them, their receivers being elsewhere). Tests of delivery turn it on.
+  const config = loadConfig({
+    ...process.env,
+    BOOTSTRAP: 'false',
+    LOG_LEVEL: 'info',
+    WEBHOOK_DELIVERY_ENABLED: 'false',
+    ...env,
+  });
   const app = await createApp(config, { logStream: { write: (line: string) => void logs.push(line) } });
   await app.init();
+  // Nest's own log lines wait in its buffer until listen(); flushed here so that tests see them too.
+  app.flushLogs();
   return { app, http: app.getHttpServer(), logs, close: () => app.close() };
 }
 

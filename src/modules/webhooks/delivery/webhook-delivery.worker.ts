@@ -58,7 +58,7 @@ export class WebhookDeliveryWorker
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.JOBS_ENABLED) return;
+    if (!this.config.JOBS_ENABLED || !this.config.WEBHOOK_DELIVERY_ENABLED) return;
     this.started = true;
     this.nudge.listen(() => this.wake());
     this.wake();
