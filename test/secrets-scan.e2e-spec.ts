@@ -8,6 +8,7 @@ import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { luhnCard } from './support/attacker';
 import { Destination } from './support/destination';
+import { payload, Receiver } from './support/webhooks';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -99,6 +100,7 @@ describe('secrets scan', () => {
   let t: TestApp;
   let tenant: TestTenant;
   let destination: Destination;
+  let receiver: Receiver;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
   /**
@@ -117,19 +119,21 @@ describe('secrets scan', () => {
   beforeAll(async () => {
     db = await createDatabase('vault_test_secrets');
     destination = await new Destination().start();
-    t = await startApp({ DATABASE_URL: db.url, LOG_LEVEL: 'trace', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
+    receiver = await new Receiver().start();
+    // A database of its own, so this app's webhook delivery worker sends this scenario's events only.
+    t = await startApp({
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'trace',
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      WEBHOOK_DELIVERY_ENABLED: 'true',
+      WEBHOOK_POLL_MS: '100',
+    });
     tenant = await newTenant(t, `secrets scan ${tag}`);
-    // A webhook subscribed to every event type, before any change: every event the scenario records
-    // (its webhook_events rows, the payloads the delivery worker sends) is in the dump and scanned.
-    await t.app.get(DataSource).query(
-      `INSERT INTO webhooks (tenant_id, id, name, url, events, status, secret, created_at)
-       VALUES ($1, gen_random_uuid(), 'every event', 'https://receiver.example/hook', $2::text[], 'enabled', '\\x00'::bytea, now())`,
-      [tenant.tenantId, EVENT_TYPES],
-    );
   });
   afterAll(async () => {
     await t?.close();
     await destination?.stop();
+    await receiver?.stop();
     if (db) await dropDatabase(db.name);
   });
 
@@ -240,6 +244,15 @@ describe('secrets scan', () => {
     plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
     plant('management key', tenant.managementKey);
     const mgt = tenant.managementKey;
+
+    // A webhook subscribed to every event type, before any change: every event the scenario records is
+    // in the dump (webhook_events) and delivered to the receiver, whose requests are scanned too.
+    const webhook = await call('post', '/webhooks', 201, {
+      key: mgt,
+      body: { name: 'every event', url: receiver.hook(), events: [...EVENT_TYPES] },
+      reveals: (body) => [json('secret', body.secret)],
+    });
+    plant('webhook signing secret', webhook.body.secret);
 
     // Applications and keys: a second management application, a private one (orchestration), a public
     // one, and a private one whose key is rotated.
@@ -699,6 +712,25 @@ describe('secrets scan', () => {
     const unlogged = () => responses.filter((r) => r.logged && !t.logs.some((l) => l.includes(r.traceId)));
     for (let i = 0; i < 50 && unlogged().length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(unlogged().map((r) => r.route)).toEqual([]);
+    // Every event was delivered (signed), and each delivery is scanned as a response is.
+    const deliveredAll = async (): Promise<boolean> => {
+      const [{ left }]: { left: number }[] = await t.app
+        .get(DataSource)
+        .query(`SELECT count(*)::int AS left FROM webhook_deliveries WHERE status <> 'succeeded'`);
+      return left === 0;
+    };
+    for (let i = 0; i < 200 && !(await deliveredAll()); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await deliveredAll()).toBe(true);
+    expect(receiver.received.length).toBeGreaterThan(20);
+    for (const delivered of receiver.received)
+      responses.push({
+        route: `webhook delivery ${String(payload(delivered).type)}`,
+        body: delivered.body,
+        headers: delivered.headers as Record<string, string>,
+        traceId: '',
+        logged: false,
+      });
     const logs = t.logs.join('');
 
     const responseTexts = responses.map(({ body, headers }, i) => {

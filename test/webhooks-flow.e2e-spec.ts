@@ -1,0 +1,109 @@
+import request from 'supertest';
+import { Webhook } from 'standardwebhooks';
+import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { cardData, luhnCard } from './support/attacker';
+import { createDatabase, dropDatabase } from './support/test-database';
+import { payload, Receiver } from './support/webhooks';
+
+/**
+ * Webhooks end to end through the API only: a webhook made with POST /webhooks, real changes made with
+ * the API, and the receiver verifying each delivery with the `standardwebhooks` package. A database of
+ * its own, so that this app's delivery worker sends this file's events only.
+ */
+describe('webhooks end to end', () => {
+  let database: { name: string; url: string };
+  let t: TestApp;
+  let receiver: Receiver;
+  let tenant: TestTenant;
+  let pvt: string;
+
+  beforeAll(async () => {
+    database = await createDatabase('vault_test_webhooks_flow');
+    receiver = await new Receiver().start();
+    t = await startApp({
+      DATABASE_URL: database.url,
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      WEBHOOK_DELIVERY_ENABLED: 'true',
+      WEBHOOK_POLL_MS: '100',
+    });
+    tenant = await newTenant(t);
+    pvt = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read', 'token:update', 'token:delete'],
+      })
+    ).key;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.stop();
+    if (database) await dropDatabase(database.name);
+  });
+
+  it('a token created, updated and deleted through the API reaches the webhook signed, in order, masked', async () => {
+    const url = receiver.hook();
+    const made = await request(t.http)
+      .post('/webhooks')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ name: 'vault events', url, events: ['token:created', 'token:updated', 'token:deleted'] })
+      .expect(201);
+    const verifier = new Webhook(made.body.secret as string);
+
+    const number = luhnCard();
+    // A refused change (a bad card among good ones) records nothing.
+    await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', pvt)
+      .send([
+        { type: 'card', data: cardData(number) },
+        { type: 'card', data: cardData('4242') },
+      ])
+      .expect(400);
+    const token = (
+      await request(t.http)
+        .post('/tokens')
+        .set('BT-API-KEY', pvt)
+        .send({ type: 'card', data: cardData(number) })
+    ).body;
+    await request(t.http)
+      .patch(`/tokens/${token.id}`)
+      .set('BT-API-KEY', pvt)
+      .send({ metadata: { order: '42' } })
+      .expect(200);
+    const read = (await request(t.http).get(`/tokens/${token.id}`).set('BT-API-KEY', pvt).expect(200)).body;
+    await request(t.http).delete(`/tokens/${token.id}`).set('BT-API-KEY', pvt).expect(204);
+
+    await receiver.waitFor(() => receiver.to(url).length >= 3, 10_000, 'three token events');
+    const delivered = receiver.to(url);
+    expect(delivered.map((d) => payload(d).type)).toEqual([
+      'token:created',
+      'token:updated',
+      'token:deleted',
+    ]);
+    for (const d of delivered) {
+      // Throws unless the signature, the id and the timestamp hold.
+      const verified = verifier.verify(d.body, d.headers as Record<string, string>) as Record<
+        string,
+        unknown
+      >;
+      expect(verified).toEqual(payload(d));
+      expect(d.headers['webhook-id']).toBe(payload(d).id);
+      expect(d.headers['content-type']).toMatch(/^application\/json/);
+      expect(payload(d)).toMatchObject({ tenant_id: tenant.tenantId, created_at: expect.any(String) });
+      expect(d.body).not.toContain(number);
+    }
+    expect(payload(delivered[1]).data).toEqual(read);
+    expect(() =>
+      verifier.verify(`${delivered[0].body} `, delivered[0].headers as Record<string, string>),
+    ).toThrow();
+
+    // The deliveries list shows each as succeeded, one attempt, 2xx.
+    const list = await request(t.http)
+      .get(`/webhooks/${made.body.id}/deliveries`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    expect(list.body.data).toHaveLength(3);
+    for (const item of list.body.data)
+      expect(item).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200 });
+  });
+});
