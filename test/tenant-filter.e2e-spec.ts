@@ -42,7 +42,7 @@ const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.joi
  */
 const ACROSS_TENANTS: [RegExp, string][] = [
   [
-    /^DELETE FROM "?(sessions|tokens|token_cvcs|idempotency_records|audit_logs)"? WHERE "?(expires_at|created_at)/i,
+    /^DELETE FROM "?(sessions|tokens|token_cvcs|idempotency_records|audit_logs|webhook_events)"?( \w+)? WHERE "?(\w+\.)?(expires_at|created_at)/i,
     'retention',
   ],
   [/\bkey_hash\b/, 'API and session keys are looked up by their digest before the tenant is known'],
@@ -263,6 +263,7 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       'expired-sessions',
       'log-retention',
       'idempotency-records',
+      'webhook-events',
     ])
       await retention.runNow(name);
 

@@ -1,9 +1,12 @@
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { Webhook } from 'standardwebhooks';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { cardData, luhnCard } from './support/attacker';
 import { createDatabase, dropDatabase } from './support/test-database';
-import { payload, Receiver } from './support/webhooks';
+import { createWebhookRow, payload, Receiver } from './support/webhooks';
 
 /**
  * Webhooks end to end through the API only: a webhook made with POST /webhooks, real changes made with
@@ -105,5 +108,45 @@ describe('webhooks end to end', () => {
     expect(list.body.data).toHaveLength(3);
     for (const item of list.body.data)
       expect(item).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200 });
+  });
+
+  it('the outbox keeps an event 30 days after its last delivery ended, and a pending one whatever its age', async () => {
+    const db = t.app.get(DataSource);
+    const hook = await createWebhookRow(db, t.app.get(TenantKeysService), tenant.tenantId, {
+      url: receiver.hook(),
+      events: ['token:created'],
+      status: 'disabled',
+    });
+    const old = new Date(Date.now() - 31 * 24 * 3600_000);
+    const events: Record<string, string> = {};
+    for (const [name, status] of [
+      ['ended', 'succeeded'],
+      ['failed', 'failed'],
+      ['waiting', 'pending'],
+    ]) {
+      const [{ id }]: { id: string }[] = await db.query(
+        `INSERT INTO webhook_events (tenant_id, id, type, entity_id, data, created_at)
+         VALUES ($1, gen_random_uuid(), 'token:created', $2, '{}', $3) RETURNING id`,
+        [tenant.tenantId, name, old],
+      );
+      events[name] = id;
+      await db.query(
+        `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event_type, entity_id, status,
+                                         next_attempt_at, created_at, updated_at)
+         VALUES ($1, gen_random_uuid(), $2, $3, 'token:created', $4, $5, $6, $6, $6)`,
+        [tenant.tenantId, hook.id, id, name, status, old],
+      );
+    }
+    await t.app.get(RetentionJob).runNow('webhook-events');
+    const left: { entity_id: string }[] = await db.query(
+      `SELECT e.entity_id FROM webhook_events e WHERE e.id = ANY($1::uuid[]) ORDER BY e.entity_id`,
+      [Object.values(events)],
+    );
+    expect(left.map((r) => r.entity_id)).toEqual(['waiting']);
+    const deliveries: { n: number }[] = await db.query(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`,
+      [hook.id],
+    );
+    expect(deliveries[0].n).toBe(1);
   });
 });

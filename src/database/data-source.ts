@@ -21,6 +21,7 @@ export const LOCK_KEYS = {
   jobRateLimits: 72_107,
   jobSettlement: 72_108,
   jobConnectionVerification: 72_109,
+  jobWebhookEvents: 72_110,
   /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
   deduplication: 72_201,
 } as const;

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { OutboundModule } from '../../common/outbound/outbound.module';
 import { DeliveriesRepository } from './delivery/deliveries.repository';
 import { WebhookDeliveryWorker } from './delivery/webhook-delivery.worker';
+import { WebhookRetention } from './delivery/webhook-retention';
 import { WebhookOutboxModule } from './webhook-outbox';
 import { PingController, WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
@@ -14,6 +15,12 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [WebhookOutboxModule, OutboundModule],
   controllers: [WebhooksController, PingController],
-  providers: [WebhooksRepository, WebhooksService, DeliveriesRepository, WebhookDeliveryWorker],
+  providers: [
+    WebhooksRepository,
+    WebhooksService,
+    DeliveriesRepository,
+    WebhookDeliveryWorker,
+    WebhookRetention,
+  ],
 })
 export class WebhooksModule {}

@@ -1,0 +1,41 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { RetentionJob } from '../../../common/jobs/retention.job';
+import { LOCK_KEYS } from '../../../database/data-source';
+
+/** How long an event and its deliveries are kept once none of them is still pending. */
+export const WEBHOOK_EVENT_RETENTION_DAYS = 30;
+
+/**
+ * Purges the outbox: events older than 30 days none of whose deliveries is still pending go, with their
+ * deliveries (cascade). A pending delivery keeps its event whatever its age (retries end within about
+ * seven hours by default, so this is a bound, not a rule that applies in practice).
+ */
+@Injectable()
+export class WebhookRetention implements OnModuleInit {
+  constructor(
+    private readonly retention: RetentionJob,
+    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  onModuleInit(): void {
+    this.retention.register({
+      name: 'webhook-events',
+      lockKey: LOCK_KEYS.jobWebhookEvents,
+      periodMs: 60 * 60_000,
+      purge: (now) => this.purge(now),
+    });
+  }
+
+  async purge(now: Date): Promise<number> {
+    const before = new Date(now.getTime() - WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600_000);
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `DELETE FROM webhook_events e WHERE e.created_at < $1
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                           WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')`,
+      [before],
+    );
+    return count;
+  }
+}
