@@ -82,7 +82,7 @@ export class ApprovalsService {
     let result: AuthorizeResult;
     try {
       result = await withTimeout(
-        this.processors.for(connection.formula.id).completeChallenge({
+        this.processors.for(connection.row).completeChallenge({
           credentials: connection.credentials,
           reconciliationId: this.journal.reconciliationId(row.id),
           connectionTransactionId: row.connection_transaction_id ?? '',

@@ -6,7 +6,8 @@
 export interface ProcessorPort {
   /** The formula (vendor) this processor serves, e.g. `stripe-card`. */
   readonly formulaId: string;
-  verifyCredentials(credentials: Credentials): Promise<VerificationResult>;
+  /** `environment`: the vendor environment of the connection (vendor adapters only). */
+  verifyCredentials(credentials: Credentials, environment?: 'test' | 'live'): Promise<VerificationResult>;
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
   /** Completes a 3-D Secure challenge the buyer approved or declined on the approval page. */
   completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult>;
@@ -112,6 +113,15 @@ export interface PollRequest extends OperationRequest {
   operation: 'authorize' | 'capture' | 'void' | 'refund';
   /** When the operation was sent (asynchronous sandbox operations settle some seconds later). */
   requestedAt: Date;
+  /** Our refund's id, when the operation is a refund. */
+  refundId?: string;
   amount: number;
   currency: string;
+}
+
+/** What a vendor adapter is built from: where to send its calls, and where buyers come back to. */
+export interface VendorSettings {
+  /** VENDOR_BASE_URLS' entry for the formula, replacing the vendor's own base URL; undefined: the vendor's. */
+  baseUrl: string | undefined;
+  publicBaseUrl: string;
 }

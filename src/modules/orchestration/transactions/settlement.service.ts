@@ -101,7 +101,14 @@ export class SettlementService {
   private async settleRefund(refund: RefundRow): Promise<boolean> {
     const row = await this.transactions.find(refund.tenant_id, refund.transaction_id);
     if (!row) return false;
-    const result = await this.poll(row, 'refund', Number(refund.amount), refund.created_at, refund.currency);
+    const result = await this.poll(
+      row,
+      'refund',
+      Number(refund.amount),
+      refund.created_at,
+      refund.currency,
+      refund.id,
+    );
     if (!result || !isFinal(result)) return false;
     await inTransaction(async () => {
       const settled = await this.journal.settleRefund(
@@ -126,15 +133,17 @@ export class SettlementService {
     amount: number,
     requestedAt: Date,
     currency = row.currency,
+    refundId?: string,
   ): Promise<PollOutcome | undefined> {
     const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
     if (!connection) return undefined;
-    return this.processors.for(connection.formula.id).pollStatus({
+    return this.processors.for(connection.row).pollStatus({
       ...this.journal.operationRequest(row, connection),
       operation,
       requestedAt,
       amount,
       currency,
+      ...(refundId ? { refundId } : {}),
     });
   }
 }
