@@ -58,7 +58,10 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
 
   beforeAll(async () => {
     fake = await new FakeStripe().start();
-    t = await startApp({ VENDOR_BASE_URLS: `stripe-card=${fake.baseUrl},adyen-card=http://127.0.0.1:4010` });
+    t = await startApp({
+      VENDOR_BASE_URLS: `stripe-card=${fake.baseUrl},adyen-card=http://127.0.0.1:4010`,
+      PUBLIC_BASE_URL: 'https://vault.example',
+    });
     const tenant = await newTenant(t);
     key = (
       await newApplication(t, tenant.managementKey, {
@@ -306,6 +309,45 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       'crashTest1:authorize',
     ]);
   });
+
+  it.each([
+    ['4000002500003155', true, 'authorization_succeeded', 'Payment approved'],
+    ['4000000000003220', false, 'authorization_declined', 'Payment declined'],
+  ])(
+    '3-D Secure (%s): buyer_approval_pending, the approval page sends the buyer to Stripe, the return completes it',
+    async (number, authenticated, status, title) => {
+      const tx = await pay(number);
+      expect(tx.status).toBe('buyer_approval_pending');
+      const [post] = fake.posts();
+      expect(post.body.return_url).toBe(
+        `https://vault.example/orchestration/approvals/return/${tx.reconciliation_id}`,
+      );
+      const page = new URL(tx.payment_method.approval_url);
+      expect(page.origin).toBe('https://vault.example');
+      const redirect = await request(t.http).get(page.pathname).expect(303);
+      expect(redirect.headers.location).toBe(`${fake.baseUrl}/3ds/${tx.connection_transaction_id}`);
+
+      fake.completeChallenge(tx.connection_transaction_id, authenticated);
+      const returnPath = new URL(String(post.body.return_url)).pathname;
+      // A return naming another PaymentIntent changes nothing.
+      await request(t.http).get(`${returnPath}?payment_intent=pi_other`).expect(404);
+      const back = await request(t.http)
+        .get(
+          `${returnPath}?payment_intent=${tx.connection_transaction_id}&payment_intent_client_secret=pi_secret_x`,
+        )
+        .expect(200);
+      expect(back.text).toContain(title);
+      const after = await request(t.http)
+        .get(`/orchestration/transactions/${tx.id}`)
+        .set('BT-API-KEY', key)
+        .expect(200);
+      expect(after.body.status).toBe(status);
+      expect(after.body.payment_method.approval_url).toBeNull();
+      // Used: a second return answers not found.
+      await request(t.http).get(`${returnPath}?payment_intent=${tx.connection_transaction_id}`).expect(404);
+      expect(t.logs.join('\n')).not.toContain('pi_secret_x');
+    },
+  );
 
   it('card numbers and secret keys never reach the logs', () => {
     const logs = t.logs.join('\n');

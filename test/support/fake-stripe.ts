@@ -205,9 +205,30 @@ export class FakeStripe {
     }
     if (REQUIRES_ACTION.includes(number)) {
       pi.status = 'requires_action';
-      pi.next_action = { type: 'redirect_to_url', redirect_to_url: { url: 'https://hooks.stripe.test/3ds' } };
+      pi.return_url = body.return_url;
+      pi.next_action = {
+        type: 'redirect_to_url',
+        redirect_to_url: { url: `${this.baseUrl}/3ds/${String(pi.id)}`, return_url: body.return_url },
+      };
       return [200, this.view(pi, body)];
     }
+    this.charge(pi, number, cvcSent);
+    return [200, this.view(pi, body)];
+  }
+
+  /** The buyer finished the issuer's 3-D Secure page: the PaymentIntent authorized, or declined. */
+  completeChallenge(piId: string, authenticated: boolean): void {
+    const pi = this.intents.get(piId)!;
+    pi.next_action = null;
+    if (!authenticated) {
+      pi.status = 'requires_payment_method';
+      pi.last_payment_error = { type: 'card_error', code: 'payment_intent_authentication_failure' };
+      return;
+    }
+    this.charge(pi, '0000', false);
+  }
+
+  private charge(pi: Json, number: string, cvcSent: boolean): void {
     pi.latest_charge = {
       id: id('ch'),
       object: 'charge',
@@ -220,11 +241,10 @@ export class FakeStripe {
         },
       },
     };
-    if (body.capture_method === 'automatic') {
+    if (pi.capture_method === 'automatic') {
       pi.status = 'succeeded';
       pi.amount_received = pi.amount;
-    }
-    return [200, this.view(pi, body)];
+    } else pi.status = 'requires_capture';
   }
 
   private createSetup(body: Json): [number, Json] {

@@ -11,6 +11,12 @@ export interface ProcessorPort {
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
   /** Completes a 3-D Secure challenge the buyer approved or declined on the approval page. */
   completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult>;
+  /**
+   * Vendor adapters whose challenges happen at the vendor: where the approval page sends the buyer
+   * (the vendor's 3-D Secure page), or null when the vendor no longer awaits the buyer. The vendor
+   * sends the buyer back to `vendorReturnUrl(publicBaseUrl, reconciliationId)`.
+   */
+  challengeUrl?(request: OperationRequest): Promise<string | null>;
   capture(request: CaptureRequest): Promise<OperationResult>;
   void(request: OperationRequest): Promise<OperationResult>;
   refund(request: RefundRequest): Promise<OperationResult>;
@@ -125,3 +131,7 @@ export interface VendorSettings {
   baseUrl: string | undefined;
   publicBaseUrl: string;
 }
+
+/** Where a vendor sends the buyer back after its 3-D Secure page: under PUBLIC_BASE_URL. */
+export const vendorReturnUrl = (publicBaseUrl: string, reconciliationId: string): string =>
+  `${publicBaseUrl}/orchestration/approvals/return/${reconciliationId}`;

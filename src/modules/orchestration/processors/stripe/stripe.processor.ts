@@ -14,6 +14,7 @@ import type {
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
+import { vendorReturnUrl } from '../processor.port';
 
 /** How long one call to Stripe may take before its outcome counts as unknown (left to settlement). */
 export const STRIPE_TIMEOUT_MS = 20_000;
@@ -116,13 +117,15 @@ export class StripeProcessor implements ProcessorPort {
     const cvcSent = request.cvc !== undefined;
     const metadata = { reconciliation_id: request.reconciliationId };
     const idempotencyKey = `${request.reconciliationId}:authorize`;
+    // A 3-D Secure challenge sends the buyer to the issuer, then back here (the approval page's return).
+    const returnUrl = vendorReturnUrl(this.settings.publicBaseUrl, request.reconciliationId);
     try {
       if (request.amount === 0) {
         // A zero-amount authorization is a card check: Stripe does it as a confirmed SetupIntent.
         const setup = await stripe.setupIntents.create(
           {
             payment_method_data: { type: 'card', card } as Stripe.SetupIntentCreateParams.PaymentMethodData,
-            automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
+            return_url: returnUrl,
             confirm: true,
             usage: 'off_session',
             metadata,
@@ -136,7 +139,7 @@ export class StripeProcessor implements ProcessorPort {
           amount: request.amount,
           currency: request.currency.toLowerCase(),
           payment_method_data: { type: 'card', card } as Stripe.PaymentIntentCreateParams.PaymentMethodData,
-          automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
+          return_url: returnUrl,
           confirm: true,
           capture_method: request.intent === 'authorize' ? 'manual' : 'automatic',
           metadata,
@@ -154,10 +157,10 @@ export class StripeProcessor implements ProcessorPort {
   async completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult> {
     const stripe = this.client(request.credentials);
     try {
-      const intent = await stripe.paymentIntents.retrieve(request.connectionTransactionId, {
-        expand: ['latest_charge'],
-      });
-      const result = this.intentResult(intent, false);
+      const id = request.connectionTransactionId;
+      const result = id.startsWith('seti_')
+        ? this.setupResult(await stripe.setupIntents.retrieve(id), false)
+        : this.intentResult(await stripe.paymentIntents.retrieve(id, { expand: ['latest_charge'] }), false);
       if (result.outcome === 'challenge' || !request.approved)
         return {
           ...result,
@@ -172,6 +175,15 @@ export class StripeProcessor implements ProcessorPort {
     } catch (error) {
       return this.authorizeFailure(error, false);
     }
+  }
+
+  async challengeUrl(request: OperationRequest): Promise<string | null> {
+    const stripe = this.client(request.credentials);
+    const id = request.connectionTransactionId;
+    const next = id.startsWith('seti_')
+      ? (await stripe.setupIntents.retrieve(id)).next_action
+      : (await stripe.paymentIntents.retrieve(id)).next_action;
+    return next?.redirect_to_url?.url ?? null;
   }
 
   async capture(request: CaptureRequest): Promise<OperationResult> {
