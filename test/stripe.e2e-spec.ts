@@ -128,7 +128,8 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     expect(post.path).toBe('/v1/payment_intents');
     expect(post.headers.authorization).toBe('Bearer sk_test_fake');
     expect(post.headers['idempotency-key']).toBe(`${tx.reconciliation_id}:authorize`);
-    expect(post.body).toMatchObject({
+    expect(post.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(post.body).toEqual({
       amount: '1299',
       currency: 'usd',
       confirm: 'true',
@@ -137,7 +138,9 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
         type: 'card',
         card: { number: '4242424242424242', exp_month: '12', exp_year: '2030', cvc: '123' },
       },
+      return_url: `https://vault.example/orchestration/approvals/return/${tx.reconciliation_id}`,
       metadata: { reconciliation_id: tx.reconciliation_id },
+      expand: { '0': 'latest_charge' },
     });
   });
 
@@ -157,9 +160,10 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     expect(rest.body).toMatchObject({ status: 'succeeded', amount: 600 });
     const refunds = fake.posts(/^\/v1\/refunds$/);
     expect(refunds.map((r) => r.body.amount)).toEqual(['400', '600']);
-    expect(refunds[0].body).toMatchObject({
+    expect(refunds[0].body).toEqual({
       payment_intent: tx.connection_transaction_id,
-      metadata: { refund_id: first.body.id },
+      amount: '400',
+      metadata: { reconciliation_id: tx.reconciliation_id, refund_id: first.body.id },
     });
     expect(refunds[0].headers['idempotency-key']).toBe(`${tx.reconciliation_id}:refund:${first.body.id}`);
   });
@@ -172,7 +176,9 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     fake.requests.length = 0;
     const voided = await op(tx.id, 'void').expect(200);
     expect(voided.body.status).toBe('authorization_voided');
+    expect(fake.posts()).toHaveLength(1);
     expect(fake.posts()[0].path).toBe(`/v1/payment_intents/${tx.connection_transaction_id}/cancel`);
+    expect(fake.posts()[0].body).toEqual({});
     expect(fake.posts()[0].headers['idempotency-key']).toBe(`${tx.reconciliation_id}:void`);
   });
 
@@ -263,6 +269,61 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       .expect(200);
     expect(after.body).toMatchObject({ status: 'capture_succeeded', captured_amount: 1299 });
     expect(fake.posts(/^\/v1\/payment_intents$/)).toHaveLength(1);
+  });
+
+  const settleLater = async () => {
+    const clock = t.app.get(Clock);
+    clock.advance(61_000);
+    try {
+      await t.app.get(SettlementService).settle();
+    } finally {
+      clock.advance(-61_000);
+    }
+  };
+  const get = async (id: string) =>
+    (await request(t.http).get(`/orchestration/transactions/${id}`).set('BT-API-KEY', key).expect(200)).body;
+
+  it('a capture, a void or a refund Stripe performed but never answered is settled from Stripe', async () => {
+    const processor = t.app
+      .get(ProcessorRegistry)
+      .for({ formulaId: 'stripe-card', environment: 'test' }) as StripeProcessor;
+    const unanswered = async <T>(work: () => Promise<T>): Promise<T> => {
+      processor.timeoutMs = 300;
+      fake.hangNext = 1;
+      try {
+        return await work();
+      } finally {
+        processor.timeoutMs = 20_000;
+      }
+    };
+    const captured = await pay('4242424242424242');
+    const capture = await unanswered(() => op(captured.id, 'capture', { amount: 900 }).expect(200));
+    expect(capture.body.status).toBe('processing');
+    const voided = await pay('4242424242424242');
+    expect((await unanswered(() => op(voided.id, 'void').expect(200))).body.status).toBe('processing');
+    const refunded = await pay('4242424242424242', { intent: 'capture' });
+    const refund = await unanswered(() => op(refunded.id, 'refunds', { amount: 299 }).expect(201));
+    expect(refund.body.status).toBe('processing');
+
+    await settleLater();
+    expect(await get(captured.id)).toMatchObject({ status: 'capture_succeeded', captured_amount: 900 });
+    expect((await get(voided.id)).status).toBe('authorization_voided');
+    const refunds = await request(t.http)
+      .get(`/orchestration/transactions/${refunded.id}/refunds`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    expect(refunds.body.data[0]).toMatchObject({ id: refund.body.id, status: 'succeeded', amount: 299 });
+    expect((await get(refunded.id)).refunded_amount).toBe(299);
+  });
+
+  it("a capture Stripe refuses (4xx) keeps the authorization, with Stripe's code", async () => {
+    const tx = await pay('4242424242424242');
+    fake.intents.get(tx.connection_transaction_id)!.status = 'canceled';
+    const res = await op(tx.id, 'capture').expect(200);
+    expect(res.body).toMatchObject({
+      status: 'authorization_succeeded',
+      error_code: 'payment_intent_unexpected_state',
+    });
   });
 
   it('a retried API request (same BT-IDEMPOTENCY-KEY) charges once', async () => {
