@@ -410,6 +410,22 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     },
   );
 
+  it('a return Stripe does not answer leaves the payment processing; the settlement job completes it', async () => {
+    const tx = await pay('4000002500003155', { intent: 'capture' });
+    expect(tx.status).toBe('buyer_approval_pending');
+    fake.completeChallenge(tx.connection_transaction_id, true);
+    fake.failNext = 1;
+    const back = await request(t.http)
+      .get(
+        `/orchestration/approvals/return/${tx.reconciliation_id}?payment_intent=${tx.connection_transaction_id}`,
+      )
+      .expect(200);
+    expect(back.text).toContain('Payment being confirmed');
+    expect((await get(tx.id)).status).toBe('processing');
+    await settleLater();
+    expect(await get(tx.id)).toMatchObject({ status: 'capture_succeeded', captured_amount: 1299 });
+  });
+
   it('card numbers and secret keys never reach the logs', () => {
     const logs = t.logs.join('\n');
     expect(logs).not.toContain('4242424242424242');

@@ -59,7 +59,7 @@ export class FakeStripe {
   readonly keys = new Set<string>(['sk_test_fake', 'sk_live_fake']);
   /** The next N POSTs are performed but never answered (the connection hangs until the client's time-out). */
   hangNext = 0;
-  /** The next N POSTs answer 500 without doing anything. */
+  /** The next N requests answer 500 without doing anything. */
   failNext = 0;
   private readonly idempotent = new Map<string, { status: number; body: Json }>();
   private server!: Server;
@@ -107,7 +107,7 @@ export class FakeStripe {
       const stored = this.idempotent.get(idempotencyKey)!;
       return send(stored.status, stored.body);
     }
-    if (recorded.method === 'POST' && this.failNext > 0) {
+    if (this.failNext > 0) {
       this.failNext--;
       return send(500, { error: { type: 'api_error', message: 'Something went wrong' } });
     }

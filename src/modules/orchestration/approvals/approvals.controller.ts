@@ -27,6 +27,11 @@ const MESSAGES = {
     title: 'Payment declined',
     message: 'The payment was declined. You were not charged.',
   },
+  processing: {
+    status: 200,
+    title: 'Payment being confirmed',
+    message: 'Your bank has not confirmed the payment yet. You may close this page.',
+  },
   failed: {
     status: 200,
     title: 'Payment failed',

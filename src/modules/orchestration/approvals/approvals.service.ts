@@ -2,7 +2,7 @@ import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
-import { processorFailure, withTimeout } from '../processors/processor-calls';
+import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
 import type { AuthorizeResult } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { approvalDigest } from '../transactions/approval-links';
@@ -12,7 +12,8 @@ import { transition } from '../transactions/transaction-state';
 import { stateOf, TransactionRow, TransactionsRepository } from '../transactions/transactions.repository';
 
 /** What the approval page shows: where the link stands, and the transaction once the buyer decided. */
-export type ApprovalOutcome = 'unknown' | 'used' | 'expired' | 'approved' | 'declined' | 'failed';
+export type ApprovalOutcome =
+  'unknown' | 'used' | 'expired' | 'approved' | 'declined' | 'failed' | 'processing';
 
 /** What the page tells the buyer once the processor answered the challenge. */
 const PAGE_OUTCOME: Record<AuthorizeResult['outcome'], ApprovalOutcome> = {
@@ -151,6 +152,14 @@ export class ApprovalsService {
         }),
       );
     } catch (error) {
+      if (error instanceof ProcessorUnavailable) {
+        // The vendor did not tell how it ended: `processing` (where the claim left it) for the settlement job.
+        this.logger.warn(
+          { err: error, transaction_id: row.id },
+          'challenge completion unanswered by the processor; left to settlement',
+        );
+        return { outcome: 'processing', row };
+      }
       this.logger.warn(
         { err: error, transaction_id: row.id },
         'challenge completion failed at the processor',
