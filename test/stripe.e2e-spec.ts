@@ -426,6 +426,34 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     expect(await get(tx.id)).toMatchObject({ status: 'capture_succeeded', captured_amount: 1299 });
   });
 
+  it('an expired challenge cancels the PaymentIntent; one authenticated at Stripe meanwhile stands', async () => {
+    const abandoned = await pay('4000002500003155', { intent: 'capture' });
+    const lateButDone = await pay('4000002500003155');
+    fake.completeChallenge(lateButDone.connection_transaction_id, true);
+    fake.requests.length = 0;
+    const clock = t.app.get(Clock);
+    clock.advance(16 * 60_000);
+    try {
+      await t.app.get(SettlementService).settle();
+    } finally {
+      clock.advance(-16 * 60_000);
+    }
+    expect(await get(abandoned.id)).toMatchObject({
+      status: 'authorization_failed',
+      error_code: 'approval_expired',
+    });
+    expect(fake.intents.get(abandoned.connection_transaction_id)!.status).toBe('canceled');
+    const cancels = fake.posts(/\/cancel$/);
+    expect(cancels.map((r) => r.path)).toEqual([
+      `/v1/payment_intents/${abandoned.connection_transaction_id}/cancel`,
+    ]);
+    expect(await get(lateButDone.id)).toMatchObject({
+      status: 'authorization_succeeded',
+      authorized_amount: 1299,
+    });
+    expect((await get(lateButDone.id)).payment_method.approval_url).toBeNull();
+  });
+
   it('card numbers and secret keys never reach the logs', () => {
     const logs = t.logs.join('\n');
     expect(logs).not.toContain('4242424242424242');
