@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '../src/common/jobs/clock';
+import { ConnectionsService } from '../src/modules/orchestration/connections/connections.service';
 import { ProcessorRegistry } from '../src/modules/orchestration/processors/processor.registry';
 import { StripeProcessor } from '../src/modules/orchestration/processors/stripe/stripe.processor';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
@@ -99,6 +100,23 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       fields: [{ key: 'secret_key', value: 'sk_live_fake' }],
     }).expect(201);
     expect(await waitForConnection(t, key, ok.body.id)).toBe('available');
+  });
+
+  it('a Stripe that does not answer the check leaves the connection pending, verified once it answers', async () => {
+    fake.failNext = 1_000;
+    let id: string;
+    try {
+      id = (await createConnection({}).expect(201)).body.id;
+      // Checked at once, then by the sweep: Stripe answers 500 each time.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      await t.app.get(ConnectionsService).verifyPending();
+      const res = await request(t.http).get(`/orchestration/connections/${id}`).set('BT-API-KEY', key);
+      expect(res.body.status).toBe('pending');
+      expect(fake.requests.filter((r) => r.path === '/v1/balance').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      fake.failNext = 0;
+    }
+    expect(await waitForConnection(t, key, id)).toBe('available');
   });
 
   it('test and live exist only for formulas with a vendor adapter; sandbox is the default', async () => {
