@@ -102,6 +102,7 @@ describe('connection formulas and connections', () => {
       accepted_countries: ['DE', 'FR'],
       accepted_currencies: ['EUR'],
       active: true,
+      environment: 'sandbox',
       status: 'pending',
       three_d_secure_enabled: true,
     });

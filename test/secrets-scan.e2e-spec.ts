@@ -9,6 +9,7 @@ import { createDatabase, dropDatabase } from './support/test-database';
 import { luhnCard } from './support/attacker';
 import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
+import { FakeStripe } from './support/fake-stripe';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -55,6 +56,7 @@ const PLAIN_STRINGS = [`bare-string-one-${tag}-Mz3`, `bare-string-two-${tag}-Hy8
 const ARRAY_TOKEN_DATA = [`array-data-${tag}-Vb4`, { inner: `array-inner-${tag}-Nc6` }];
 const STRIPE_SECRET = `sk_test_stripe_${tag}_Aa1`;
 const STRIPE_SECRET_2 = `sk_test_stripe_rotated_${tag}_Bb2`;
+const STRIPE_VENDOR_SECRET = `sk_test_vendor_${tag}_Cc3`;
 const ADYEN_API_KEY = `AQEyhmfxK${tag}adyenApiKey`;
 const ADYEN_HMAC_KEY = `44782DEF547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_HMAC_KEY_2 = `99182ABC547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
@@ -101,6 +103,7 @@ describe('secrets scan', () => {
   let tenant: TestTenant;
   let destination: Destination;
   let receiver: Receiver;
+  let fakeStripe: FakeStripe;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
   /**
@@ -120,6 +123,8 @@ describe('secrets scan', () => {
     db = await createDatabase('vault_test_secrets');
     destination = await new Destination().start();
     receiver = await new Receiver().start();
+    fakeStripe = await new FakeStripe().start();
+    fakeStripe.keys.add(STRIPE_VENDOR_SECRET);
     // A database of its own, so this app's webhook delivery worker sends this scenario's events only.
     t = await startApp({
       DATABASE_URL: db.url,
@@ -127,6 +132,7 @@ describe('secrets scan', () => {
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_DELIVERY_ENABLED: 'true',
       WEBHOOK_POLL_MS: '100',
+      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl}`,
     });
     tenant = await newTenant(t, `secrets scan ${tag}`);
   });
@@ -134,6 +140,7 @@ describe('secrets scan', () => {
     await t?.close();
     await destination?.stop();
     await receiver?.stop();
+    await fakeStripe?.close();
     if (db) await dropDatabase(db.name);
   });
 
@@ -239,6 +246,7 @@ describe('secrets scan', () => {
     plant('token data (array item)', (ARRAY_TOKEN_DATA[1] as { inner: string }).inner);
     plant('connection secret (stripe secret_key)', STRIPE_SECRET);
     plant('connection secret (stripe secret_key, updated)', STRIPE_SECRET_2);
+    plant('connection secret (stripe secret_key, test environment)', STRIPE_VENDOR_SECRET);
     plant('connection secret (adyen api_key)', ADYEN_API_KEY);
     plant('connection secret (adyen hmac_key)', ADYEN_HMAC_KEY);
     plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
@@ -630,6 +638,22 @@ describe('secrets scan', () => {
     expect((await waitForTransaction(pvt.key, asyncTx.id, 'capture_succeeded')).status).toBe(
       'capture_succeeded',
     );
+    // Stripe's test environment (a fake Stripe): the card and the key leave for Stripe (the deliberate
+    // exit), and nothing else does; the requests Stripe received are scanned below.
+    const vendor = (
+      await call('post', '/orchestration/connections', 201, {
+        key: pvt.key,
+        body: { ...stripeBody(STRIPE_VENDOR_SECRET), environment: 'test' },
+      })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, vendor)).status).toBe('available');
+    const atStripe = await pay('visa', {}, vendor);
+    expect(atStripe.status).toBe('authorization_succeeded');
+    await op(atStripe.id, 'capture', 200, { amount: 1000 });
+    await op(atStripe.id, 'refunds', 201, { amount: 400 });
+    expect((await pay('amex', { intent: 'capture' }, vendor)).status).toBe('capture_succeeded');
+    expect(fakeStripe.posts(/^\/v1\/payment_intents$/)).toHaveLength(2);
+
     await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
@@ -731,6 +755,20 @@ describe('secrets scan', () => {
         traceId: '',
         logged: false,
       });
+    // What Stripe received, but for what was sent to it deliberately: the cards paid there and the key.
+    for (const sent of fakeStripe.requests) {
+      let text = JSON.stringify({ body: sent.body, query: sent.query, headers: sent.headers });
+      for (const card of [CARDS.visa, CARDS.amex])
+        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
+      text = text.split(`Bearer ${STRIPE_VENDOR_SECRET}`).join('Bearer [sent]');
+      responses.push({
+        route: `vendor request ${sent.method} ${sent.path}`,
+        body: text,
+        headers: {},
+        traceId: '',
+        logged: false,
+      });
+    }
     const logs = t.logs.join('');
 
     const responseTexts = responses.map(({ body, headers }, i) => {

@@ -33,6 +33,17 @@ describe('loadConfig', () => {
     expect(config.publicBaseUrl).toBe('https://vault.example.com');
   });
 
+  it('reads VENDOR_BASE_URLS by formula, without trailing slashes', () => {
+    const config = loadConfig({
+      VENDOR_BASE_URLS: 'stripe-card=http://127.0.0.1:12111/,adyen-card=http://127.0.0.1:4010/v71',
+    });
+    expect([...config.vendorBaseUrls]).toEqual([
+      ['stripe-card', 'http://127.0.0.1:12111'],
+      ['adyen-card', 'http://127.0.0.1:4010/v71'],
+    ]);
+    expect(loadConfig({}).vendorBaseUrls.size).toBe(0);
+  });
+
   it('treats an empty DATABASE_URL as unset', () => {
     expect(loadConfig({ DATABASE_URL: '' }).embedded).toBe(true);
   });
@@ -52,6 +63,9 @@ describe('loadConfig', () => {
     ['WEBHOOK_POLL_MS', '5'],
     ['WEBHOOK_LEASE_SECONDS', '10'],
     ['WEBHOOK_LEASE_SECONDS', 'soon'],
+    ['VENDOR_BASE_URLS', 'stripe-card'],
+    ['VENDOR_BASE_URLS', 'stripe-card=ftp://127.0.0.1'],
+    ['VENDOR_BASE_URLS', 'stripe-card=http://127.0.0.1:12111,'],
   ])('rejects %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));

@@ -121,6 +121,19 @@ export class AppConfig {
   })
   OUTBOUND_ALLOWED_HOSTS?: string;
 
+  /**
+   * Where vendor adapters send their calls instead of the vendor's own endpoints (contract section 14):
+   * comma-separated `<formula>=<base URL>` such as `stripe-card=http://127.0.0.1:12111`. A base URL
+   * replaces what precedes the operation's path. Operator configuration: not subject to the outbound policy.
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^[a-z0-9-]+=https?:\/\/[^\s,=]+(,[a-z0-9-]+=https?:\/\/[^\s,=]+)*$/, {
+    message:
+      'VENDOR_BASE_URLS must be a comma-separated list of <formula>=<http(s) base URL> such as stripe-card=http://127.0.0.1:12111',
+  })
+  VENDOR_BASE_URLS?: string;
+
   /** How long a proxy request waits for the destination's complete answer (504 after it). */
   @Transform(toInteger)
   @IsInt()
@@ -175,6 +188,16 @@ export class AppConfig {
     return this.WEBHOOK_RETRY_SECONDS.split(',').map((seconds) => Number(seconds) * 1000);
   }
 
+  /** VENDOR_BASE_URLS by formula id, each without a trailing slash. */
+  get vendorBaseUrls(): Map<string, string> {
+    const urls = new Map<string, string>();
+    for (const entry of this.VENDOR_BASE_URLS?.split(',') ?? []) {
+      const at = entry.indexOf('=');
+      urls.set(entry.slice(0, at), entry.slice(at + 1).replace(/\/+$/, ''));
+    }
+    return urls;
+  }
+
   get embedded(): boolean {
     return this.DATABASE_URL === undefined;
   }
@@ -192,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     'PUBLIC_BASE_URL',
     'ENCRYPTION_KEYS',
     'OUTBOUND_ALLOWED_HOSTS',
+    'VENDOR_BASE_URLS',
   ]) {
     if (env[name] !== undefined) picked[name] = env[name];
   }

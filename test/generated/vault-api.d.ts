@@ -1085,6 +1085,13 @@ export interface components {
             value: string;
         };
         ConnectionRequestDto: {
+            /**
+             * @description `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
+             *     endpoints, for formulas with a vendor adapter.
+             * @default sandbox
+             * @enum {string}
+             */
+            environment?: "sandbox" | "test" | "live";
             /** @example stripe-card */
             connection_formula_id: string;
             /**
@@ -1104,6 +1111,8 @@ export interface components {
         };
         ConnectionDto: {
             fields: components["schemas"]["ConnectionFieldDto"][];
+            /** @enum {string} */
+            environment: "sandbox" | "test" | "live";
             /** @enum {string} */
             status: "pending" | "available" | "failed";
             id: string;

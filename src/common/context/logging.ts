@@ -13,9 +13,15 @@ export const REDACTED_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
-/** The approval page's one-time token is a capability: it never reaches a log line. */
+/**
+ * The approval page's one-time token is a capability: it never reaches a log line; nor does what a
+ * vendor appends to the 3-D Secure return under the same path (Stripe's client secret).
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/(\/orchestration\/approvals\/)[^/?#]+/, '$1[redacted]');
+  return url.replace(
+    /(\/orchestration\/approvals\/)([^/?#]+)(\/[^?#]*)?(\?[^#]*)?/,
+    (_, prefix, _token, rest) => `${prefix}[redacted]${rest ?? ''}`,
+  );
 }
 
 let stdout: DestinationStream | undefined;

@@ -11,6 +11,7 @@ import { AbuseRules1795000000009 } from './1795000000009-AbuseRules';
 import { TenantScopedKeys1795000000010 } from './1795000000010-TenantScopedKeys';
 import { Proxies1795000000011 } from './1795000000011-Proxies';
 import { Webhooks1795000000012 } from './1795000000012-Webhooks';
+import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionEnvironments';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   TenantScopedKeys1795000000010,
   Proxies1795000000011,
   Webhooks1795000000012,
+  ConnectionEnvironments1795000000013,
 ];

@@ -1,4 +1,4 @@
-import { Controller, Get, Param, Post, Res } from '@nestjs/common';
+import { Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
@@ -7,6 +7,7 @@ import { ApprovalsService } from './approvals.service';
 import { ApprovalView, formatAmount, renderApprovalPage } from './approval-page';
 
 const TOKEN_FORMAT = /^[0-9A-Za-z]{40,50}$/;
+const RECONCILIATION_FORMAT = /^[0-9A-Za-z]{1,22}$/;
 
 const MESSAGES = {
   unknown: { status: 404, title: 'Link not found', message: 'This approval link is not valid.' },
@@ -25,6 +26,11 @@ const MESSAGES = {
     status: 200,
     title: 'Payment declined',
     message: 'The payment was declined. You were not charged.',
+  },
+  processing: {
+    status: 200,
+    title: 'Payment being confirmed',
+    message: 'Your bank has not confirmed the payment yet. You may close this page.',
   },
   failed: {
     status: 200,
@@ -52,11 +58,33 @@ function payment(row: TransactionRow): ApprovalView['payment'] {
 export class ApprovalsController {
   constructor(private readonly approvals: ApprovalsService) {}
 
+  /** Where a vendor's 3-D Secure page sends the buyer back (Stripe appends `payment_intent` or `setup_intent`). */
+  @Get('return/:reconciliationId')
+  async vendorReturn(
+    @Param('reconciliationId') reconciliationId: string,
+    @Query('payment_intent') paymentIntent: string | undefined,
+    @Query('setup_intent') setupIntent: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
+    const vendorId = paymentIntent ?? setupIntent;
+    if (!RECONCILIATION_FORMAT.test(reconciliationId) || typeof vendorId !== 'string' || !vendorId)
+      return this.page(res, 'unknown');
+    const { outcome, row } = await this.approvals.returnFromVendor(reconciliationId, vendorId);
+    return this.page(res, outcome, row);
+  }
+
   @Get(':token')
   async show(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const found = TOKEN_FORMAT.test(token) ? await this.approvals.find(token) : { state: 'unknown' as const };
     if (found.state !== 'pending' || !found.row)
       return this.page(res, found.state === 'pending' ? 'unknown' : found.state, found.row);
+    // A challenge at the vendor: the buyer authenticates on the vendor's page and comes back to the return URL.
+    const vendorUrl = await this.approvals.vendorChallengeUrl(found.row);
+    if (vendorUrl) {
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Referrer-Policy', 'no-referrer');
+      return res.redirect(303, vendorUrl);
+    }
     const base = `/orchestration/approvals/${token}`;
     return this.send(res, 200, {
       title: 'Approve your payment',

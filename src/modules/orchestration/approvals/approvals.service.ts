@@ -2,16 +2,18 @@ import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
-import { processorFailure, withTimeout } from '../processors/processor-calls';
+import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
 import type { AuthorizeResult } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { approvalDigest } from '../transactions/approval-links';
+import { fromReconciliationId } from '../transactions/reconciliation';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { transition } from '../transactions/transaction-state';
 import { stateOf, TransactionRow, TransactionsRepository } from '../transactions/transactions.repository';
 
 /** What the approval page shows: where the link stands, and the transaction once the buyer decided. */
-export type ApprovalOutcome = 'unknown' | 'used' | 'expired' | 'approved' | 'declined' | 'failed';
+export type ApprovalOutcome =
+  'unknown' | 'used' | 'expired' | 'approved' | 'declined' | 'failed' | 'processing';
 
 /** What the page tells the buyer once the processor answered the challenge. */
 const PAGE_OUTCOME: Record<AuthorizeResult['outcome'], ApprovalOutcome> = {
@@ -77,12 +79,71 @@ export class ApprovalsService {
       return { outcome: 'claimed' as const, row };
     });
     if (claimed.outcome !== 'claimed') return claimed;
-    const row = claimed.row;
+    return this.complete(claimed.row, approved);
+  }
+
+  /**
+   * Where the approval page sends the buyer when the challenge happens at the vendor (a `test` or
+   * `live` connection): the vendor's 3-D Secure page; null for the sandbox, or when the vendor no
+   * longer awaits the buyer.
+   */
+  async vendorChallengeUrl(row: TransactionRow): Promise<string | null> {
+    const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
+    if (!connection || connection.row.environment === 'sandbox' || !row.connection_transaction_id)
+      return null;
+    const processor = this.processors.for(connection.row);
+    if (!processor.challengeUrl) return null;
+    try {
+      return await withTimeout(processor.challengeUrl(this.journal.operationRequest(row, connection)));
+    } catch (error) {
+      this.logger.warn({ err: error, transaction_id: row.id }, 'the vendor did not give its challenge page');
+      return null;
+    }
+  }
+
+  /**
+   * The buyer is back from the vendor's 3-D Secure page: the vendor's own state of the payment decides
+   * (asking it can only confirm what the issuer decided, so the return URL needs no secret); the vendor
+   * id it appends must be the transaction's.
+   */
+  async returnFromVendor(
+    reconciliationId: string,
+    vendorId: string,
+  ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
+    let id: string;
+    try {
+      id = fromReconciliationId(reconciliationId);
+    } catch {
+      return { outcome: 'unknown' };
+    }
+    const claimed = await inTransaction(async () => {
+      const found = await this.transactions.findAwaitingBuyer(id);
+      const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
+      if (!row || row.status !== 'buyer_approval_pending' || row.connection_transaction_id !== vendorId)
+        return undefined;
+      const now = this.clock.now();
+      await this.journal.apply(
+        row.tenant_id,
+        row.id,
+        transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
+        now,
+      );
+      return row;
+    });
+    if (!claimed) return { outcome: 'unknown' };
+    return this.complete(claimed, true);
+  }
+
+  /** Asks the processor how the challenge ended and records it (the transaction was claimed: `processing`). */
+  private async complete(
+    row: TransactionRow,
+    approved: boolean,
+  ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
     const connection = (await this.connections.loadForPayment(row.tenant_id, row.connection_id, true))!;
     let result: AuthorizeResult;
     try {
       result = await withTimeout(
-        this.processors.for(connection.formula.id).completeChallenge({
+        this.processors.for(connection.row).completeChallenge({
           credentials: connection.credentials,
           reconciliationId: this.journal.reconciliationId(row.id),
           connectionTransactionId: row.connection_transaction_id ?? '',
@@ -91,6 +152,14 @@ export class ApprovalsService {
         }),
       );
     } catch (error) {
+      if (error instanceof ProcessorUnavailable) {
+        // The vendor did not tell how it ended: `processing` (where the claim left it) for the settlement job.
+        this.logger.warn(
+          { err: error, transaction_id: row.id },
+          'challenge completion unanswered by the processor; left to settlement',
+        );
+        return { outcome: 'processing', row };
+      }
       this.logger.warn(
         { err: error, transaction_id: row.id },
         'challenge completion failed at the processor',

@@ -4,12 +4,14 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsIn,
   IsOptional,
   IsString,
   Length,
   MaxLength,
   ValidateNested,
 } from 'class-validator';
+import { CONNECTION_ENVIRONMENTS, ConnectionEnvironment } from './entities/connection.entity';
 
 export class ConnectionFieldDto {
   /** @example "secret_key" */
@@ -62,6 +64,15 @@ export class ConnectionRequestDto {
   @IsOptional()
   @IsBoolean()
   active?: boolean;
+
+  /**
+   * `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
+   * endpoints, for formulas with a vendor adapter.
+   */
+  @ApiProperty({ enum: CONNECTION_ENVIRONMENTS, required: false, default: 'sandbox' })
+  @IsOptional()
+  @IsIn(CONNECTION_ENVIRONMENTS)
+  environment?: ConnectionEnvironment;
 }
 
 export class ConnectionDto {
@@ -75,6 +86,8 @@ export class ConnectionDto {
   accepted_countries: string[];
   accepted_currencies: string[];
   active: boolean;
+  @ApiProperty({ enum: CONNECTION_ENVIRONMENTS })
+  environment: ConnectionEnvironment;
   @ApiProperty({ enum: ['pending', 'available', 'failed'] })
   status: 'pending' | 'available' | 'failed';
   three_d_secure_enabled: boolean;

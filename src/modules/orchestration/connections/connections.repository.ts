@@ -17,6 +17,7 @@ export type ConnectionValues = Pick<
   | 'acceptedCountries'
   | 'acceptedCurrencies'
   | 'active'
+  | 'environment'
   | 'threeDSecureEnabled'
 >;
 

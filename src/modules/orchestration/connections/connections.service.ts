@@ -42,6 +42,7 @@ export function connectionDto(row: ConnectionEntity, options: { withMethod: bool
     accepted_countries: row.acceptedCountries,
     accepted_currencies: row.acceptedCurrencies,
     active: row.active,
+    environment: row.environment,
     status: row.status,
     three_d_secure_enabled: row.threeDSecureEnabled,
   };
@@ -69,6 +70,7 @@ function updatedEvent(row: ConnectionEntity): OutboxEvent {
 function validateAgainstFormula(
   body: ConnectionRequestDto,
   stored: Map<string, string>,
+  vendorFormulas: readonly string[],
 ): { formula: Formula; values: Map<string, string> } {
   const errors: FieldErrors = {};
   const formula = findFormula(body.connection_formula_id);
@@ -113,6 +115,13 @@ function validateAgainstFormula(
   };
   subset('accepted_countries', formula.supported_countries, 'country');
   subset('accepted_currencies', formula.supported_currencies, 'currency');
+  const environment = body.environment ?? 'sandbox';
+  if (environment !== 'sandbox' && !vendorFormulas.includes(formula.id))
+    addFieldError(
+      errors,
+      'environment',
+      `${formula.id} has no ${environment} environment: only the sandbox; formulas with a vendor adapter: ${vendorFormulas.join(', ')}`,
+    );
   if (Object.keys(errors).length) throw new ValidationException(errors);
   return { formula, values };
 }
@@ -171,7 +180,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     body: ConnectionRequestDto,
     stored: Map<string, string>,
   ): Promise<ConnectionValues> {
-    const { formula, values } = validateAgainstFormula(body, stored);
+    const { formula, values } = validateAgainstFormula(body, stored, this.processors.vendorFormulas());
     const { fields, secrets } = await this.splitSecrets(tenantId, id, formula, values);
     return {
       formulaId: formula.id,
@@ -182,6 +191,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       acceptedCountries: body.accepted_countries,
       acceptedCurrencies: body.accepted_currencies,
       active: body.active ?? true,
+      environment: body.environment ?? 'sandbox',
       threeDSecureEnabled: supports(formula, 'three_d_secure_pass_through'),
     };
   }
@@ -211,7 +221,11 @@ export class ConnectionsService implements OnApplicationShutdown {
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
     await this.jobs.runAlone('connection-verification', LOCK_KEYS.jobConnectionVerification, async () => {
-      for (const { tenantId, id } of await this.connections.findPending(50)) await this.verify(tenantId, id);
+      for (const { tenantId, id } of await this.connections.findPending(50))
+        // A vendor that does not answer leaves its connection pending (tried again), not the others.
+        await this.verify(tenantId, id).catch((error: unknown) =>
+          this.logger.warn({ err: error, connection_id: id }, 'connection verification failed'),
+        );
     });
   }
 
@@ -219,7 +233,12 @@ export class ConnectionsService implements OnApplicationShutdown {
   async verify(tenantId: string, id: string): Promise<void> {
     const row = await this.connections.findPendingOne(tenantId, id);
     if (!row) return;
-    const result = await this.processors.for(row.formulaId).verifyCredentials(await this.credentialsOf(row));
+    const result = await this.processors
+      .for(row)
+      .verifyCredentials(
+        await this.credentialsOf(row),
+        row.environment === 'sandbox' ? undefined : row.environment,
+      );
     const outcome = { status: result.ok ? 'available' : 'failed', reason: result.reason ?? null } as const;
     await inTransaction(async () => {
       if (await this.connections.recordVerification(row, outcome))

@@ -12,6 +12,18 @@ export function withTimeout<T>(work: Promise<T>): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Thrown by a vendor adapter when the vendor's answer is unknown (a time-out, a dropped connection, a
+ * 5xx): the vendor may have performed the operation, so it is not a failure. The transaction stays
+ * `processing` (a refund `processing`) and the settlement job asks the vendor later.
+ */
+export class ProcessorUnavailable extends Error {
+  constructor(reason: string) {
+    super(`processor unavailable: ${reason}`);
+    this.name = 'ProcessorUnavailable';
+  }
+}
+
 /** What an authorization that the processor did not answer (an error, a time-out) counts as. */
 export function processorFailure(
   connectionTransactionId: string | null,

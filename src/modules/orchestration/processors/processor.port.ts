@@ -6,10 +6,17 @@
 export interface ProcessorPort {
   /** The formula (vendor) this processor serves, e.g. `stripe-card`. */
   readonly formulaId: string;
-  verifyCredentials(credentials: Credentials): Promise<VerificationResult>;
+  /** `environment`: the vendor environment of the connection (vendor adapters only). */
+  verifyCredentials(credentials: Credentials, environment?: 'test' | 'live'): Promise<VerificationResult>;
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
   /** Completes a 3-D Secure challenge the buyer approved or declined on the approval page. */
   completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult>;
+  /**
+   * Vendor adapters whose challenges happen at the vendor: where the approval page sends the buyer
+   * (the vendor's 3-D Secure page), or null when the vendor no longer awaits the buyer. The vendor
+   * sends the buyer back to `vendorReturnUrl(publicBaseUrl, reconciliationId)`.
+   */
+  challengeUrl?(request: OperationRequest): Promise<string | null>;
   capture(request: CaptureRequest): Promise<OperationResult>;
   void(request: OperationRequest): Promise<OperationResult>;
   refund(request: RefundRequest): Promise<OperationResult>;
@@ -112,6 +119,19 @@ export interface PollRequest extends OperationRequest {
   operation: 'authorize' | 'capture' | 'void' | 'refund';
   /** When the operation was sent (asynchronous sandbox operations settle some seconds later). */
   requestedAt: Date;
+  /** Our refund's id, when the operation is a refund. */
+  refundId?: string;
   amount: number;
   currency: string;
 }
+
+/** What a vendor adapter is built from: where to send its calls, and where buyers come back to. */
+export interface VendorSettings {
+  /** VENDOR_BASE_URLS' entry for the formula, replacing the vendor's own base URL; undefined: the vendor's. */
+  baseUrl: string | undefined;
+  publicBaseUrl: string;
+}
+
+/** Where a vendor sends the buyer back after its 3-D Secure page: under PUBLIC_BASE_URL. */
+export const vendorReturnUrl = (publicBaseUrl: string, reconciliationId: string): string =>
+  `${publicBaseUrl}/orchestration/approvals/return/${reconciliationId}`;

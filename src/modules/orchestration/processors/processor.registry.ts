@@ -1,28 +1,52 @@
 import { Injectable } from '@nestjs/common';
-import type { ProcessorPort } from './processor.port';
+import { AppConfig } from '../../../config/app-config';
+import type { ConnectionEnvironment } from '../connections/entities/connection.entity';
+import type { ProcessorPort, VendorSettings } from './processor.port';
 import { SANDBOX_PROCESSORS } from './sandbox-vendors';
+import { StripeProcessor } from './stripe/stripe.processor';
 
 /**
- * Live vendor integrations: a class implementing ProcessorPort, added here, replaces the sandbox for
- * its formula. None ships yet; every formula processes through its sandbox.
+ * Vendor adapters: a class implementing ProcessorPort against the vendor's own API, serving the
+ * formula's `test` and `live` connections (the key or endpoint the merchant gives tells them apart).
  */
-export const LIVE_PROCESSORS: (new () => ProcessorPort)[] = [];
+export const VENDOR_PROCESSORS: {
+  readonly formula: string;
+  new (settings: VendorSettings): ProcessorPort;
+}[] = [StripeProcessor];
 
-/** The processor of each formula: its live integration when there is one, else its sandbox. */
+/**
+ * The processor of a connection: the built-in sandbox of its formula in the `sandbox` environment, the
+ * formula's vendor adapter in `test` and `live`.
+ */
 @Injectable()
 export class ProcessorRegistry {
-  private readonly byFormula = new Map<string, ProcessorPort>();
+  private readonly sandboxes = new Map<string, ProcessorPort>();
+  private readonly vendors = new Map<string, ProcessorPort>();
 
-  constructor() {
-    for (const Processor of [...SANDBOX_PROCESSORS, ...LIVE_PROCESSORS]) {
+  constructor(config: AppConfig) {
+    for (const Processor of SANDBOX_PROCESSORS) {
       const processor = new Processor();
-      this.byFormula.set(processor.formulaId, processor);
+      this.sandboxes.set(processor.formulaId, processor);
+    }
+    const baseUrls = config.vendorBaseUrls;
+    for (const Processor of VENDOR_PROCESSORS) {
+      const settings = { baseUrl: baseUrls.get(Processor.formula), publicBaseUrl: config.publicBaseUrl };
+      this.vendors.set(Processor.formula, new Processor(settings));
     }
   }
 
-  for(formulaId: string): ProcessorPort {
-    const processor = this.byFormula.get(formulaId);
-    if (!processor) throw new Error(`no processor for formula ${formulaId}`);
+  /** The formulas that have a vendor adapter (the only ones with `test` and `live` environments). */
+  vendorFormulas(): string[] {
+    return [...this.vendors.keys()].sort();
+  }
+
+  for(connection: { formulaId: string; environment: ConnectionEnvironment }): ProcessorPort {
+    const processor =
+      connection.environment === 'sandbox'
+        ? this.sandboxes.get(connection.formulaId)
+        : this.vendors.get(connection.formulaId);
+    if (!processor)
+      throw new Error(`no processor for formula ${connection.formulaId} (${connection.environment})`);
     return processor;
   }
 }

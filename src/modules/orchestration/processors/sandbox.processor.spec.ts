@@ -1,3 +1,4 @@
+import { loadConfig } from '../../../config/app-config';
 import { FORMULAS } from '../formulas/formulas';
 import type { AuthorizeRequest } from './processor.port';
 import { ProcessorRegistry } from './processor.registry';
@@ -42,12 +43,13 @@ const ID_FORMATS: Record<string, RegExp> = {
 };
 
 describe('sandbox processors', () => {
-  const registry = new ProcessorRegistry();
+  const registry = new ProcessorRegistry(loadConfig({}));
+  const sandbox = (formulaId: string) => registry.for({ formulaId, environment: 'sandbox' });
 
   it('there is one for every formula, with ids shaped like the vendor ids', async () => {
     expect(FORMULAS.map((f) => f.id).sort()).toEqual(Object.keys(ID_FORMATS).sort());
     for (const formula of FORMULAS) {
-      const processor = registry.for(formula.id);
+      const processor = sandbox(formula.id);
       expect(processor.formulaId).toBe(formula.id);
       const result = await processor.authorize(request('4242424242424242'));
       expect(result.connectionTransactionId).toMatch(ID_FORMATS[formula.id]);
@@ -56,7 +58,7 @@ describe('sandbox processors', () => {
   });
 
   it('verifies credentials: any value containing "invalid" is refused, without echoing it', async () => {
-    const processor = registry.for('stripe-card');
+    const processor = sandbox('stripe-card');
     expect(await processor.verifyCredentials({ secret_key: 'sk_test_1' })).toEqual({ ok: true });
     const refused = await processor.verifyCredentials({ secret_key: 'sk_INVALID_1' });
     expect(refused.ok).toBe(false);
@@ -64,7 +66,7 @@ describe('sandbox processors', () => {
   });
 
   it('follows the test card table', async () => {
-    const p = registry.for('adyen-card');
+    const p = sandbox('adyen-card');
     expect((await p.authorize(request('4242424242424242', { intent: 'capture' }))).captured).toBe(true);
     expect(await p.authorize(request('4000000000009995'))).toMatchObject({
       outcome: 'declined',

@@ -68,12 +68,16 @@ export class SettlementService {
   }
 
   private async settleOne(row: TransactionRow): Promise<boolean> {
-    if (row.status === 'buyer_approval_pending')
+    if (row.status === 'buyer_approval_pending') {
+      // At a vendor, the buyer may have authenticated after all (then the payment stands), else the
+      // vendor's payment is cancelled first, so that a late authentication cannot charge the buyer.
+      if ((await this.endVendorChallenge(row)) === 'authorized') return this.settleAsAuthorized(row);
       return inTransaction(async () => {
         const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
         if (current?.status !== 'buyer_approval_pending') return false;
         return this.approvals.expire(current, this.clock.now());
       });
+    }
 
     const state = stateOf(row);
     const operation = settlementOperation(state);
@@ -101,7 +105,14 @@ export class SettlementService {
   private async settleRefund(refund: RefundRow): Promise<boolean> {
     const row = await this.transactions.find(refund.tenant_id, refund.transaction_id);
     if (!row) return false;
-    const result = await this.poll(row, 'refund', Number(refund.amount), refund.created_at, refund.currency);
+    const result = await this.poll(
+      row,
+      'refund',
+      Number(refund.amount),
+      refund.created_at,
+      refund.currency,
+      refund.id,
+    );
     if (!result || !isFinal(result)) return false;
     await inTransaction(async () => {
       const settled = await this.journal.settleRefund(
@@ -119,6 +130,59 @@ export class SettlementService {
     return true;
   }
 
+  /**
+   * An expired challenge at a vendor (a `test` or `live` connection): `authorized` when the vendor
+   * authorized the payment meanwhile, else the vendor's payment is cancelled and the challenge `ended`.
+   * Sandbox challenges live here only: `ended` at once.
+   */
+  private async endVendorChallenge(row: TransactionRow): Promise<'authorized' | 'ended'> {
+    const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
+    if (!connection || connection.row.environment === 'sandbox' || !row.connection_transaction_id)
+      return 'ended';
+    const processor = this.processors.for(connection.row);
+    const request = this.journal.operationRequest(row, connection);
+    const authorized = async () =>
+      (
+        await processor.pollStatus({
+          ...request,
+          operation: 'authorize',
+          requestedAt: row.created_at,
+          amount: Number(row.amount),
+          currency: row.currency,
+        })
+      ).status === 'succeeded';
+    if (await authorized()) return 'authorized';
+    const cancelled = await processor.void(request);
+    // Refused: the buyer authenticated in between (a captured payment cannot be cancelled).
+    if (cancelled.status !== 'succeeded' && (await authorized())) return 'authorized';
+    return 'ended';
+  }
+
+  private settleAsAuthorized(row: TransactionRow): Promise<boolean> {
+    return inTransaction(async () => {
+      const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
+      if (current?.status !== 'buyer_approval_pending') return false;
+      const now = this.clock.now();
+      const next = transition(stateOf(current), { kind: 'settled', result: { status: 'succeeded' } }, now);
+      if (
+        !(await this.journal.apply(
+          row.tenant_id,
+          row.id,
+          { ...next, patch: { ...next.patch, approval: 'clear' } },
+          now,
+        ))
+      )
+        return false;
+      await this.journal.log(
+        system(row.tenant_id),
+        row.id,
+        'update',
+        `Settled authorize (authenticated at the vendor): ${next.patch.status}`,
+      );
+      return true;
+    });
+  }
+
   /** Where an operation stands at the processor; undefined when the connection is gone. */
   private async poll(
     row: TransactionRow,
@@ -126,15 +190,17 @@ export class SettlementService {
     amount: number,
     requestedAt: Date,
     currency = row.currency,
+    refundId?: string,
   ): Promise<PollOutcome | undefined> {
     const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
     if (!connection) return undefined;
-    return this.processors.for(connection.formula.id).pollStatus({
+    return this.processors.for(connection.row).pollStatus({
       ...this.journal.operationRequest(row, connection),
       operation,
       requestedAt,
       amount,
       currency,
+      ...(refundId ? { refundId } : {}),
     });
   }
 }

@@ -218,6 +218,18 @@ export class TransactionsRepository {
     return rows[0];
   }
 
+  /**
+   * The transaction a vendor sends a buyer back for (its 3-D Secure return URL names the reconciliation
+   * id, no tenant): across tenants, by id, and only while it awaits the buyer.
+   */
+  async findAwaitingBuyer(id: string): Promise<TransactionRow | undefined> {
+    const rows: TransactionRow[] = await this.db.tx.query(
+      `${SELECT_TRANSACTION} WHERE t.id = $1 AND t.status = 'buyer_approval_pending'`,
+      [id],
+    );
+    return rows[0];
+  }
+
   /** A page of the tenant's transactions, newest first, and how many match in all. */
   async list(
     tenantId: string,

@@ -10,7 +10,12 @@ import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { supports } from '../formulas/formulas';
 import { OrchestrationErrorCode, OrchestrationException } from '../orchestration.errors';
-import { OPERATION_FAILURE, processorFailure, withTimeout } from '../processors/processor-calls';
+import {
+  OPERATION_FAILURE,
+  processorFailure,
+  ProcessorUnavailable,
+  withTimeout,
+} from '../processors/processor-calls';
 import type { AuthorizeResult, CardData, OperationResult } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
@@ -31,6 +36,8 @@ import type {
   TransactionDto,
 } from './transaction.dto';
 import { stateOf, TransactionRow, TransactionsRepository } from './transactions.repository';
+
+const UNANSWERED = Symbol('unanswered');
 
 /** A transaction `processing` for longer than this was interrupted (the process died): the job settles it. */
 export const STUCK_AFTER_MS = 60_000;
@@ -104,7 +111,7 @@ export class TransactionsService {
     let result: AuthorizeResult;
     try {
       result = await withTimeout(
-        this.processors.for(connection.formula.id).authorize({
+        this.processors.for(connection.row).authorize({
           credentials: connection.credentials,
           reconciliationId: this.journal.reconciliationId(id),
           amount: body.amount,
@@ -126,6 +133,14 @@ export class TransactionsService {
         }),
       );
     } catch (error) {
+      if (error instanceof ProcessorUnavailable) {
+        // The vendor may have charged: the row stays `processing`, the settlement job asks the vendor.
+        this.logger.warn(
+          { err: error, transaction_id: id },
+          'authorization unanswered by the processor; left to settlement',
+        );
+        return this.leftToSettlement(who, id, cvc !== undefined ? token.id : undefined);
+      }
       this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
       result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
     }
@@ -196,12 +211,13 @@ export class TransactionsService {
       return { row, connection, captureAmount };
     });
     const result = await this.call(() =>
-      this.processors.for(connection.formula.id).capture({
+      this.processors.for(connection.row).capture({
         ...this.journal.operationRequest(row, connection),
         amount: captureAmount,
         currency: row.currency,
       }),
     );
+    if (result === UNANSWERED) return this.leftToSettlement(who, id);
     return this.finish(
       who,
       id,
@@ -222,8 +238,9 @@ export class TransactionsService {
       return { row, connection };
     });
     const result = await this.call(() =>
-      this.processors.for(connection.formula.id).void(this.journal.operationRequest(row, connection)),
+      this.processors.for(connection.row).void(this.journal.operationRequest(row, connection)),
     );
+    if (result === UNANSWERED) return this.leftToSettlement(who, id);
     return this.finish(who, id, { kind: 'voided', result }, (status) => `Transaction void: ${status}`);
   }
 
@@ -264,13 +281,15 @@ export class TransactionsService {
       return { row, connection, refund };
     });
     const result = await this.call(() =>
-      this.processors.for(connection.formula.id).refund({
+      this.processors.for(connection.row).refund({
         ...this.journal.operationRequest(row, connection),
         amount: Number(refund.amount),
         currency: refund.currency,
         refundId: refund.id,
       }),
     );
+    // Unanswered: the refund stays `processing` for the settlement job.
+    if (result === UNANSWERED) return refundDto(refund);
     return inTransaction(async () => {
       const settled = await this.journal.settleRefund(refund, refundStatus(result), result.vendorId ?? null);
       await this.journal.log(
@@ -351,13 +370,31 @@ export class TransactionsService {
     });
   }
 
-  private async call(work: () => Promise<OperationResult>): Promise<OperationResult> {
+  /** The processor's answer; UNANSWERED when the vendor may or may not have acted (left to settlement). */
+  private async call(work: () => Promise<OperationResult>): Promise<OperationResult | typeof UNANSWERED> {
     try {
       return await withTimeout(work());
     } catch (error) {
+      if (error instanceof ProcessorUnavailable) {
+        this.logger.warn({ err: error }, 'processor call unanswered; left to settlement');
+        return UNANSWERED;
+      }
       this.logger.warn({ err: error }, 'processor call failed');
       return OPERATION_FAILURE;
     }
+  }
+
+  /**
+   * An operation whose outcome the vendor did not tell: the transaction stays `processing` (the job
+   * settles it once it is STUCK_AFTER_MS old), a CVC sent is forgotten all the same, and the caller
+   * gets the transaction as it stands.
+   */
+  private async leftToSettlement(who: Principal, id: string, cvcTokenId?: string): Promise<TransactionDto> {
+    return inTransaction(async () => {
+      if (cvcTokenId) await this.tokens.forgetCvc(who.tenantId, cvcTokenId);
+      await this.journal.log(who, id, 'update', 'Processor did not answer: processing, left to settlement');
+      return this.get(who, id);
+    });
   }
 
   /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */

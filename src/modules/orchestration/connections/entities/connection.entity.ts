@@ -1,5 +1,8 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
+export const CONNECTION_ENVIRONMENTS = ['sandbox', 'test', 'live'] as const;
+export type ConnectionEnvironment = (typeof CONNECTION_ENVIRONMENTS)[number];
+
 export interface ConnectionField {
   key: string;
   /** Null for a secret field: its value is in `secrets`, sealed. */
@@ -40,6 +43,10 @@ export class ConnectionEntity {
 
   @Column({ type: 'boolean' })
   active: boolean;
+
+  /** `sandbox`: the built-in simulator; `test`/`live`: the vendor's test or production endpoints. */
+  @Column({ type: 'varchar', length: 10, default: 'sandbox' })
+  environment: ConnectionEnvironment;
 
   @Column({ type: 'varchar', length: 20 })
   status: 'pending' | 'available' | 'failed';
