@@ -1,11 +1,14 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../src/config/app-config';
+import { runMigrations } from '../src/database/data-source';
+import {
+  beforeMigration,
+  MigrationUnderTest,
+  permissionsOf as applicationPermissions,
+  seedGrantApplications,
+} from './support/migrations';
 import { permissionsFor } from '../src/common/auth/permissions';
-import { dataSourceOptions, runMigrations } from '../src/database/data-source';
-import { MIGRATIONS } from '../src/database/migrations';
 import { Webhooks1795000000012 } from '../src/database/migrations/1795000000012-Webhooks';
-import { createDatabase, dropDatabase } from './support/test-database';
 
 const T = '0b000000-0000-4000-8000-000000000000';
 const BOOTSTRAP = '0b000000-0000-4000-8000-0000000000b1';
@@ -20,16 +23,9 @@ const TABLES = ['webhooks', 'webhook_events', 'webhook_deliveries'];
  * their creator gave them. down() takes the grant back and drops the three tables.
  */
 describe('migration Webhooks1795000000012', () => {
-  let name: string;
+  let migration: MigrationUnderTest;
   let db: DataSource;
-  const upTo = MIGRATIONS.indexOf(Webhooks1795000000012);
-  const permissionsOf = async (id: string): Promise<string[]> => {
-    const rows: { permissions: string[] }[] = await db.query(
-      'SELECT permissions FROM applications WHERE id = $1',
-      [id],
-    );
-    return rows[0].permissions;
-  };
+  const permissionsOf = (id: string) => applicationPermissions(db, id);
   const existing = async (): Promise<string[]> => {
     const rows: { name: string }[] = await db.query(
       `SELECT t AS name FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NOT NULL ORDER BY t`,
@@ -39,32 +35,19 @@ describe('migration Webhooks1795000000012', () => {
   };
 
   beforeAll(async () => {
-    const created = await createDatabase('vault_test_webhooks');
-    name = created.name;
-    const config = loadConfig({ DATABASE_URL: created.url });
-    const old = new DataSource({ ...dataSourceOptions(config), migrations: MIGRATIONS.slice(0, upTo) });
-    await old.initialize();
-    try {
-      await runMigrations(old);
-      await old.query(`INSERT INTO tenants (id, name) VALUES ('${T}', 't')`);
-      const before = permissionsFor('management').filter((p) => !p.startsWith('webhook:'));
-      await old.query(
-        `INSERT INTO applications (id, tenant_id, name, type, permissions, created_by) VALUES
-           ($1, $4, 'bootstrap', 'management', $5::text[], NULL),
-           ($2, $4, 'made by the API', 'management', '{log:read,proxy:read}', $1),
-           ($3, $4, 'private', 'private', '{token:read}', $1)`,
-        [BOOTSTRAP, MADE_BY_API, PRIVATE, T, before],
-      );
-    } finally {
-      await old.destroy();
-    }
-    db = new DataSource({ ...dataSourceOptions(config), migrations: MIGRATIONS.slice(0, upTo + 1) });
-    await db.initialize();
+    migration = await beforeMigration(Webhooks1795000000012, 'vault_test_webhooks', (old) =>
+      seedGrantApplications(
+        old,
+        { tenant: T, bootstrap: BOOTSTRAP, madeByApi: MADE_BY_API, private: PRIVATE },
+        'webhook:',
+        ['log:read', 'proxy:read'],
+      ),
+    );
+    db = migration.db;
   });
 
   afterAll(async () => {
-    await db?.destroy();
-    if (name) await dropDatabase(name);
+    await migration?.close();
   });
 
   it('creates the tables and grants webhook:* to the bootstrap management application only', async () => {

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { grantToBootstrapApplications, revokeFromManagementApplications } from './bootstrap-grants';
 
 const PROXY_PERMISSIONS = ['proxy:create', 'proxy:read', 'proxy:update', 'proxy:delete'];
 
@@ -30,20 +31,11 @@ export class Proxies1795000000011 implements MigrationInterface {
     // unique on a table distributed by tenant (docs/scaling.md). The key's 32 random bytes keep it unique.
     await q.query(`CREATE UNIQUE INDEX proxies_key_key ON proxies (key, tenant_id)`);
     await q.query(`CREATE INDEX proxies_tenant_created_idx ON proxies (tenant_id, created_at, id)`);
-    await q.query(
-      `UPDATE applications
-          SET permissions = ARRAY(SELECT DISTINCT p FROM unnest(permissions || $1::text[]) AS p ORDER BY p)
-        WHERE type = 'management' AND created_by IS NULL AND NOT permissions @> $1::text[]`,
-      [PROXY_PERMISSIONS],
-    );
+    await grantToBootstrapApplications(q, PROXY_PERMISSIONS);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(
-      `UPDATE applications SET permissions = ARRAY(SELECT p FROM unnest(permissions) AS p WHERE NOT p = ANY($1::text[]))
-        WHERE type = 'management'`,
-      [PROXY_PERMISSIONS],
-    );
+    await revokeFromManagementApplications(q, PROXY_PERMISSIONS);
     await q.query(`DROP TABLE proxies`);
   }
 }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { grantToBootstrapApplications, revokeFromManagementApplications } from './bootstrap-grants';
 
 const WEBHOOK_PERMISSIONS = ['webhook:create', 'webhook:read', 'webhook:update', 'webhook:delete'];
 
@@ -74,20 +75,11 @@ export class Webhooks1795000000012 implements MigrationInterface {
     await q.query(
       `CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (tenant_id, webhook_id, created_at, id)`,
     );
-    await q.query(
-      `UPDATE applications
-          SET permissions = ARRAY(SELECT DISTINCT p FROM unnest(permissions || $1::text[]) AS p ORDER BY p)
-        WHERE type = 'management' AND created_by IS NULL AND NOT permissions @> $1::text[]`,
-      [WEBHOOK_PERMISSIONS],
-    );
+    await grantToBootstrapApplications(q, WEBHOOK_PERMISSIONS);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(
-      `UPDATE applications SET permissions = ARRAY(SELECT p FROM unnest(permissions) AS p WHERE NOT p = ANY($1::text[]))
-        WHERE type = 'management'`,
-      [WEBHOOK_PERMISSIONS],
-    );
+    await revokeFromManagementApplications(q, WEBHOOK_PERMISSIONS);
     await q.query(`DROP TABLE webhook_deliveries`);
     await q.query(`DROP TABLE webhook_events`);
     await q.query(`DROP TABLE webhooks`);

@@ -16,6 +16,7 @@ import { TransactionJournal } from './transactions/transaction-journal';
 import { TransactionsController } from './transactions/transactions.controller';
 import { TransactionsRepository } from './transactions/transactions.repository';
 import { TransactionsService } from './transactions/transactions.service';
+import { TransactionQueriesService } from './transactions/transaction-queries.service';
 
 /** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
 @Module({
@@ -30,6 +31,7 @@ import { TransactionsService } from './transactions/transactions.service';
     ApprovalLinks,
     ConnectionsService,
     TransactionsService,
+    TransactionQueriesService,
     ApprovalsService,
     SettlementService,
   ],

@@ -16,6 +16,7 @@ import {
   TransactionDto,
   TransactionPageDto,
 } from './transaction.dto';
+import { TransactionQueriesService } from './transaction-queries.service';
 import { TransactionsService } from './transactions.service';
 
 const TransactionId = () => Param('id', new ParseIdPipe('Transaction'));
@@ -23,7 +24,10 @@ const TransactionId = () => Param('id', new ParseIdPipe('Transaction'));
 @ApiTags('Orchestration')
 @Controller('orchestration/transactions')
 export class TransactionsController {
-  constructor(private readonly transactions: TransactionsService) {}
+  constructor(
+    private readonly transactions: TransactionsService,
+    private readonly queries: TransactionQueriesService,
+  ) {}
 
   @Post()
   @RequirePermissions('token:use', { perToken: true })
@@ -50,7 +54,7 @@ export class TransactionsController {
     @Principal() who: Principal,
     @Query() query: ListTransactionsQueryDto,
   ): Promise<OffsetPage<TransactionDto>> {
-    return this.transactions.list(who, query);
+    return this.queries.list(who, query);
   }
 
   @Get(':id')
@@ -59,7 +63,7 @@ export class TransactionsController {
   @ApiOperation({ operationId: 'getTransaction', summary: 'Get a transaction' })
   @ApiOkResponse({ type: TransactionDto })
   get(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
-    return this.transactions.get(who, id);
+    return this.queries.get(who, id);
   }
 
   @Post(':id/capture')
@@ -117,6 +121,6 @@ export class TransactionsController {
     @TransactionId() id: string,
     @Query() query: OffsetPaginationQueryDto,
   ): Promise<OffsetPage<RefundDto>> {
-    return this.transactions.listRefunds(who, id, query);
+    return this.queries.listRefunds(who, id, query);
   }
 }

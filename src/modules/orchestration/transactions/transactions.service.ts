@@ -5,7 +5,6 @@ import type { Principal } from '../../../common/auth/principal';
 import { ValidationException } from '../../../common/errors/domain.exception';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
-import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
 import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { supports } from '../formulas/formulas';
@@ -27,14 +26,10 @@ import {
   threeDSessionId,
 } from './transaction-checks';
 import { TransactionJournal } from './transaction-journal';
-import { refundDto, transactionDto } from './transaction.mapper';
+import { TransactionQueriesService } from './transaction-queries.service';
+import { refundDto } from './transaction.mapper';
 import { ClientOperation, refundStatus, refusal, transition, TransactionEvent } from './transaction-state';
-import type {
-  CreateTransactionDto,
-  ListTransactionsQueryDto,
-  RefundDto,
-  TransactionDto,
-} from './transaction.dto';
+import type { CreateTransactionDto, RefundDto, TransactionDto } from './transaction.dto';
 import { stateOf, TransactionRow, TransactionsRepository } from './transactions.repository';
 
 const UNANSWERED = Symbol('unanswered');
@@ -61,6 +56,7 @@ export class TransactionsService {
     private readonly connections: ConnectionsService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
+    private readonly queries: TransactionQueriesService,
   ) {}
 
   async create(who: Principal, body: CreateTransactionDto): Promise<TransactionDto> {
@@ -147,7 +143,7 @@ export class TransactionsService {
 
     try {
       return await inTransaction(async () => {
-        const row = await this.find(who.tenantId, id, true);
+        const row = await this.queries.find(who.tenantId, id, true);
         const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
         let updated: TransactionRow | undefined;
         // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
@@ -161,7 +157,7 @@ export class TransactionsService {
         // The CVC serves one authorization only (the token object does not change: no token event).
         if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
         await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
-        return updated ? this.toDto(updated) : this.get(who, id);
+        return updated ? this.queries.toDto(updated) : this.queries.get(who, id);
       });
     } catch (error) {
       // The processor answered but the outcome could not be written (database gone, process stopping):
@@ -171,25 +167,8 @@ export class TransactionsService {
         { err: error, transaction_id: id },
         'authorization outcome not recorded; left to settlement',
       );
-      return this.get(who, id);
+      return this.queries.get(who, id);
     }
-  }
-
-  async get(who: Principal, id: string): Promise<TransactionDto> {
-    return this.toDto(await this.find(who.tenantId, id));
-  }
-
-  async list(who: Principal, query: ListTransactionsQueryDto): Promise<OffsetPage<TransactionDto>> {
-    const { rows, total } = await this.transactions.list(
-      who.tenantId,
-      {
-        status: query.status,
-        connectionId: query.connection_id,
-        externalIdentifier: query.external_identifier,
-      },
-      offsetOf(query),
-    );
-    return offsetPage(await Promise.all(rows.map((row) => this.toDto(row))), total, query);
   }
 
   async capture(who: Principal, id: string, amount?: number): Promise<TransactionDto> {
@@ -302,26 +281,6 @@ export class TransactionsService {
     });
   }
 
-  async listRefunds(
-    who: Principal,
-    id: string,
-    query: { page: number; size: number },
-  ): Promise<OffsetPage<RefundDto>> {
-    await this.find(who.tenantId, id);
-    const { rows, total } = await this.refunds.list(who.tenantId, id, offsetOf(query));
-    return offsetPage(rows.map(refundDto), total, query);
-  }
-
-  async toDto(row: TransactionRow): Promise<TransactionDto> {
-    return transactionDto(row, await this.approvals.urlOf(row));
-  }
-
-  private async find(tenantId: string, id: string, lock = false): Promise<TransactionRow> {
-    const row = await this.transactions.find(tenantId, id, { lock });
-    if (!row) throw OrchestrationException.transactionNotFound();
-    return row;
-  }
-
   /**
    * The transaction, locked, with its connection, once the operation may run on it: a void needs
    * `token:use` on the transaction's token (as creating it did), every operation its required status.
@@ -331,7 +290,7 @@ export class TransactionsService {
     id: string,
     operation: ClientOperation,
   ): Promise<{ row: TransactionRow; connection: UsableConnection }> {
-    const row = await this.find(who.tenantId, id, true);
+    const row = await this.queries.find(who.tenantId, id, true);
     if (operation === 'void' && !(await this.usableToken(who, row.token_id)))
       throw OrchestrationException.transactionNotFound();
     const refused = refusal(stateOf(row), operation);
@@ -358,7 +317,7 @@ export class TransactionsService {
     message: (status: string) => string,
   ): Promise<TransactionDto> {
     return inTransaction(async () => {
-      const row = await this.find(who.tenantId, id, true);
+      const row = await this.queries.find(who.tenantId, id, true);
       const next = transition(stateOf(row), event, this.clock.now());
       // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
       const updated =
@@ -366,7 +325,7 @@ export class TransactionsService {
           ? await this.journal.apply(who.tenantId, id, next, this.clock.now())
           : undefined;
       await this.journal.log(who, id, 'update', message(event.result.status));
-      return updated ? this.toDto(updated) : this.get(who, id);
+      return updated ? this.queries.toDto(updated) : this.queries.get(who, id);
     });
   }
 
@@ -393,7 +352,7 @@ export class TransactionsService {
     return inTransaction(async () => {
       if (cvcTokenId) await this.tokens.forgetCvc(who.tenantId, cvcTokenId);
       await this.journal.log(who, id, 'update', 'Processor did not answer: processing, left to settlement');
-      return this.get(who, id);
+      return this.queries.get(who, id);
     });
   }
 

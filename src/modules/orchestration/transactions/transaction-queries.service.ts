@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '../../../common/auth/principal';
+import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
+import { OrchestrationException } from '../orchestration.errors';
+import { ApprovalLinks } from './approval-links';
+import { RefundsRepository } from './refunds.repository';
+import { refundDto, transactionDto } from './transaction.mapper';
+import type { ListTransactionsQueryDto, RefundDto, TransactionDto } from './transaction.dto';
+import { TransactionRow, TransactionsRepository } from './transactions.repository';
+
+/** The read side of transactions and refunds: pages, one transaction, and the transaction object. */
+@Injectable()
+export class TransactionQueriesService {
+  constructor(
+    private readonly transactions: TransactionsRepository,
+    private readonly refunds: RefundsRepository,
+    private readonly approvals: ApprovalLinks,
+  ) {}
+
+  async get(who: Principal, id: string): Promise<TransactionDto> {
+    return this.toDto(await this.find(who.tenantId, id));
+  }
+
+  async list(who: Principal, query: ListTransactionsQueryDto): Promise<OffsetPage<TransactionDto>> {
+    const { rows, total } = await this.transactions.list(
+      who.tenantId,
+      {
+        status: query.status,
+        connectionId: query.connection_id,
+        externalIdentifier: query.external_identifier,
+      },
+      offsetOf(query),
+    );
+    return offsetPage(await Promise.all(rows.map((row) => this.toDto(row))), total, query);
+  }
+
+  async listRefunds(
+    who: Principal,
+    id: string,
+    query: { page: number; size: number },
+  ): Promise<OffsetPage<RefundDto>> {
+    await this.find(who.tenantId, id);
+    const { rows, total } = await this.refunds.list(who.tenantId, id, offsetOf(query));
+    return offsetPage(rows.map(refundDto), total, query);
+  }
+
+  /** The transaction object as the API returns it (with its approval link while one is pending). */
+  async toDto(row: TransactionRow): Promise<TransactionDto> {
+    return transactionDto(row, await this.approvals.urlOf(row));
+  }
+
+  /** A tenant's transaction (locked until the transaction ends with `lock`), or the 404. */
+  async find(tenantId: string, id: string, lock = false): Promise<TransactionRow> {
+    const row = await this.transactions.find(tenantId, id, { lock });
+    if (!row) throw OrchestrationException.transactionNotFound();
+    return row;
+  }
+}
