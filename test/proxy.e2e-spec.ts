@@ -25,7 +25,7 @@ describe('proxy: ephemeral (BT-PROXY-URL)', () => {
 
   beforeAll(async () => {
     dest = await new Destination().start();
-    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', PROXY_TIMEOUT_MS: '1500' });
+    t = await startApp({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', PROXY_TIMEOUT_MS: '3000' });
     db = t.app.get(DataSource);
     tenant = await newTenant(t);
     other = await newTenant(t, 'other tenant');

@@ -36,7 +36,12 @@ export class Destination {
         } else if (path === '/slow') {
           setTimeout(() => res.writeHead(200).end('late'), 5000).unref();
         } else if (path === '/large') {
-          res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+          // Its length announced: refused at once, whatever the machine's load (the streamed case, an
+          // answer that passes the cap mid-download, is tested in test/outbound.e2e-spec.ts).
+          res.writeHead(200, {
+            'Content-Type': 'application/octet-stream',
+            'Content-Length': 11 * 1024 * 1024,
+          });
           const chunk = Buffer.alloc(1024 * 1024, 97);
           let sent = 0;
           const write = (): void => {
