@@ -176,6 +176,16 @@ export class AppConfig {
   @Max(3600)
   WEBHOOK_LEASE_SECONDS = 30;
 
+  /**
+   * How long an operation at a vendor that confirms by notification (Adyen's captures, cancels, refunds
+   * and unanswered authorizations) may wait for it: then the settlement job marks it failed and logs it.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(60)
+  @Max(30 * 86_400)
+  VENDOR_NOTIFICATION_TIMEOUT_SECONDS = 86_400;
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 

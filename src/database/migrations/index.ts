@@ -12,6 +12,7 @@ import { TenantScopedKeys1795000000010 } from './1795000000010-TenantScopedKeys'
 import { Proxies1795000000011 } from './1795000000011-Proxies';
 import { Webhooks1795000000012 } from './1795000000012-Webhooks';
 import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionEnvironments';
+import { VendorNotifications1795000000014 } from './1795000000014-VendorNotifications';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   Proxies1795000000011,
   Webhooks1795000000012,
   ConnectionEnvironments1795000000013,
+  VendorNotifications1795000000014,
 ];

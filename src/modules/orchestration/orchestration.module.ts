@@ -8,6 +8,8 @@ import { ConnectionsController } from './connections/connections.controller';
 import { ConnectionsRepository } from './connections/connections.repository';
 import { ConnectionsService } from './connections/connections.service';
 import { FormulasController } from './formulas/formulas.controller';
+import { AdyenNotificationsController } from './notifications/adyen-notifications.controller';
+import { AdyenNotificationsService } from './notifications/adyen-notifications.service';
 import { ProcessorRegistry } from './processors/processor.registry';
 import { ApprovalLinks } from './transactions/approval-links';
 import { RefundsRepository } from './transactions/refunds.repository';
@@ -21,7 +23,13 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
 /** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
 @Module({
   imports: [DatabaseModule.forFeature([ConnectionEntity]), TokensModule],
-  controllers: [FormulasController, ConnectionsController, TransactionsController, ApprovalsController],
+  controllers: [
+    FormulasController,
+    ConnectionsController,
+    TransactionsController,
+    ApprovalsController,
+    AdyenNotificationsController,
+  ],
   providers: [
     ProcessorRegistry,
     ConnectionsRepository,
@@ -34,6 +42,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     TransactionQueriesService,
     ApprovalsService,
     SettlementService,
+    AdyenNotificationsService,
   ],
 })
 export class OrchestrationModule {}

@@ -58,18 +58,21 @@ function payment(row: TransactionRow): ApprovalView['payment'] {
 export class ApprovalsController {
   constructor(private readonly approvals: ApprovalsService) {}
 
-  /** Where a vendor's 3-D Secure page sends the buyer back (Stripe appends `payment_intent` or `setup_intent`). */
+  /**
+   * Where a vendor's 3-D Secure page sends the buyer back, with what the vendor appends (Stripe
+   * `payment_intent` or `setup_intent`, Adyen `redirectResult`): the vendor's adapter judges it.
+   */
   @Get('return/:reconciliationId')
   async vendorReturn(
     @Param('reconciliationId') reconciliationId: string,
-    @Query('payment_intent') paymentIntent: string | undefined,
-    @Query('setup_intent') setupIntent: string | undefined,
+    @Query() query: Record<string, unknown>,
     @Res() res: Response,
   ): Promise<void> {
-    const vendorId = paymentIntent ?? setupIntent;
-    if (!RECONCILIATION_FORMAT.test(reconciliationId) || typeof vendorId !== 'string' || !vendorId)
+    const params: Record<string, string> = {};
+    for (const [name, value] of Object.entries(query)) if (typeof value === 'string') params[name] = value;
+    if (!RECONCILIATION_FORMAT.test(reconciliationId) || Object.keys(params).length === 0)
       return this.page(res, 'unknown');
-    const { outcome, row } = await this.approvals.returnFromVendor(reconciliationId, vendorId);
+    const { outcome, row } = await this.approvals.returnFromVendor(reconciliationId, params);
     return this.page(res, outcome, row);
   }
 

@@ -3,9 +3,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
 import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
-import type { AuthorizeResult } from '../processors/processor.port';
+import type { AuthorizeResult, ProcessorPort } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
-import { approvalDigest } from '../transactions/approval-links';
+import { approvalDigest, ApprovalLinks } from '../transactions/approval-links';
 import { fromReconciliationId } from '../transactions/reconciliation';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { transition } from '../transactions/transaction-state';
@@ -36,6 +36,7 @@ export class ApprovalsService {
     private readonly journal: TransactionJournal,
     private readonly connections: ConnectionsService,
     private readonly processors: ProcessorRegistry,
+    private readonly links: ApprovalLinks,
     private readonly clock: Clock,
   ) {}
 
@@ -65,6 +66,8 @@ export class ApprovalsService {
       // Expired by the settlement job before the buyer came back: still an expired link, not a used one.
       if (row.error_code === 'approval_expired') return { outcome: 'expired' as const, row };
       if (row.status !== 'buyer_approval_pending') return { outcome: 'used' as const, row };
+      // A challenge at a vendor is decided there (the buyer comes back to the return URL), never here.
+      if (await this.vendorProcessor(row)) return { outcome: 'unknown' as const };
       const now = this.clock.now();
       if (row.approval_expires_at && row.approval_expires_at <= now) {
         await this.expire(row, now);
@@ -88,6 +91,8 @@ export class ApprovalsService {
    * longer awaits the buyer.
    */
   async vendorChallengeUrl(row: TransactionRow): Promise<string | null> {
+    const kept = await this.links.vendorActionOf(row);
+    if (kept) return kept.url;
     const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
     if (!connection || connection.row.environment === 'sandbox' || !row.connection_transaction_id)
       return null;
@@ -103,12 +108,12 @@ export class ApprovalsService {
 
   /**
    * The buyer is back from the vendor's 3-D Secure page: the vendor's own state of the payment decides
-   * (asking it can only confirm what the issuer decided, so the return URL needs no secret); the vendor
-   * id it appends must be the transaction's.
+   * (asking it can only confirm what the issuer decided, so the return URL needs no secret); what the
+   * vendor appended must belong to the transaction (its adapter judges).
    */
   async returnFromVendor(
     reconciliationId: string,
-    vendorId: string,
+    params: Record<string, string>,
   ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
     let id: string;
     try {
@@ -119,8 +124,9 @@ export class ApprovalsService {
     const claimed = await inTransaction(async () => {
       const found = await this.transactions.findAwaitingBuyer(id);
       const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
-      if (!row || row.status !== 'buyer_approval_pending' || row.connection_transaction_id !== vendorId)
-        return undefined;
+      if (!row || row.status !== 'buyer_approval_pending') return undefined;
+      const processor = await this.vendorProcessor(row);
+      if (!processor?.returnMatches?.(params, row.connection_transaction_id)) return undefined;
       const now = this.clock.now();
       await this.journal.apply(
         row.tenant_id,
@@ -131,13 +137,21 @@ export class ApprovalsService {
       return row;
     });
     if (!claimed) return { outcome: 'unknown' };
-    return this.complete(claimed, true);
+    return this.complete(claimed, true, params);
+  }
+
+  /** The vendor adapter of a transaction whose challenge happens at the vendor; undefined in the sandbox. */
+  private async vendorProcessor(row: TransactionRow): Promise<ProcessorPort | undefined> {
+    const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
+    if (!connection || connection.row.environment === 'sandbox') return undefined;
+    return this.processors.for(connection.row);
   }
 
   /** Asks the processor how the challenge ended and records it (the transaction was claimed: `processing`). */
   private async complete(
     row: TransactionRow,
     approved: boolean,
+    returnParams?: Record<string, string>,
   ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
     const connection = (await this.connections.loadForPayment(row.tenant_id, row.connection_id, true))!;
     let result: AuthorizeResult;
@@ -149,6 +163,7 @@ export class ApprovalsService {
           connectionTransactionId: row.connection_transaction_id ?? '',
           intent: row.intent,
           approved,
+          ...(returnParams ? { returnParams } : {}),
         }),
       );
     } catch (error) {

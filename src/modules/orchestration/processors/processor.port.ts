@@ -17,6 +17,17 @@ export interface ProcessorPort {
    * sends the buyer back to `vendorReturnUrl(publicBaseUrl, reconciliationId)`.
    */
   challengeUrl?(request: OperationRequest): Promise<string | null>;
+  /**
+   * Vendor adapters whose challenges happen at the vendor: whether what the vendor appended to the
+   * return URL belongs to this payment (`connectionTransactionId`, null before the vendor named it).
+   */
+  returnMatches?(params: Record<string, string>, connectionTransactionId: string | null): boolean;
+  /**
+   * True for vendors that confirm operations by notification (Adyen): `pollStatus` then asks nothing
+   * before VENDOR_NOTIFICATION_TIMEOUT_SECONDS, so the settlement job leaves such operations alone
+   * until then, and the vendor's notifications settle them.
+   */
+  readonly confirmsByNotification?: boolean;
   capture(request: CaptureRequest): Promise<OperationResult>;
   void(request: OperationRequest): Promise<OperationResult>;
   refund(request: RefundRequest): Promise<OperationResult>;
@@ -80,6 +91,13 @@ export interface AuthorizeResult {
   cvvResponseCode: 'match' | 'no_match' | 'unavailable' | 'not_provided';
   errorCode: string | null;
   threeDSecure: ThreeDSecureResult | null;
+  /** With outcome `challenge` at a vendor that gives no way to ask for it later: where the buyer goes. */
+  vendorAction?: VendorAction;
+}
+
+/** A vendor's 3-D Secure page, where the approval page redirects the buyer (GET). */
+export interface VendorAction {
+  url: string;
 }
 
 export interface ChallengeRequest {
@@ -88,6 +106,8 @@ export interface ChallengeRequest {
   connectionTransactionId: string;
   intent: 'authorize' | 'capture';
   approved: boolean;
+  /** What the vendor appended to the return URL (query parameters), when the buyer came back from it. */
+  returnParams?: Record<string, string>;
 }
 
 export interface OperationRequest {
@@ -123,13 +143,19 @@ export interface PollRequest extends OperationRequest {
   refundId?: string;
   amount: number;
   currency: string;
+  /** The settlement job's clock. */
+  now: Date;
 }
 
 /** What a vendor adapter is built from: where to send its calls, and where buyers come back to. */
 export interface VendorSettings {
+  /** The vendor environment this instance serves (one instance per environment). */
+  environment: 'test' | 'live';
   /** VENDOR_BASE_URLS' entry for the formula, replacing the vendor's own base URL; undefined: the vendor's. */
   baseUrl: string | undefined;
   publicBaseUrl: string;
+  /** VENDOR_NOTIFICATION_TIMEOUT_SECONDS in milliseconds. */
+  notificationTimeoutMs: number;
 }
 
 /** Where a vendor sends the buyer back after its 3-D Secure page: under PUBLIC_BASE_URL. */

@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import type { NotifiedVendors } from './transactions.repository';
 
 export type RefundStatus = 'processing' | 'succeeded' | 'failed';
 
@@ -85,10 +86,26 @@ export class RefundsRepository {
   }
 
   /** Refunds still `processing` since before `stuckBefore`, across tenants (for the settlement job). */
-  async findStuck(stuckBefore: Date, limit: number): Promise<RefundRow[]> {
+  async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RefundRow[]> {
     return this.db.tx.query(
-      `SELECT ${COLUMNS} FROM refunds WHERE status = 'processing' AND updated_at <= $1 LIMIT $2`,
-      [stuckBefore, limit],
+      `SELECT ${COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(', ')} FROM refunds r
+        JOIN transactions t ON t.tenant_id = r.tenant_id AND t.id = r.transaction_id
+        JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
+        WHERE r.status = 'processing' AND r.updated_at <= $1
+          AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($3) AND r.created_at > $4)
+        ORDER BY r.updated_at LIMIT $2`,
+      [stuckBefore, limit, notified.formulas, notified.waitingSince],
     );
+  }
+
+  /** One refund of a transaction. */
+  async find(tenantId: string, transactionId: string, id: string): Promise<RefundRow | undefined> {
+    const rows: RefundRow[] = await this.db.tx.query(
+      `SELECT ${COLUMNS} FROM refunds WHERE tenant_id = $1 AND transaction_id = $2 AND id = $3`,
+      [tenantId, transactionId, id],
+    );
+    return rows[0];
   }
 }

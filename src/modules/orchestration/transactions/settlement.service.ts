@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { ClsService } from 'nestjs-cls';
 import { Clock } from '../../../common/jobs/clock';
+import { AppConfig } from '../../../config/app-config';
 import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { ApprovalsService } from '../approvals/approvals.service';
@@ -37,6 +38,7 @@ export class SettlementService {
     private readonly clock: Clock,
     private readonly cls: ClsService,
     private readonly jobs: ExclusiveJobRunner,
+    private readonly config: AppConfig,
   ) {}
 
   @Interval(1_000)
@@ -48,7 +50,11 @@ export class SettlementService {
   async settle(): Promise<number> {
     const now = this.clock.now();
     const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
-    const rows = await this.transactions.findUnsettled(stuckBefore, now, BATCH);
+    const notified = {
+      formulas: this.processors.notificationFormulas(),
+      waitingSince: new Date(now.getTime() - this.config.VENDOR_NOTIFICATION_TIMEOUT_SECONDS * 1000),
+    };
+    const rows = await this.transactions.findUnsettled(stuckBefore, now, BATCH, notified);
     let moved = 0;
     for (const row of rows) {
       try {
@@ -57,7 +63,7 @@ export class SettlementService {
         this.logger.error({ err: error, transaction_id: row.id }, 'could not settle a transaction');
       }
     }
-    for (const refund of await this.refunds.findStuck(stuckBefore, BATCH)) {
+    for (const refund of await this.refunds.findStuck(stuckBefore, BATCH, notified)) {
       try {
         if (await this.cls.run(() => this.settleRefund(refund))) moved++;
       } catch (error) {
@@ -88,6 +94,11 @@ export class SettlementService {
       row.pending_since ?? row.updated_at,
     );
     if (!result || !isFinal(result)) return false;
+    if (result.status === 'failed')
+      this.logger.warn(
+        { transaction_id: row.id, operation, error_code: result.errorCode },
+        'settled an operation as failed',
+      );
     return inTransaction(async () => {
       const now = this.clock.now();
       const next = transition(state, { kind: 'settled', result }, now);
@@ -114,6 +125,11 @@ export class SettlementService {
       refund.id,
     );
     if (!result || !isFinal(result)) return false;
+    if (result.status === 'failed')
+      this.logger.warn(
+        { transaction_id: row.id, refund_id: refund.id, error_code: result.errorCode },
+        'settled a refund as failed',
+      );
     await inTransaction(async () => {
       const settled = await this.journal.settleRefund(
         refund,
@@ -149,6 +165,7 @@ export class SettlementService {
           requestedAt: row.created_at,
           amount: Number(row.amount),
           currency: row.currency,
+          now: this.clock.now(),
         })
       ).status === 'succeeded';
     if (await authorized()) return 'authorized';
@@ -200,6 +217,7 @@ export class SettlementService {
       requestedAt,
       amount,
       currency,
+      now: this.clock.now(),
       ...(refundId ? { refundId } : {}),
     });
   }

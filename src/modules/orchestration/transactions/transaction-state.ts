@@ -157,7 +157,12 @@ function voiding(result: PollOutcome, now: Date): TransactionPatch {
 function settledAuthorization(current: TransactionState, result: FinalOutcome, now: Date): TransactionPatch {
   switch (result.status) {
     case 'succeeded': {
-      const authorized = { authorizedAmount: current.amount, authorizedAt: now };
+      const authorized = {
+        authorizedAmount: current.amount,
+        authorizedAt: now,
+        // The vendor's id of the payment, when the answer that carried it was lost.
+        ...(result.vendorId ? { connectionTransactionId: result.vendorId } : {}),
+      };
       return current.intent === 'capture'
         ? { status: 'capture_succeeded', ...authorized, capturedAmount: current.amount, capturedAt: now }
         : { status: 'authorization_succeeded', ...authorized };

@@ -40,6 +40,8 @@ export interface TransactionRow {
   three_d_secure: ThreeDSecureResult | null;
   approval_token: Buffer | null;
   approval_expires_at: Date | null;
+  /** The vendor's 3-D Secure page (a VendorAction as JSON), sealed with the tenant's key. */
+  vendor_action: Buffer | null;
   authorized_at: Date | null;
   captured_at: Date | null;
   voided_at: Date | null;
@@ -86,6 +88,18 @@ export interface IssuedApproval {
   tokenDigest: Buffer;
   sealedToken: Buffer;
   expiresAt: Date;
+  /** The vendor's 3-D Secure page, sealed, when the vendor gave one the approval page must keep. */
+  sealedVendorAction: Buffer | null;
+}
+
+/**
+ * Vendors that confirm operations by notification: their operations are left to the notifications
+ * until `waitingSince` (now less VENDOR_NOTIFICATION_TIMEOUT_SECONDS), so that the settlement job's
+ * batches are not filled by operations it cannot settle yet.
+ */
+export interface NotifiedVendors {
+  formulas: string[];
+  waitingSince: Date;
 }
 
 export interface TransactionFilters {
@@ -144,13 +158,14 @@ function assignments(patch: TransactionPatch, approval: IssuedApproval | undefin
     ['voided_at', patch.voidedAt],
   ];
   for (const [column, value] of optional) if (value !== undefined) out.push(set(column, value));
-  if (patch.approval === 'clear') out.push(set('approval_token', null));
+  if (patch.approval === 'clear') out.push(set('approval_token', null), set('vendor_action', null));
   if (patch.approval === 'issue') {
     if (!approval) throw new Error('a transition that issues an approval needs the approval link');
     out.push(
       set('approval_token_hash', approval.tokenDigest),
       set('approval_token', approval.sealedToken),
       set('approval_expires_at', approval.expiresAt),
+      set('vendor_action', approval.sealedVendorAction),
     );
   }
   return out;
@@ -230,6 +245,15 @@ export class TransactionsRepository {
     return rows[0];
   }
 
+  /**
+   * The transaction a vendor's notification names (by reconciliation id, no tenant): across tenants, by
+   * id. The caller verifies the notification with that transaction's own connection before acting.
+   */
+  async findForNotification(id: string): Promise<TransactionRow | undefined> {
+    const rows: TransactionRow[] = await this.db.tx.query(`${SELECT_TRANSACTION} WHERE t.id = $1`, [id]);
+    return rows[0];
+  }
+
   /** A page of the tenant's transactions, newest first, and how many match in all. */
   async list(
     tenantId: string,
@@ -292,14 +316,21 @@ export class TransactionsRepository {
    * What the settlement job has to settle, across tenants: asynchronous captures and voids, operations
    * interrupted before `stuckBefore`, and buyer approvals expired by `now`.
    */
-  async findUnsettled(stuckBefore: Date, now: Date, limit: number): Promise<TransactionRow[]> {
+  async findUnsettled(
+    stuckBefore: Date,
+    now: Date,
+    limit: number,
+    notified: NotifiedVendors,
+  ): Promise<TransactionRow[]> {
     return this.db.tx.query(
       `${SELECT_TRANSACTION}
-        WHERE (t.status IN ('capture_pending', 'authorization_void_pending'))
-           OR (t.status = 'processing' AND t.pending_since <= $1)
+        WHERE ((t.status IN ('capture_pending', 'authorization_void_pending'))
+           OR (t.status = 'processing' AND t.pending_since <= $1))
+          AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($4)
+                   AND COALESCE(t.pending_since, t.updated_at) > $5)
            OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)
         ORDER BY t.updated_at LIMIT $3`,
-      [stuckBefore, now, limit],
+      [stuckBefore, now, limit, notified.formulas, notified.waitingSince],
     );
   }
 

@@ -150,7 +150,7 @@ export class TransactionsService {
         if (row.status === 'processing') {
           const approval =
             next.patch.approval === 'issue'
-              ? await this.approvals.issue(who.tenantId, id, createdAt)
+              ? await this.approvals.issue(who.tenantId, id, createdAt, result.vendorAction)
               : undefined;
           updated = await this.journal.apply(who.tenantId, id, next, this.clock.now(), approval);
         }

@@ -186,6 +186,12 @@ export class StripeProcessor implements ProcessorPort {
     return next?.redirect_to_url?.url ?? null;
   }
 
+  /** Stripe appends the PaymentIntent's (or SetupIntent's) id to the return URL: it must be this payment's. */
+  returnMatches(params: Record<string, string>, connectionTransactionId: string | null): boolean {
+    const id = params.payment_intent ?? params.setup_intent;
+    return typeof id === 'string' && id.length > 0 && id === connectionTransactionId;
+  }
+
   async capture(request: CaptureRequest): Promise<OperationResult> {
     return this.operation(async (stripe) => {
       const intent = await stripe.paymentIntents.capture(
