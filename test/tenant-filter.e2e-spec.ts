@@ -49,7 +49,14 @@ const ACROSS_TENANTS: [RegExp, string][] = [
   [/\bapproval_token_hash = \$1\b/, "the buyer's approval link is all the page has"],
   [/FROM "proxies" .*"key" = \$1/, 'a request through a pre-configured proxy names it by its key alone'],
   [/t\.status IN \('capture_pending', 'authorization_void_pending'\)/, 'the settlement sweep'],
-  [/FROM refunds WHERE status = 'processing' AND updated_at <= \$1/, 'the settlement sweep (refunds)'],
+  [
+    /FROM refunds r JOIN .* WHERE r\.status = 'processing' AND r\.updated_at <= \$1/,
+    'the settlement sweep (refunds)',
+  ],
+  [
+    /JOIN connections c ON c\.tenant_id = t\.tenant_id AND c\.id = t\.connection_id WHERE t\.id = \$1$/,
+    "a vendor's notification names the transaction by its reference alone (then verified with its connection's key)",
+  ],
   [
     /FROM connections WHERE status = 'pending' AND deleted_at IS NULL ORDER BY updated_at/,
     'the verification sweep',

@@ -76,7 +76,8 @@ export class AdyenProcessor implements ProcessorPort {
       adyenBaseUrl(this.settings.baseUrl, this.settings.environment, credentials),
       credentials,
       path,
-      { ...body, merchantAccount: credentials.merchant_account ?? '' },
+      // Every request names the merchant account but `/payments/details` (whose schema refuses it).
+      path === '/payments/details' ? body : { ...body, merchantAccount: credentials.merchant_account ?? '' },
       { idempotencyKey, timeoutMs: this.timeoutMs },
     );
   }
