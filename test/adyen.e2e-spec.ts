@@ -638,8 +638,16 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
       expect(logs).not.toContain(secret);
   });
 
-  it('a live connection without VENDOR_BASE_URLS needs live_endpoint_url_prefix (tested in adyen.spec.ts); test and live need an adapter', async () => {
-    const res = await createConnection(
+  it('an HMAC key that is not hexadecimal is a 400 naming it; test and live need a formula with an adapter', async () => {
+    const res = await createConnection(key, {}, [
+      { key: 'api_key', value: API_KEY },
+      { key: 'merchant_account', value: 'TestMerchant' },
+      { key: 'hmac_key', value: 'not-a-hex-key' },
+    ]);
+    expectProblem(res, 400);
+    expect(res.body.errors).toEqual({ 'fields[2].value': [expect.stringContaining('hmac_key')] });
+    expect(JSON.stringify(res.body)).not.toContain('not-a-hex-key');
+    const other = await createConnection(
       key,
       { connection_formula_id: 'braintree-card', accepted_currencies: ['USD'] },
       [
@@ -648,7 +656,7 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
         { key: 'private_key', value: 'k' },
       ],
     );
-    expectProblem(res, 400);
-    expect(JSON.stringify(res.body)).toContain('adyen-card');
+    expectProblem(other, 400);
+    expect(JSON.stringify(other.body)).toContain('adyen-card');
   });
 });

@@ -10,6 +10,7 @@ import { luhnCard } from './support/attacker';
 import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
+import { FakeAdyen, signNotification } from './support/fake-adyen';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -60,6 +61,8 @@ const STRIPE_VENDOR_SECRET = `sk_test_vendor_${tag}_Cc3`;
 const ADYEN_API_KEY = `AQEyhmfxK${tag}adyenApiKey`;
 const ADYEN_HMAC_KEY = `44782DEF547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_HMAC_KEY_2 = `99182ABC547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
+const ADYEN_VENDOR_API_KEY = `AQEvendor${tag}adyenApiKey`;
+const ADYEN_VENDOR_HMAC_KEY = randomBytes(32).toString('hex').toUpperCase();
 
 /** Headers whose values are counts, lengths or seconds: a 3-digit value there is no CVC. */
 const NUMERIC_HEADERS = /^(content-length|x-ratelimit-.*|ratelimit.*|retry-after)$/;
@@ -104,6 +107,7 @@ describe('secrets scan', () => {
   let destination: Destination;
   let receiver: Receiver;
   let fakeStripe: FakeStripe;
+  let fakeAdyen: FakeAdyen;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
   /**
@@ -125,6 +129,8 @@ describe('secrets scan', () => {
     receiver = await new Receiver().start();
     fakeStripe = await new FakeStripe().start();
     fakeStripe.keys.add(STRIPE_VENDOR_SECRET);
+    fakeAdyen = await new FakeAdyen().start();
+    fakeAdyen.apiKeys.add(ADYEN_VENDOR_API_KEY);
     // A database of its own, so this app's webhook delivery worker sends this scenario's events only.
     t = await startApp({
       DATABASE_URL: db.url,
@@ -132,7 +138,7 @@ describe('secrets scan', () => {
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_DELIVERY_ENABLED: 'true',
       WEBHOOK_POLL_MS: '100',
-      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl}`,
+      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl},adyen-card=${fakeAdyen.baseUrl}`,
     });
     tenant = await newTenant(t, `secrets scan ${tag}`);
   });
@@ -141,6 +147,7 @@ describe('secrets scan', () => {
     await destination?.stop();
     await receiver?.stop();
     await fakeStripe?.close();
+    await fakeAdyen?.close();
     if (db) await dropDatabase(db.name);
   });
 
@@ -250,6 +257,8 @@ describe('secrets scan', () => {
     plant('connection secret (adyen api_key)', ADYEN_API_KEY);
     plant('connection secret (adyen hmac_key)', ADYEN_HMAC_KEY);
     plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
+    plant('connection secret (adyen api_key, test environment)', ADYEN_VENDOR_API_KEY);
+    plant('connection secret (adyen hmac_key, test environment)', ADYEN_VENDOR_HMAC_KEY);
     plant('management key', tenant.managementKey);
     const mgt = tenant.managementKey;
 
@@ -654,6 +663,52 @@ describe('secrets scan', () => {
     expect((await pay('amex', { intent: 'capture' }, vendor)).status).toBe('capture_succeeded');
     expect(fakeStripe.posts(/^\/v1\/payment_intents$/)).toHaveLength(2);
 
+    // Adyen's test environment (a fake Adyen): the card and the API key leave for Adyen, and nothing
+    // else does; its notifications come back signed with the connection's HMAC key.
+    const adyenVendor = (
+      await call('post', '/orchestration/connections', 201, {
+        key: pvt.key,
+        body: {
+          connection_formula_id: 'adyen-card',
+          method: 'card',
+          display_name: 'Adyen test',
+          environment: 'test',
+          fields: [
+            { key: 'api_key', value: ADYEN_VENDOR_API_KEY },
+            { key: 'merchant_account', value: 'TestMerchant' },
+            { key: 'hmac_key', value: ADYEN_VENDOR_HMAC_KEY },
+          ],
+          accepted_countries: ['US'],
+          accepted_currencies: ['USD'],
+        },
+      })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, adyenVendor)).status).toBe('available');
+    const atAdyen = await pay('visa', {}, adyenVendor);
+    expect(atAdyen.status).toBe('authorization_succeeded');
+    await op(atAdyen.id, 'capture', 200, { amount: 1000 });
+    const notifyAdyen = () =>
+      call('post', '/orchestration/vendors/adyen/notifications', 200, {
+        body: {
+          live: 'false',
+          notificationItems: fakeAdyen.queued.splice(0).map((item) => ({
+            NotificationRequestItem: {
+              ...item,
+              additionalData: { hmacSignature: signNotification(item, ADYEN_VENDOR_HMAC_KEY) },
+            },
+          })),
+        },
+      });
+    await notifyAdyen();
+    await op(atAdyen.id, 'refunds', 201, { amount: 400 });
+    await notifyAdyen();
+    const settledAtAdyen = await call('get', `/orchestration/transactions/${atAdyen.id}`, 200, {
+      key: pvt.key,
+    });
+    expect(settledAtAdyen.body).toMatchObject({ status: 'capture_succeeded', refunded_amount: 400 });
+    expect((await pay('amex', { intent: 'capture' }, adyenVendor)).status).toBe('capture_succeeded');
+    expect(fakeAdyen.posts(/^\/payments$/)).toHaveLength(2);
+
     await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
@@ -761,6 +816,19 @@ describe('secrets scan', () => {
       for (const card of [CARDS.visa, CARDS.amex])
         text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
       text = text.split(`Bearer ${STRIPE_VENDOR_SECRET}`).join('Bearer [sent]');
+      responses.push({
+        route: `vendor request ${sent.method} ${sent.path}`,
+        body: text,
+        headers: {},
+        traceId: '',
+        logged: false,
+      });
+    }
+    for (const sent of fakeAdyen.requests) {
+      let text = JSON.stringify({ body: sent.body, headers: sent.headers });
+      for (const card of [CARDS.visa, CARDS.amex])
+        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
+      text = text.split(`"x-api-key":"${ADYEN_VENDOR_API_KEY}"`).join('"x-api-key":"[sent]"');
       responses.push({
         route: `vendor request ${sent.method} ${sent.path}`,
         body: text,

@@ -71,6 +71,7 @@ function validateAgainstFormula(
   body: ConnectionRequestDto,
   stored: Map<string, string>,
   vendorFormulas: readonly string[],
+  checkVendorFields: (values: Map<string, string>, environment: 'test' | 'live') => Record<string, string>,
 ): { formula: Formula; values: Map<string, string> } {
   const errors: FieldErrors = {};
   const formula = findFormula(body.connection_formula_id);
@@ -122,6 +123,11 @@ function validateAgainstFormula(
       'environment',
       `${formula.id} has no ${environment} environment: only the sandbox; formulas with a vendor adapter: ${vendorFormulas.join(', ')}`,
     );
+  else if (environment !== 'sandbox')
+    for (const [key, message] of Object.entries(checkVendorFields(values, environment))) {
+      const at = body.fields.findIndex((f) => f.key === key);
+      addFieldError(errors, at < 0 ? 'fields' : `fields[${at}].value`, message);
+    }
   if (Object.keys(errors).length) throw new ValidationException(errors);
   return { formula, values };
 }
@@ -180,7 +186,14 @@ export class ConnectionsService implements OnApplicationShutdown {
     body: ConnectionRequestDto,
     stored: Map<string, string>,
   ): Promise<ConnectionValues> {
-    const { formula, values } = validateAgainstFormula(body, stored, this.processors.vendorFormulas());
+    const { formula, values } = validateAgainstFormula(
+      body,
+      stored,
+      this.processors.vendorFormulas(),
+      (values, environment) =>
+        this.processors.for({ formulaId: body.connection_formula_id, environment }).checkFields?.(values) ??
+        {},
+    );
     const { fields, secrets } = await this.splitSecrets(tenantId, id, formula, values);
     return {
       formulaId: formula.id,

@@ -28,6 +28,8 @@ export interface ProcessorPort {
    * until then, and the vendor's notifications settle them.
    */
   readonly confirmsByNotification?: boolean;
+  /** Vendor adapters: what is wrong with a connection's field values, by field key (empty when nothing). */
+  checkFields?(values: ReadonlyMap<string, string>): Record<string, string>;
   capture(request: CaptureRequest): Promise<OperationResult>;
   void(request: OperationRequest): Promise<OperationResult>;
   refund(request: RefundRequest): Promise<OperationResult>;

@@ -9,7 +9,7 @@ export const ADYEN_TIMEOUT_MS = 20_000;
 export const ADYEN_TEST_BASE_URL = 'https://checkout-test.adyen.com/v71';
 
 /** A live endpoint prefix: letters, digits and dashes only, so that it can only name an Adyen host. */
-const LIVE_PREFIX = /^[A-Za-z0-9-]{1,100}$/;
+export const LIVE_PREFIX = /^[A-Za-z0-9-]{1,100}$/;
 
 /** Adyen's error body (`ServiceError`). */
 export interface AdyenServiceError {

@@ -14,7 +14,15 @@ import type {
   VerificationResult,
 } from '../processor.port';
 import { vendorReturnUrl } from '../processor.port';
-import { ADYEN_TIMEOUT_MS, AdyenConfigurationError, adyenBaseUrl, AdyenAnswer, adyenPost } from './adyen-api';
+import {
+  ADYEN_TIMEOUT_MS,
+  AdyenConfigurationError,
+  adyenBaseUrl,
+  AdyenAnswer,
+  adyenPost,
+  LIVE_PREFIX,
+} from './adyen-api';
+import { HMAC_KEY_FORMAT } from './adyen-hmac';
 import { AdyenPaymentResponse, authorizeRefused, authorizeResult, serviceErrorCode } from './adyen-results';
 
 /** Adyen's answer to a capture, a cancel or a refund: `received`, confirmed later by notification. */
@@ -80,6 +88,19 @@ export class AdyenProcessor implements ProcessorPort {
       path === '/payments/details' ? body : { ...body, merchantAccount: credentials.merchant_account ?? '' },
       { idempotencyKey, timeoutMs: this.timeoutMs },
     );
+  }
+
+  /** An HMAC key must be hexadecimal (as the Customer Area shows it); a live connection needs its prefix. */
+  checkFields(values: ReadonlyMap<string, string>): Record<string, string> {
+    const problems: Record<string, string> = {};
+    const hmac = values.get('hmac_key');
+    if (hmac !== undefined && !HMAC_KEY_FORMAT.test(hmac))
+      problems.hmac_key = 'hmac_key must be the hexadecimal HMAC key of the Adyen webhook (64 to 128 digits)';
+    const prefix = values.get('live_endpoint_url_prefix');
+    if (this.settings.environment === 'live' && !this.settings.baseUrl && !LIVE_PREFIX.test(prefix ?? ''))
+      problems.live_endpoint_url_prefix =
+        'a live adyen-card connection needs live_endpoint_url_prefix: letters, digits and dashes';
+    return problems;
   }
 
   async verifyCredentials(credentials: Credentials): Promise<VerificationResult> {

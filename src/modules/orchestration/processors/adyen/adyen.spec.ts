@@ -1,3 +1,4 @@
+import { AdyenProcessor } from './adyen.processor';
 import { ADYEN_TEST_BASE_URL, AdyenConfigurationError, adyenBaseUrl } from './adyen-api';
 import { adyenSignature, verifyAdyenSignature } from './adyen-hmac';
 import { authorizeRefused, authorizeResult, cvvCode, serviceErrorCode } from './adyen-results';
@@ -133,5 +134,31 @@ describe('adyen-card: answers', () => {
       errorCode: 'adyen_010',
       cvvResponseCode: 'not_provided',
     });
+  });
+});
+
+describe('adyen-card: connection fields', () => {
+  const processor = (environment: 'test' | 'live', baseUrl?: string) =>
+    new AdyenProcessor({
+      environment,
+      baseUrl,
+      publicBaseUrl: 'https://vault.example',
+      notificationTimeoutMs: 1,
+    });
+
+  it('an HMAC key must be hexadecimal; a live connection needs a prefix that names an Adyen host', () => {
+    expect(processor('test').checkFields(new Map([['hmac_key', 'AB'.repeat(32)]]))).toEqual({});
+    expect(Object.keys(processor('test').checkFields(new Map([['hmac_key', 'secret']])))).toEqual([
+      'hmac_key',
+    ]);
+    expect(Object.keys(processor('live').checkFields(new Map()))).toEqual(['live_endpoint_url_prefix']);
+    expect(
+      Object.keys(processor('live').checkFields(new Map([['live_endpoint_url_prefix', 'evil.example#']]))),
+    ).toEqual(['live_endpoint_url_prefix']);
+    expect(processor('live').checkFields(new Map([['live_endpoint_url_prefix', 'abc123-Company']]))).toEqual(
+      {},
+    );
+    // Pointed elsewhere by VENDOR_BASE_URLS, the prefix is not used.
+    expect(processor('live', 'http://127.0.0.1:4010').checkFields(new Map())).toEqual({});
   });
 });
