@@ -1087,7 +1087,7 @@ export interface components {
         ConnectionRequestDto: {
             /**
              * @description `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
-             *     endpoints, for formulas with a vendor adapter.
+             *     endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`).
              * @default sandbox
              * @enum {string}
              */
