@@ -42,17 +42,17 @@ export const ADYEN_CARDS = {
   /** American Express, Authorised. */
   amex: '370000000000002',
   /** Refused, refusalReasonCode '2' (Refused). */
-  refused: '4100000000000029',
+  refused: '4100000000000027',
   /** Refused, refusalReasonCode '12' (Not enough balance). */
-  notEnoughBalance: '4100000000000128',
+  notEnoughBalance: '4100000000000126',
   /** Refused, refusalReasonCode '6' (Expired Card); a past expiry date on any card gives the same. */
-  expired: '4100000000000060',
+  expired: '4100000000000068',
   /** Refused, refusalReasonCode '24' (CVC Declined). */
-  cvcDeclined: '4100000000000243',
+  cvcDeclined: '4100000000000241',
   /** resultCode Error, refusalReasonCode '4' (Acquirer Error). */
-  acquirerError: '4100000000000045',
+  acquirerError: '4100000000000043',
   /** No payment: 422 ServiceError, errorCode '101' (Invalid card number). */
-  invalidNumber: '4100000000001019',
+  invalidNumber: '4100000000001017',
   /** Adyen's 3-D Secure 2 Visa test card: RedirectShopper, then the outcome given to completeChallenge(). */
   threeDSVisa: '4917610000000000',
   /** Adyen's 3-D Secure 2 Mastercard test card: as threeDSVisa. */
