@@ -601,6 +601,28 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
       fake.queued.length = 0;
     });
 
+    it('an expired challenge cancels the payment at Adyen before failing it', async () => {
+      const tx = await pay(ADYEN_CARDS.threeDSVisa);
+      expect(tx.status).toBe('buyer_approval_pending');
+      fake.queued.length = 0;
+      await settleAfter(16 * 60);
+      expect(await get(tx.id)).toMatchObject({
+        status: 'authorization_failed',
+        error_code: 'approval_expired',
+      });
+      // Other challenges of this file expire too; this one's cancel is sent once (or twice with the same
+      // Idempotency-Key when the app's own settlement tick runs beside the direct call).
+      const cancels = fake.posts(/\/cancels$/).filter((r) => r.body.reference === tx.reconciliation_id);
+      expect(cancels.length).toBeGreaterThanOrEqual(1);
+      for (const cancel of cancels) {
+        expect(cancel.path).toBe(`/payments/${tx.connection_transaction_id}/cancels`);
+        expect(cancel.headers['idempotency-key']).toBe(`${tx.reconciliation_id}:void`);
+      }
+      // Its CANCELLATION changes nothing more.
+      await notify();
+      expect((await get(tx.id)).status).toBe('authorization_failed');
+    });
+
     it('a buyer who authenticated but never came back: the AUTHORISATION notification settles it', async () => {
       const tx = await pay(ADYEN_CARDS.threeDSVisa);
       fake.completeChallenge(tx.reconciliation_id, true);

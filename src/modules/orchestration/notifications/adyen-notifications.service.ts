@@ -237,7 +237,7 @@ function itemsOf(body: unknown): AdyenNotificationItem[] | undefined {
   for (const entry of list) {
     const item = (entry as { NotificationRequestItem?: unknown } | null)?.NotificationRequestItem;
     if (!item || typeof item !== 'object' || Array.isArray(item)) return undefined;
-    items.push(item as AdyenNotificationItem);
+    items.push(item);
   }
   return items;
 }

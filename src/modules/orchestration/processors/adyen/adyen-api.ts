@@ -84,5 +84,5 @@ export async function adyenPost<T>(
     parsed = {};
   }
   if (status >= 200 && status < 300) return { ok: true, body: parsed as T };
-  return { ok: false, status, error: (parsed ?? {}) as AdyenServiceError };
+  return { ok: false, status, error: parsed ?? {} };
 }
