@@ -9,7 +9,7 @@ import { newConnection, ORCHESTRATION_PERMISSIONS, waitForConnection } from './s
 
 /** The formulas the service ships (its own copy, in src); the test below checks it against the published table. */
 const FORMULAS = JSON.parse(
-  readFileSync(join(__dirname, '../src/modules/orchestration/formulas/formulas.json'), 'utf8'),
+  readFileSync(join(__dirname, '../src/modules/orchestration/formulas/formula-catalog.json'), 'utf8'),
 );
 /**
  * SHA-256 of the published table of the 18 card connection formulas (the interface document's

@@ -1,4 +1,4 @@
-import catalog from './formulas.json';
+import catalog from './formula-catalog.json';
 
 export const FEATURES = [
   'three_d_secure_pass_through',
@@ -30,7 +30,10 @@ export interface Formula {
   supported_features: Record<Feature, boolean>;
 }
 
-/** The 18 card formulas (the catalog's data is `formulas.json`, as published). */
+/**
+ * The 18 card formulas: `formula-catalog.json` is the published `formulas.json` under a name of its own
+ * (beside `formulas.ts`, a `formulas.json` is what ts-node's `require('./formulas')` finds first).
+ */
 export const FORMULAS: readonly Formula[] = catalog;
 
 const BY_ID = new Map(FORMULAS.map((f) => [f.id, f]));
