@@ -890,6 +890,27 @@ export interface components {
             /** @example XXXXX6789 */
             account_number?: string;
         };
+        CardDetailsDto: {
+            /**
+             * @description The first 6 digits, or 8 for 16-digit and longer Visa and Mastercard numbers.
+             * @example 42424242
+             */
+            bin: string;
+            /** @example 4242 */
+            last4: string;
+            /**
+             * @description The scheme (`visa`, `mastercard`, `american-express`, `discover`, ...).
+             * @example visa
+             */
+            brand?: string;
+            /** @description Not known to this service (no BIN table): absent. */
+            funding?: string;
+            /** @description Not known to this service (no BIN table): absent. */
+            issuer?: string;
+        };
+        TokenEnrichmentsDto: {
+            card_details: components["schemas"]["CardDetailsDto"];
+        };
         TokenObjectDto: {
             /** @enum {string} */
             type: "token" | "card" | "bank";
@@ -909,6 +930,8 @@ export interface components {
             };
             id: string;
             tenant_id: string;
+            /** @description Card tokens (but through a `redact` rule): the card's details (contract section 16). */
+            enrichments?: components["schemas"]["TokenEnrichmentsDto"];
             search_indexes?: string[];
             fingerprint: string;
             fingerprint_expression: string;

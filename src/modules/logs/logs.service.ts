@@ -1,3 +1,4 @@
+import { parseInstant } from '../../common/dates';
 import { LogsErrorCode, LogsException } from './logs.errors';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ENTITY_TYPES } from '../../common/audit/audit.types';
@@ -59,8 +60,8 @@ export class LogsService implements OnModuleInit {
       tenantId: who.tenantId,
       entityType: query.entity_type,
       entityId: query.entity_id,
-      startDate: query.start_date,
-      endDate: query.end_date,
+      startDate: query.start_date === undefined ? undefined : parseInstant(query.start_date)!.toISOString(),
+      endDate: query.end_date === undefined ? undefined : parseInstant(query.end_date)!.toISOString(),
     };
     if (query.start !== undefined) {
       const [createdAt, id] = decodeCursor(query.start, [CURSOR_TIME, CURSOR_UUID]);

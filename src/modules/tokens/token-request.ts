@@ -1,3 +1,4 @@
+import { isInstant, parseInstant } from '../../common/dates';
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
 import { addFieldError, type FieldErrors } from '../../common/errors/problem.exception';
 import type { ExpressionBatch, ExpressionOutcome } from './expression-evaluator';
@@ -54,12 +55,13 @@ export const childPath = (parent: string, key: string | number): string =>
 const add = addFieldError;
 
 /** The shape checks of fields that both a token request and `PATCH /tokens/{id}` (UpdateTokenDto) take. */
-export const EXPIRES_AT_FORMAT = 'expires_at must be an ISO 8601 date-time';
+export const EXPIRES_AT_FORMAT =
+  'expires_at must be an ISO 8601 date-time (YYYY-MM-DDThh:mm[:ss[.f]] with Z, ±hh:mm or ±hhmm; none is UTC) or date (YYYY-MM-DD)';
 export const SEARCH_INDEXES_FORMAT = 'search_indexes must be an array of at most 20 non-empty expressions';
 export const FINGERPRINT_EXPRESSION_FORMAT = 'fingerprint_expression must be a non-empty expression';
 
-export const isDateTime = (value: unknown): value is string =>
-  typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(new Date(value).getTime());
+/** An ISO 8601 date-time or date as the contract takes it (section 16; see parseInstant). */
+export const isDateTime = isInstant;
 
 export const isExpression = (value: unknown): value is string =>
   typeof value === 'string' && value.length > 0;
@@ -152,7 +154,7 @@ export function parseExpiresAt(value: unknown, path: string, now: Date, errors: 
     add(errors, path, EXPIRES_AT_FORMAT);
     return null;
   }
-  const date = new Date(value);
+  const date = parseInstant(value)!;
   if (date.getTime() <= now.getTime()) add(errors, path, 'expires_at must be in the future');
   return date;
 }

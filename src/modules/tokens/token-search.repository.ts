@@ -26,7 +26,7 @@ export interface Keyset {
   id: string;
 }
 
-const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.fingerprint, t.fingerprint_expression, t.metadata,
+const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.card_bin, t.fingerprint, t.fingerprint_expression, t.metadata,
   t.search_indexes, t.containers, t.expires_at, t.created_by, t.created_at, t.modified_by, t.modified_at`;
 
 /**

@@ -20,6 +20,7 @@ describe('card validation', () => {
       cvc: '123',
       mask: { number: 'XXXXXXXXXXXX4242', expiration_month: 12, expiration_year: 2030 },
       brand: 'visa',
+      bin: '42424242',
     });
   });
 

@@ -43,6 +43,20 @@ export interface ValidatedData {
   mask?: TokenMask;
   /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
   brand?: string;
+  /** The card's BIN as it may be shown (see binOf). */
+  bin?: string;
+}
+
+/** Schemes whose BINs are 8 digits since the 2022 ISO/IEC 7812 change (Visa, Mastercard). */
+const EIGHT_DIGIT_BIN_SCHEMES = new Set(['visa', 'mastercard']);
+
+/**
+ * The BIN shown in a card token's enrichments: the first 8 digits of a 16-digit or longer number of a
+ * scheme with 8-digit BINs, else the first 6 (PCI DSS allows these with the last four; never more).
+ */
+export function binOf(digits: string, brand: string | undefined): string {
+  const eight = digits.length >= 16 && brand !== undefined && EIGHT_DIGIT_BIN_SCHEMES.has(brand);
+  return digits.slice(0, eight ? 8 : 6);
 }
 
 const maskDigits = (digits: string): string => 'X'.repeat(Math.max(digits.length - 4, 0)) + digits.slice(-4);
@@ -118,6 +132,7 @@ function validateCard(
     cvc: cvc as string | undefined,
     mask: { number: maskDigits(digits), expiration_month: month as number, expiration_year: year as number },
     brand: brand?.type,
+    bin: binOf(digits, brand?.type),
   };
 }
 

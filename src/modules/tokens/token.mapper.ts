@@ -22,6 +22,8 @@ export function tokenDto(
   const out: TokenDto = { id: row.id, tenant_id: row.tenant_id, type: row.type };
   if (options.revealed) out.data = options.revealed.data;
   else if (row.mask && options.transform !== 'redact') out[options.composite ? 'data' : 'mask'] = row.mask;
+  const enrichments = options.transform === 'redact' ? undefined : cardEnrichments(row);
+  if (enrichments) out.enrichments = enrichments;
   if (row.metadata) out.metadata = row.metadata;
   if (row.search_indexes) out.search_indexes = row.search_indexes;
   out.fingerprint = row.fingerprint;
@@ -33,6 +35,23 @@ export function tokenDto(
   if (row.modified_by) out.modified_by = row.modified_by;
   if (row.modified_at) out.modified_at = row.modified_at.toISOString();
   return out;
+}
+
+/**
+ * `enrichments.card_details` of a card token (contract section 16): the BIN kept at tokenize, the last
+ * four of the mask, the brand; nothing for tokens made before BINs were kept. No funding or issuer:
+ * the service has no BIN table to know them from.
+ */
+function cardEnrichments(row: TokenRow): { card_details: Record<string, string> } | undefined {
+  const number = row.mask?.number;
+  if (row.type !== 'card' || !row.card_bin || typeof number !== 'string') return undefined;
+  return {
+    card_details: {
+      bin: row.card_bin,
+      last4: number.slice(-4),
+      ...(row.card_brand ? { brand: row.card_brand } : {}),
+    },
+  };
 }
 
 /**

@@ -147,6 +147,7 @@ export class TokenizeService {
           type: el.type,
           mask: el.validated.mask ?? null,
           card_brand: el.validated.brand ?? null,
+          card_bin: el.validated.bin ?? null,
           fingerprint: fingerprints[i],
           fingerprint_expression: el.fingerprintExpression,
           metadata: el.metadata,

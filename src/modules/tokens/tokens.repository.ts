@@ -16,6 +16,7 @@ export interface TokenRow {
   type: TokenType;
   mask: TokenMask | null;
   card_brand: string | null;
+  card_bin: string | null;
   fingerprint: string;
   fingerprint_expression: string;
   metadata: Record<string, string> | null;
@@ -66,6 +67,7 @@ const toRow = (token: TokenEntity): TokenRow => ({
   type: token.type,
   mask: token.mask,
   card_brand: token.cardBrand,
+  card_bin: token.cardBin,
   fingerprint: token.fingerprint,
   fingerprint_expression: token.fingerprintExpression,
   metadata: token.metadata,
@@ -85,6 +87,7 @@ const toEntity = (token: SealedToken): TokenEntity => ({
   data: token.data,
   mask: token.mask,
   cardBrand: token.card_brand,
+  cardBin: token.card_bin,
   fingerprint: token.fingerprint,
   fingerprintExpression: token.fingerprint_expression,
   metadata: token.metadata,
@@ -104,6 +107,7 @@ const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
   type: true,
   mask: true,
   cardBrand: true,
+  cardBin: true,
   fingerprint: true,
   fingerprintExpression: true,
   metadata: true,

@@ -1,10 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Length, Max, MaxLength, Min, ValidateBy } from 'class-validator';
+import { isInstant } from '../../../common/dates';
 import { ENTITY_TYPES, type EntityType, OPERATIONS, type Operation } from '../../../common/audit/audit.types';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../common/pagination/offset-pagination.dto';
 
-const ISO = { strict: true, strictSeparator: true };
+/** An ISO 8601 date-time or date as the contract takes it (section 16): see parseInstant. */
+const IsInstant = (field: string): PropertyDecorator =>
+  ValidateBy({
+    name: 'isInstant',
+    validator: {
+      validate: (value) => isInstant(value),
+      defaultMessage: () =>
+        `${field} must be an ISO 8601 date-time (Z, ±hh:mm or ±hhmm; none is UTC) or date (YYYY-MM-DD)`,
+    },
+  });
 
 export class ListLogsQueryDto {
   /** Only logs of this entity type. */
@@ -21,12 +31,12 @@ export class ListLogsQueryDto {
 
   /** Logs created at or after this time (ISO 8601). */
   @IsOptional()
-  @IsISO8601(ISO, { message: 'start_date must be an ISO 8601 date-time' })
+  @IsInstant('start_date')
   start_date?: string;
 
   /** Logs created before this time (ISO 8601). */
   @IsOptional()
-  @IsISO8601(ISO, { message: 'end_date must be an ISO 8601 date-time' })
+  @IsInstant('end_date')
   end_date?: string;
 
   /** The cursor from `pagination.after` of the previous page. */

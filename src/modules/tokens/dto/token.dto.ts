@@ -12,6 +12,24 @@ export class TokenMaskDto {
   account_number?: string;
 }
 
+/** What a card token shows of its card beyond the mask: never more of the number than BIN and last four. */
+export class CardDetailsDto {
+  /** The first 6 digits, or 8 for 16-digit and longer Visa and Mastercard numbers. @example "42424242" */
+  bin: string;
+  /** @example "4242" */
+  last4: string;
+  /** The scheme (`visa`, `mastercard`, `american-express`, `discover`, ...). @example "visa" */
+  brand?: string;
+  /** Not known to this service (no BIN table): absent. */
+  funding?: string;
+  /** Not known to this service (no BIN table): absent. */
+  issuer?: string;
+}
+
+export class TokenEnrichmentsDto {
+  card_details: CardDetailsDto;
+}
+
 /** A token (contract section 3). Its data is returned in clear only when read through a reveal rule. */
 @ApiExtraModels(TokenMaskDto)
 export class TokenObjectDto {
@@ -39,6 +57,8 @@ export class TokenObjectDto {
     ],
   })
   data?: unknown;
+  /** Card tokens (but through a `redact` rule): the card's details (contract section 16). */
+  enrichments?: TokenEnrichmentsDto;
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
   metadata?: Record<string, string>;
   search_indexes?: string[];

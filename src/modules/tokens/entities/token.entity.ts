@@ -23,6 +23,10 @@ export class TokenEntity {
   @Column({ name: 'card_brand', type: 'varchar', length: 40, nullable: true })
   cardBrand: string | null;
 
+  /** The card's BIN (first 6 or 8 digits, as PCI DSS allows them shown): the enrichments' `bin`. */
+  @Column({ name: 'card_bin', type: 'varchar', length: 8, nullable: true })
+  cardBin: string | null;
+
   @Column({ type: 'varchar', length: 64 })
   fingerprint: string;
 
