@@ -1,0 +1,38 @@
+import { tokenDto } from './token.mapper';
+import type { TokenRow } from './tokens.repository';
+
+const row = (changes: Partial<TokenRow> = {}): TokenRow => ({
+  id: 'tok_1',
+  tenant_id: 't',
+  type: 'card',
+  mask: { number: 'XXXXXXXXXXXX4242', expiration_month: 12, expiration_year: 2030 },
+  card_brand: 'visa',
+  card_bin: '42424242',
+  fingerprint: 'fp',
+  fingerprint_expression: '{{ data.number }}',
+  metadata: null,
+  search_indexes: null,
+  containers: ['/pci/high/'],
+  expires_at: null,
+  created_by: null,
+  created_at: new Date('2026-11-24T00:00:00Z'),
+  modified_by: null,
+  modified_at: null,
+  ...changes,
+});
+
+describe('token objects: enrichments', () => {
+  it('a card with a kept BIN shows bin, last four and brand', () => {
+    expect(tokenDto(row()).enrichments).toEqual({
+      card_details: { bin: '42424242', last4: '4242', brand: 'visa' },
+    });
+  });
+
+  it('none through a redact rule, for cards made before BINs were kept, or for other types', () => {
+    expect(tokenDto(row(), { transform: 'redact' }).enrichments).toBeUndefined();
+    expect(tokenDto(row({ card_bin: null })).enrichments).toBeUndefined();
+    expect(
+      tokenDto(row({ type: 'bank', card_bin: null, mask: { account_number: 'XXXX6789' } })).enrichments,
+    ).toBeUndefined();
+  });
+});
