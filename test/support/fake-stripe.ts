@@ -61,6 +61,8 @@ export class FakeStripe {
   hangNext = 0;
   /** The next N requests answer 500 without doing anything. */
   failNext = 0;
+  /** The next N POSTs are neither performed nor answered: to Stripe, as if they never arrived. */
+  stallNext = 0;
   private readonly idempotent = new Map<string, { status: number; body: Json }>();
   private server!: Server;
 
@@ -110,6 +112,10 @@ export class FakeStripe {
     if (this.failNext > 0) {
       this.failNext--;
       return send(500, { error: { type: 'api_error', message: 'Something went wrong' } });
+    }
+    if (recorded.method === 'POST' && this.stallNext > 0) {
+      this.stallNext--;
+      return; // received, never performed nor answered
     }
     const [status, body] = this.route(recorded);
     if (recorded.method === 'POST' && idempotencyKey) this.idempotent.set(idempotencyKey, { status, body });

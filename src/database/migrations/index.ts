@@ -13,6 +13,7 @@ import { Proxies1795000000011 } from './1795000000011-Proxies';
 import { Webhooks1795000000012 } from './1795000000012-Webhooks';
 import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionEnvironments';
 import { VendorNotifications1795000000014 } from './1795000000014-VendorNotifications';
+import { IdempotencyResources1795000000015 } from './1795000000015-IdempotencyResources';
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
@@ -32,5 +33,6 @@ export const MIGRATIONS = [
   Webhooks1795000000012,
   ConnectionEnvironments1795000000013,
   VendorNotifications1795000000014,
+  IdempotencyResources1795000000015,
   CardEnrichments1795000000018,
 ];

@@ -10,6 +10,7 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
+import { bindIdempotentResource } from '../../common/context/idempotent-resource';
 import { isNeverReplayed, isWithheldFromReplay } from '../../common/context/never-replayed.decorator';
 import { onRequestCommit } from '../../common/context/transactional';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
@@ -47,7 +48,9 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
  * handler runs; its 2xx response is stored in the transaction the service method declares, so a change
  * is never committed without its record; a failure releases the key. The header is ignored on other
  * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`);
- * a response holding data in clear (`withholdFromReplay`) is answered but not stored.
+ * a response holding data in clear (`withholdFromReplay`) is answered but not stored. A handler that
+ * commits a resource before it calls a vendor pins it on the claim (`IdempotentResource`), so that a
+ * retry after its process died answers that resource instead of making a second one.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -96,6 +99,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
           res.setHeader(REPLAYED_HEADER, 'true');
           return send(outcome.response, res);
       }
+      // What the handler creates before it calls a vendor is pinned on the claim (IdempotentResource).
+      bindIdempotentResource(this.idempotency.resourceBinding(scope, outcome.claimId, outcome.resumed));
       // The record commits with the change: in the transaction the service method declares.
       let recorded: StoredResponse | undefined;
       const edge = onRequestCommit(async (result) => {

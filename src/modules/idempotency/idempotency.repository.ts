@@ -42,11 +42,14 @@ interface RecordRow {
 }
 
 const PK = 'tenant_id = $1 AND scope = $2 AND key_digest = $3';
+/** In a takeover: the record is a stale claim with a pinned resource, within its lifetime. */
+const RESUMING = 'r.resource_id IS NOT NULL AND r.expires_at > EXCLUDED.created_at';
 
 /**
  * The `idempotency_records` table. Claims, reads and releases are statements of their own (`dataSource`),
  * committed at once whatever transaction the caller is in, so that other requests see a claim as soon
- * as it is taken; completing joins the caller's transaction, so the change and its record commit together.
+ * as it is taken; completing and pinning a resource join the caller's transaction, so the change and
+ * its record (or its pin) commit together.
  */
 @Injectable()
 export class IdempotencyRepository {
@@ -58,19 +61,26 @@ export class IdempotencyRepository {
   /**
    * Inserts a claim, or takes over a record past its lifetime or a claim past its timeout (one atomic
    * `INSERT ... ON CONFLICT`); returns the claim id now on the record (another request's when it holds it).
+   * A stale claim that pinned a resource is a request interrupted after it created something: the retry
+   * keeps the pin (and the record's lifetime) and is told the resource; the same key with another
+   * request cannot take it over. A record past its lifetime starts afresh.
    */
-  async claim(claim: NewClaim): Promise<string | undefined> {
-    const claimed: { claim_id: string }[] = await this.dataSource.query(
+  async claim(claim: NewClaim): Promise<{ claimId: string; resourceId: string | null } | undefined> {
+    const claimed: { claim_id: string; resource_id: string | null }[] = await this.dataSource.query(
       `INSERT INTO idempotency_records AS r
               (tenant_id, scope, key_digest, request_digest, claim_id, state, claimed_until, created_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, 'processing', $6, $7, $8)
        ON CONFLICT (tenant_id, scope, key_digest) DO UPDATE
           SET request_digest = EXCLUDED.request_digest, claim_id = EXCLUDED.claim_id, state = 'processing',
               claimed_until = EXCLUDED.claimed_until, response_status = NULL, response_headers = NULL,
-              response_body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+              response_body = NULL,
+              resource_id = CASE WHEN ${RESUMING} THEN r.resource_id END,
+              created_at = CASE WHEN ${RESUMING} THEN r.created_at ELSE EXCLUDED.created_at END,
+              expires_at = CASE WHEN ${RESUMING} THEN r.expires_at ELSE EXCLUDED.expires_at END
         WHERE r.expires_at <= EXCLUDED.created_at
-           OR (r.state = 'processing' AND r.claimed_until <= EXCLUDED.created_at)
-       RETURNING claim_id`,
+           OR (r.state = 'processing' AND r.claimed_until <= EXCLUDED.created_at
+               AND (r.resource_id IS NULL OR r.request_digest = EXCLUDED.request_digest))
+       RETURNING claim_id, resource_id`,
       [
         claim.tenantId,
         claim.scope,
@@ -82,7 +92,8 @@ export class IdempotencyRepository {
         claim.expiresAt,
       ],
     );
-    return claimed[0]?.claim_id;
+    const row = claimed[0];
+    return row && { claimId: row.claim_id, resourceId: row.resource_id };
   }
 
   async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
@@ -122,14 +133,31 @@ export class IdempotencyRepository {
     return count === 1;
   }
 
-  /** Deletes the record while `claimId` still holds it. */
-  async release(key: RecordKey, claimId: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM idempotency_records WHERE ${PK} AND claim_id = $4`, [
-      key.tenantId,
-      key.scope,
-      key.keyDigest,
-      claimId,
-    ]);
+  /**
+   * Pins the resource the request made on its claim, in the caller's transaction (the one that inserts
+   * the resource); false when `claimId` no longer holds the record.
+   */
+  async pin(key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
+      [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
+    );
+    return count === 1;
+  }
+
+  /**
+   * Gives the key back while `claimId` still holds it: the record is deleted, unless it pinned a
+   * resource (that exists whatever the outcome): then the claim only ends, and the next request with
+   * the key takes it over at once and answers the resource.
+   */
+  async release(key: RecordKey, claimId: string, now: Date): Promise<void> {
+    await this.dataSource.query(
+      `WITH released AS (
+         DELETE FROM idempotency_records WHERE ${PK} AND claim_id = $4 AND resource_id IS NULL)
+       UPDATE idempotency_records SET claimed_until = $5
+        WHERE ${PK} AND claim_id = $4 AND resource_id IS NOT NULL AND state = 'processing'`,
+      [key.tenantId, key.scope, key.keyDigest, claimId, now],
+    );
   }
 
   /** Deletes the records of every tenant past their lifetime at `now`: one set-based statement. */

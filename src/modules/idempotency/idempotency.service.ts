@@ -2,7 +2,9 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { configure } from 'safe-stable-stringify';
 import type { Principal } from '../../common/auth/principal';
+import type { ResourceBinding } from '../../common/context/idempotent-resource';
 import { open, seal } from '../../common/crypto/aead';
+import { conflict } from '../../common/errors/problem.exception';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { Clock } from '../../common/jobs/clock';
 import { RetentionJob } from '../../common/jobs/retention.job';
@@ -32,7 +34,8 @@ export interface IdempotencyScope {
 }
 
 export type ClaimOutcome =
-  | { kind: 'claimed'; claimId: string }
+  /** `resumed`: the resource the stale claim this one took over had pinned (its request died). */
+  | { kind: 'claimed'; claimId: string; resumed?: string }
   | { kind: 'in-flight' }
   | { kind: 'mismatch' }
   | { kind: 'replay'; response: StoredResponse };
@@ -94,7 +97,10 @@ export class IdempotencyService implements OnModuleInit {
         createdAt: now,
         expiresAt: new Date(now.getTime() + RECORD_LIFETIME_MS),
       });
-      if (holder === claimId) return { kind: 'claimed', claimId };
+      if (holder?.claimId === claimId)
+        return holder.resourceId
+          ? { kind: 'claimed', claimId, resumed: holder.resourceId }
+          : { kind: 'claimed', claimId };
       const row = await this.records.find(s);
       if (!row) continue;
       if (!row.requestDigest.equals(s.requestDigest)) return { kind: 'mismatch' };
@@ -123,9 +129,29 @@ export class IdempotencyService implements OnModuleInit {
     });
   }
 
-  /** A failed request gives its key back: the next request with it is processed as new. */
+  /**
+   * What the claimed request's handler sees through `IdempotentResource`: the resource a stale claim it
+   * took over had pinned, and `pin`, which writes the resource's id on the claim in the caller's
+   * transaction and refuses (409, rolling that transaction back) once a retry took the claim over.
+   */
+  resourceBinding(s: IdempotencyScope, claimId: string, resumed?: string): ResourceBinding {
+    return {
+      resumed,
+      pin: async (resourceId) => {
+        if (!(await this.records.pin(s, claimId, resourceId)))
+          throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
+            'Retry-After': '1',
+          });
+      },
+    };
+  }
+
+  /**
+   * A failed request gives its key back: the next request with it is processed as new. One that had
+   * pinned a resource keeps it: the next request answers that resource rather than make another.
+   */
   async release(s: IdempotencyScope, claimId: string): Promise<void> {
-    await this.records.release(s, claimId);
+    await this.records.release(s, claimId, this.clock.now());
   }
 
   private aad(s: IdempotencyScope): string {

@@ -1,3 +1,4 @@
+import { IdempotentResource } from '../../../common/context/idempotent-resource';
 import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
@@ -60,6 +61,17 @@ export class TransactionsService {
   ) {}
 
   async create(who: Principal, body: CreateTransactionDto): Promise<TransactionDto> {
+    // A retry of this very request (same idempotency key and body) whose process died after it committed
+    // the transaction: the vendor may have charged, so that transaction is the answer, as it stands now
+    // (the settlement job or the vendor's notification settles it), and nothing is created or called.
+    const resumed = IdempotentResource.resumed();
+    if (resumed) {
+      this.logger.log(
+        { transaction_id: resumed },
+        'retry of an interrupted request answered with its transaction',
+      );
+      return this.queries.get(who, resumed);
+    }
     const sessionId = threeDSessionId(body.three_d_session_id);
     const { id, connection, token, createdAt } = await inTransaction(async () => {
       const errors: FieldErrors = {};
@@ -98,6 +110,8 @@ export class TransactionsService {
         createdBy: who.applicationId,
         createdAt,
       });
+      // Commits with the row: a retry after a crash from here on answers this transaction.
+      await IdempotentResource.pin(id);
       return { id, connection, token, createdAt };
     });
 
