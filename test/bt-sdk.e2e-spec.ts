@@ -331,6 +331,27 @@ describe('Basis Theory Node SDK against the service', () => {
       await expect(pvt.tokens.get(created.id!)).rejects.toBeInstanceOf(BasisTheory.NotFoundError);
     });
 
+    it('create with a client id (CreateTokenRequest.id) in the root container, then get, update, delete by it', async () => {
+      const id = `sdk_Order-${Date.now()}`;
+      const created = await pvt.tokens.create({ id, type: 'token', data: 'root data', containers: ['/'] });
+      expect(created).toMatchObject({ id, type: 'token', containers: ['/'], createdBy: pvtId });
+      expect(await pvt.tokens.get(id)).toEqual(created);
+      const updated = await pvt.tokens.update(id, { metadata: { k: 'v' } });
+      expect(updated).toMatchObject({ id, metadata: { k: 'v' }, containers: ['/'] });
+      const taken = await pvt.tokens.create({ id, type: 'token', data: 'again' }).catch((e: unknown) => e);
+      expect(taken).toBeInstanceOf(BasisTheory.ConflictError);
+      const bad = await pvt.tokens
+        .create({ id: 'not/valid', type: 'token', data: 'x' })
+        .catch((e: unknown) => e);
+      expect(bad).toBeInstanceOf(BasisTheory.BadRequestError);
+      expect((bad as BasisTheory.BadRequestError).body).toMatchObject({
+        errors: { id: [expect.any(String)] },
+      });
+      await pvt.tokens.delete(id);
+      await expect(pvt.tokens.get(id)).rejects.toBeInstanceOf(BasisTheory.NotFoundError);
+      await expect(pvt.tokens.get('no-such_token')).rejects.toBeInstanceOf(BasisTheory.NotFoundError);
+    });
+
     it('errors come back as the SDK error classes with problem details', async () => {
       const bad = await pvt.tokens
         .tokenize({ type: 'card', data: { ...CARD, number: '4242424242424241' } })
@@ -377,6 +398,15 @@ describe('Basis Theory Node SDK against the service', () => {
     it('tokens.listV2 filters by metadata (sent as metadata=<JSON object>)', async () => {
       const page = await lister.tokens.listV2({ metadata: { k: 'v' } });
       expect(page.data.map((token) => token.id)).toEqual([tagged]);
+    });
+
+    it('tokens.listV2 pages across client ids; container / covers every container', async () => {
+      const ids = ['sdk-a', 'sdk_B', `sdk-${'c'.repeat(396)}`];
+      for (const id of ids) await lister.tokens.create({ id, type: 'token', data: id, containers: ['/'] });
+      const all = await collect(await lister.tokens.listV2({ container: '/', size: 2 }));
+      expect(all.map((token) => token.id).sort()).toEqual([...cards, tagged, ...ids].sort());
+      const general = await collect(await lister.tokens.listV2({ container: '/general/', size: 2 }));
+      expect(general.map((token) => token.id)).toEqual([tagged]);
     });
 
     it('tokens.searchV2 (POST /v2/tokens/search) pages with pagination.next', async () => {

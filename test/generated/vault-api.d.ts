@@ -206,7 +206,7 @@ export interface paths {
         };
         /**
          * List tokens
-         * @description Also filters by `metadata.<name>=<value>`. Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
+         * @description Also filters by `metadata.<name>=<value>`. Filters combine: a token must match all of them. Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data (`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).
          */
         get: operations["listTokens"];
         put?: never;
@@ -806,7 +806,7 @@ export interface components {
             description?: string;
             /** @description Rules are evaluated in ascending priority; unique within one application or session. */
             priority: number;
-            /** @description A container path such as `/pci/`; the rule covers it and every container below it. */
+            /** @description A container path such as `/pci/` or `/` (the root); the rule covers it and every container below it. */
             container?: string;
             /** @description Session rules only: every condition must hold for the rule to match. */
             conditions?: components["schemas"]["RuleConditionDto"][];
@@ -928,6 +928,7 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description The id given at tokenize (1 to 400 letters, digits, `_` and `-`; unique in the tenant), or a uuid. */
             id: string;
             tenant_id: string;
             /** @description Card tokens (but through a `redact` rule): the card's details (contract section 16). */
@@ -1149,6 +1150,8 @@ export interface components {
             three_d_secure_enabled: boolean;
         };
         CreateTransactionDto: {
+            /** @description A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. */
+            token: string;
             /**
              * @description `authorize` (default; capture later) or `capture` (at once).
              * @default authorize
@@ -1173,11 +1176,6 @@ export interface components {
              * @example USD
              */
             currency: string;
-            /**
-             * Format: uuid
-             * @description A card token of the tenant; `token:use` is checked on it through the caller's rules.
-             */
-            token: string;
             /**
              * @description ISO 3166-1 alpha-2, one of the connection's accepted countries.
              * @example US
@@ -2791,6 +2789,8 @@ export interface operations {
                 fingerprint?: unknown;
                 container?: unknown;
                 type?: unknown;
+                /** @description Only these tokens (repeat `id=` for several, at most 100); those the key may not read are left out. */
+                id?: string[];
             };
             header?: never;
             path?: never;
@@ -2868,6 +2868,10 @@ export interface operations {
                 "application/json": {
                     /** @enum {string} */
                     type: "token" | "card" | "bank";
+                    /** @description Optional: 1 to 400 letters, digits, `_` and `-`, unique in the tenant (409 if taken). Default: a uuid. */
+                    id?: string;
+                    /** @description `/` (the root) or paths such as `/pci/high/`. */
+                    containers?: string[];
                     /** @description A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`. */
                     data: unknown;
                 } & {
@@ -3597,7 +3601,7 @@ export interface operations {
             query: {
                 /** @description Only logs of this entity type. */
                 entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
-                /** @description Only logs of this entity. */
+                /** @description Only logs of this entity (a token id may be 400 characters long). */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
                 start_date?: string;

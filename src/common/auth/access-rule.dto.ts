@@ -15,7 +15,13 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { CONDITION_ATTRIBUTES, CONDITION_OPERATORS, CONTAINER_PATTERN, RULE_TRANSFORMS } from './access-rule';
+import {
+  CONDITION_ATTRIBUTES,
+  CONDITION_OPERATORS,
+  CONTAINER_FORMAT,
+  CONTAINER_PATTERN,
+  RULE_TRANSFORMS,
+} from './access-rule';
 
 export class RuleConditionDto {
   @ApiProperty({ enum: CONDITION_ATTRIBUTES, type: 'string' })
@@ -44,12 +50,10 @@ export class AccessRuleDto {
   @Max(1_000_000)
   priority: number;
 
-  /** A container path such as `/pci/`; the rule covers it and every container below it. */
+  /** A container path such as `/pci/` or `/` (the root); the rule covers it and every container below it. */
   @IsOptional()
   @IsString()
-  @Matches(CONTAINER_PATTERN, {
-    message: 'container must look like /name/ or /name/child/ (lower case, digits, _ and -)',
-  })
+  @Matches(CONTAINER_PATTERN, { message: CONTAINER_FORMAT })
   container?: string;
 
   /** Session rules only: every condition must hold for the rule to match. */

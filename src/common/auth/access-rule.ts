@@ -24,4 +24,10 @@ export interface AccessRule {
   transform?: RuleTransform;
 }
 
-export const CONTAINER_PATTERN = /^\/([a-z0-9_-]+\/)+$/;
+/**
+ * A container path: `/` (the root, which a rule covers every container from) or `/name/`, `/name/child/`
+ * and so on. A rule on a container covers it and every container below it (contract sections 5 and 16).
+ */
+export const CONTAINER_PATTERN = /^\/([a-z0-9_-]+\/)*$/;
+export const CONTAINER_FORMAT =
+  'container must be / or look like /name/ or /name/child/ (lower case, digits, _ and -)';

@@ -164,6 +164,42 @@ describe('escalations', () => {
   });
 });
 
+describe('escalations and the root container /', () => {
+  const read = (container: string) => ({ priority: 1, container, permissions: ['token:read'] });
+
+  it('a session rule on / needs the permission on every container', () => {
+    expect(escalations({ permissions: ['token:read'], rules: [] }, [], [read('/')])).toEqual({});
+    expect(escalations({ permissions: [], rules: [read('/')] }, [], [read('/')])).toEqual({});
+    expect(escalations({ permissions: [], rules: [read('/')] }, [], [read('/pci/')])).toEqual({});
+    expect(escalations({ permissions: [], rules: [read('/pci/')] }, [], [read('/')])).toEqual({
+      'rules[0].permissions[0]': ['permission token:read is not held by the authorizing application on /'],
+    });
+    // A narrower rule before the one on / that refuses the permission refuses some token under /.
+    const refusedBelow = {
+      permissions: [],
+      rules: [{ ...read('/pci/'), priority: 0, permissions: [] }, read('/')],
+    };
+    expect(Object.keys(escalations(refusedBelow, [], [read('/')]))).toEqual(['rules[0].permissions[0]']);
+  });
+
+  it('reveal with conditions other than a container needs a reveal rule on / (every container)', () => {
+    const byType = {
+      priority: 1,
+      conditions: [{ attribute: 'type' as const, operator: 'equals' as const, value: 'card' }],
+      permissions: ['token:read'],
+      transform: 'reveal' as const,
+    };
+    expect(
+      escalations({ permissions: [], rules: [{ ...read('/'), transform: 'reveal' }] }, [], [byType]),
+    ).toEqual({});
+    expect(
+      Object.keys(
+        escalations({ permissions: [], rules: [{ ...read('/pci/'), transform: 'reveal' }] }, [], [byType]),
+      ),
+    ).toEqual(['rules[0].permissions[0]', 'rules[0].transform']);
+  });
+});
+
 describe('checkGrants and reveal', () => {
   it('allows reveal on private applications (and sessions) only', () => {
     const rules = [

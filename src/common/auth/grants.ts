@@ -91,8 +91,8 @@ function holdsOnContainer(holder: Holdings, permission: string, container: strin
  * - flat permissions decide before any rule and never reveal, so holding `permission` flat is a no;
  * - a rule without a container (never on an application today) might match any token: a no;
  * - `container` undefined (a session rule confined by conditions other than a container path) stands
- *   for every container (`/`): only a reveal rule covering all of them would do, and a container rule
- *   is at least one level deep, so such a rule can never be granted reveal.
+ *   for every container (`/`): only a reveal rule covering all of them (a rule on `/`, reached before any
+ *   rule that refuses) would do.
  * Tokens in several containers can still be decided for the holder by a rule on another container;
  * `decide` (token-access.ts) settles those at every read by asking the holder's own rules again.
  */
@@ -133,10 +133,8 @@ export function escalations(
   rules.forEach((rule, i) => {
     const container = confinement(rule);
     rule.permissions.forEach((permission, j) => {
-      const held =
-        container === undefined
-          ? holder.permissions.includes(permission)
-          : holdsOnContainer(holder, permission, container);
+      // A rule confined to no container may match any token: it needs the permission on all of `/`.
+      const held = holdsOnContainer(holder, permission, container ?? '/');
       if (!held)
         add(
           errors,
@@ -172,9 +170,7 @@ export function narrowToHolder(holder: Holdings, permissions: string[], rules: A
       return {
         ...rule,
         permissions: rule.permissions.filter((permission) =>
-          container === undefined
-            ? holder.permissions.includes(permission)
-            : holdsOnContainer(holder, permission, container),
+          holdsOnContainer(holder, permission, container ?? '/'),
         ),
       };
     }),

@@ -30,7 +30,8 @@ export function encodeCursor(values: string[]): string {
  */
 export function decodeCursor(cursor: string, patterns: RegExp[]): string[] {
   const bad = () => invalidField('start', 'start is not a cursor returned by this list');
-  if (!/^[A-Za-z0-9_-]{1,500}$/.test(cursor)) throw bad();
+  // Room for a timestamp and a token id of 400 characters (section 16), base64url-encoded JSON.
+  if (!/^[A-Za-z0-9_-]{1,1000}$/.test(cursor)) throw bad();
   let values: unknown;
   try {
     values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));

@@ -14,6 +14,7 @@ import { Webhooks1795000000012 } from './1795000000012-Webhooks';
 import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionEnvironments';
 import { VendorNotifications1795000000014 } from './1795000000014-VendorNotifications';
 import { IdempotencyResources1795000000015 } from './1795000000015-IdempotencyResources';
+import { StringTokenIds1795000000016 } from './1795000000016-StringTokenIds';
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
@@ -34,5 +35,6 @@ export const MIGRATIONS = [
   ConnectionEnvironments1795000000013,
   VendorNotifications1795000000014,
   IdempotencyResources1795000000015,
+  StringTokenIds1795000000016,
   CardEnrichments1795000000018,
 ];

@@ -76,6 +76,54 @@ describe('decide', () => {
   });
 });
 
+describe('the root container / (contract section 16)', () => {
+  const inRoot = { id: 'my-token_1', type: 'token', containers: ['/'] };
+  const rootRule = { priority: 1, container: '/', permissions: ['token:read'] };
+
+  it('a rule on / covers every container, the root included', () => {
+    const who = principal({ rules: [rootRule] });
+    for (const token of [inRoot, card, { ...card, containers: ['/a/b/c/'] }])
+      expect(decide(who, 'token:read', token)).toEqual({ allowed: true, matched: true, transform: 'mask' });
+  });
+
+  it('a token in / is reached by flat permissions or a rule on / only', () => {
+    const pci = principal({ rules: [{ ...rootRule, container: '/pci/' }] });
+    expect(decide(pci, 'token:read', inRoot)).toEqual({ allowed: false, matched: false, transform: 'mask' });
+    expect(decide(principal({ permissions: ['token:read'] }), 'token:read', inRoot).allowed).toBe(true);
+    const narrowerFirst = principal({
+      rules: [{ priority: 0, container: '/pci/', permissions: ['token:update'] }, rootRule],
+    });
+    expect(decide(narrowerFirst, 'token:read', card).allowed).toBe(false);
+    expect(decide(narrowerFirst, 'token:read', inRoot).allowed).toBe(true);
+  });
+
+  it('session conditions: container equals / matches only the root, starts_with / everything', () => {
+    const condition = (operator: 'equals' | 'starts_with') =>
+      principal({
+        rules: [
+          {
+            priority: 1,
+            conditions: [{ attribute: 'container', operator, value: '/' }],
+            permissions: ['token:read'],
+          },
+        ],
+      });
+    expect(decide(condition('equals'), 'token:read', inRoot).allowed).toBe(true);
+    expect(decide(condition('equals'), 'token:read', card).matched).toBe(false);
+    expect(decide(condition('starts_with'), 'token:read', card).allowed).toBe(true);
+  });
+
+  it('token:create in / needs a rule on /', () => {
+    const who = principal({
+      applicationType: 'public',
+      rules: [{ priority: 1, container: '/general/', permissions: ['token:create'] }],
+    });
+    expect(refusedContainers(who, { ...inRoot, containers: ['/', '/general/'] })).toEqual(['/']);
+    const root = principal({ rules: [{ ...rootRule, permissions: ['token:create'] }] });
+    expect(refusedContainers(root, { ...inRoot, containers: ['/', '/general/'] })).toEqual([]);
+  });
+});
+
 describe('reveal', () => {
   const revealPci = {
     priority: 1,

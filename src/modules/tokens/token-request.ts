@@ -1,8 +1,9 @@
 import { isInstant, parseInstant } from '../../common/dates';
-import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
+import { CONTAINER_FORMAT, CONTAINER_PATTERN } from '../../common/auth/access-rule';
 import { addFieldError, type FieldErrors } from '../../common/errors/problem.exception';
 import type { ExpressionBatch, ExpressionOutcome } from './expression-evaluator';
 import { ExpressionError } from './expressions';
+import { isTokenId, normalizeTokenId, TOKEN_ID_FORMAT } from './token-id';
 import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
 
 export const MAX_TOKENS_PER_REQUEST = 100;
@@ -18,7 +19,6 @@ const ELEMENT_FIELDS = [
   'expires_at',
   'deduplicate_token',
 ];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One token to create, validated, with its expressions already evaluated (values stay in memory only). */
 export interface ParsedElement {
@@ -258,9 +258,8 @@ export function parseElement(
   const validated = validateData(type, element.data, childPath(path, 'data'), now, errors);
   let id: string | undefined;
   if (element.id !== undefined) {
-    if (typeof element.id !== 'string' || !UUID.test(element.id))
-      add(errors, childPath(path, 'id'), 'id must be a uuid');
-    else id = element.id.toLowerCase();
+    if (!isTokenId(element.id)) add(errors, childPath(path, 'id'), TOKEN_ID_FORMAT);
+    else id = normalizeTokenId(element.id);
   }
   const metadata = parseMetadata(element.metadata, childPath(path, 'metadata'), errors);
   const searchIndexes = parseSearchIndexes(
@@ -284,11 +283,7 @@ export function parseElement(
     } else {
       value.forEach((c, i) => {
         if (typeof c !== 'string' || !CONTAINER_PATTERN.test(c)) {
-          add(
-            errors,
-            childPath(childPath(path, 'containers'), i),
-            'container must look like /name/ or /name/child/ (lower case, digits, _ and -)',
-          );
+          add(errors, childPath(childPath(path, 'containers'), i), CONTAINER_FORMAT);
         }
       });
       containers = [...new Set(value as string[])];

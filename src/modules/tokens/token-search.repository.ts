@@ -57,7 +57,7 @@ export function accessPredicate(who: Principal, permission: string, params: unkn
             ? `${column} = ${param(cond.value)}::text`
             : startsWith(column, cond.value);
         if (cond.attribute === 'container') return anyContainer(test);
-        return test(cond.attribute === 'id' ? 't.id::text' : 't.type');
+        return test(cond.attribute === 'id' ? 't.id' : 't.type');
       });
       match = parts.length ? parts.join(' AND ') : 'TRUE';
     }
@@ -101,7 +101,7 @@ export class TokenSearchRepository {
     const p = new SqlParams();
     let condition = this.where(scope, search, p);
     if (paging.after) {
-      condition += ` AND (t.created_at, t.id) < (${p.add(paging.after.createdAt)}::timestamptz, ${p.add(paging.after.id)}::uuid)`;
+      condition += ` AND (t.created_at, t.id) < (${p.add(paging.after.createdAt)}::timestamptz, ${p.add(paging.after.id)}::text)`;
     }
     const found: (TokenRow & { cursor_at: string })[] = await this.db.tx.query(
       `SELECT ${COLUMNS}, ${cursorTimeSql('t.created_at')} AS cursor_at
@@ -123,6 +123,7 @@ export class TokenSearchRepository {
       `(t.expires_at IS NULL OR t.expires_at > ${p.add(scope.now)})`,
     ];
     for (const id of search.ids) where.push(`t.id = ${p.add(id)}`);
+    if (search.anyOfIds) where.push(`t.id = ANY(${p.add(search.anyOfIds)}::text[])`);
     for (const type of search.types) where.push(`t.type = ${p.add(type)}`);
     for (const fingerprint of search.fingerprints) where.push(`t.fingerprint = ${p.add(fingerprint)}`);
     for (const container of search.containers) {

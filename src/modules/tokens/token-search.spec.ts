@@ -63,6 +63,26 @@ describe('parseListQuery (GET /tokens and GET /v2/tokens)', () => {
     });
   });
 
+  it('takes repeated id in v1: at most 100 token ids, uuids in lower case, duplicates once', () => {
+    const upper = 'ABCDEF01-2345-4678-9ABC-DEF012345678';
+    expect(parseListQuery({ id: ['a_B-1', upper, 'a_B-1'], type: 'card' }, 'v1').filters).toEqual({
+      ...emptyFilters(),
+      anyOfIds: ['a_B-1', upper.toLowerCase()],
+      types: ['card'],
+    });
+    expect(parseListQuery({ id: 'x'.repeat(400) }, 'v1').filters.anyOfIds).toEqual(['x'.repeat(400)]);
+    const hundred = Array.from({ length: 100 }, (_, i) => `t${i}`);
+    expect(parseListQuery({ id: hundred }, 'v1').filters.anyOfIds).toHaveLength(100);
+    expect(errorsOf({ id: [...hundred, 'one more'] }, 'v1')).toEqual({
+      id: ['at most 100 ids; this list has 101'],
+    });
+    for (const bad of ['a.b', 'a/b', '', 'x'.repeat(401), 'é'])
+      expect(errorsOf({ id: ['ok', bad] }, 'v1')).toEqual({
+        id: ['each id must be 1 to 400 characters of letters, digits, _ and -'],
+      });
+    expect(errorsOf({ id: 'a' }, 'v2')).toEqual({ id: ['property id should not exist'] });
+  });
+
   it('names every bad or unknown parameter, each version refusing the other one', () => {
     expect(errorsOf({ page: '0', size: '101', colour: 'red', start: 'x', metadata: '{}' }, 'v1')).toEqual({
       page: ['page must be an integer from 1'],

@@ -3,11 +3,17 @@ import type { PipeTransform } from '@nestjs/common';
 import { addFieldError } from '../../common/errors/problem.exception';
 import type { FieldErrors } from '../../common/errors/problem.exception';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/pagination/offset-pagination.dto';
+import { isTokenId, normalizeTokenId } from './token-id';
 import { isPlainObject } from './token-request';
+
+/** At most this many `id` values in one `GET /tokens`. */
+export const MAX_LIST_IDS = 100;
 
 /** Filters shared by the token lists and searches, v1 and v2. */
 export interface TokenFilters {
   ids: string[];
+  /** `GET /tokens?id=a&id=b`: the token is one of these (absent: no such filter). */
+  anyOfIds?: string[];
   types: string[];
   fingerprints: string[];
   containers: string[];
@@ -91,8 +97,8 @@ function addMetadataJson(filters: TokenFilters, text: string, errors: FieldError
 
 /**
  * The one parser of token list query strings, v1 and v2: `type`, `container` and `fingerprint`
- * (repeatable), `size`, then `page` and `metadata.<name>` (v1) or `start` and `metadata` (v2). Every
- * bad or unknown parameter is reported by name in one 400.
+ * (repeatable), `size`, then `page`, `id` (repeatable) and `metadata.<name>` (v1) or `start` and
+ * `metadata` (v2). Every bad or unknown parameter is reported by name in one 400.
  */
 export function parseListQuery(query: Record<string, unknown>, version: TokenListVersion): TokenListQuery {
   const errors: FieldErrors = {};
@@ -116,7 +122,13 @@ export function parseListQuery(query: Record<string, unknown>, version: TokenLis
         );
       else parsed[key] = n;
     } else if (key === 'start' && version === 'v2') parsed.start = strings[0];
-    else if (key === 'type') filters.types.push(...strings);
+    else if (key === 'id' && version === 'v1') {
+      if (strings.length > MAX_LIST_IDS)
+        addFieldError(errors, key, `at most ${MAX_LIST_IDS} ids; this list has ${strings.length}`);
+      else if (!strings.every(isTokenId))
+        addFieldError(errors, key, 'each id must be 1 to 400 characters of letters, digits, _ and -');
+      else filters.anyOfIds = [...new Set(strings.map(normalizeTokenId))];
+    } else if (key === 'type') filters.types.push(...strings);
     else if (key === 'container') filters.containers.push(...strings);
     else if (key === 'fingerprint') filters.fingerprints.push(...strings);
     else if (key === 'metadata' && version === 'v2')

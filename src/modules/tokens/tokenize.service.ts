@@ -164,6 +164,8 @@ export class TokenizeService {
         fresh.push({ row, element: el });
         created.push({ row, transform: 'mask' });
       });
+      const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
+      await this.tokens.purgeExpired(who.tenantId, given, now);
       await this.insert(keys, fresh, now);
       for (const { row } of fresh)
         this.audit.record({

@@ -1,19 +1,20 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
+import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
-import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
 import { TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
 import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
-import { TokenListQuery, TokenListQueryPipe } from './token-search';
+import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './token-id';
+import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './token-search';
 import { CursorTokenPage, TokenDto } from './token.mapper';
 import { TokenizeService } from './tokenize.service';
 import { TokensService } from './tokens.service';
 
-const TokenId = () => Param('id', new ParseIdPipe('Token'));
+const TokenId = () => Param('id', new ParseTokenIdPipe());
 const REVEAL_NOTE =
   'Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data ' +
   '(`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).';
@@ -80,6 +81,17 @@ export class TokensController {
       required: ['type', 'data'],
       properties: {
         type: { type: 'string', enum: ['token', 'card', 'bank'] },
+        id: {
+          type: 'string',
+          pattern: TOKEN_ID_PATTERN.source,
+          description:
+            'Optional: 1 to 400 letters, digits, `_` and `-`, unique in the tenant (409 if taken). Default: a uuid.',
+        },
+        containers: {
+          type: 'array',
+          items: { type: 'string', pattern: CONTAINER_PATTERN.source },
+          description: '`/` (the root) or paths such as `/pci/high/`.',
+        },
         data: {
           description:
             'A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`.',
@@ -105,9 +117,19 @@ export class TokensController {
   @ApiOperation({
     operationId: 'listTokens',
     summary: 'List tokens',
-    description: `Also filters by \`metadata.<name>=<value>\`. ${REVEAL_NOTE}`,
+    description: `Also filters by \`metadata.<name>=<value>\`. Filters combine: a token must match all of them. ${REVEAL_NOTE}`,
   })
   @ApiOkResponse({ type: TokenPageDto })
+  @ApiQuery({
+    name: 'id',
+    required: false,
+    description: `Only these tokens (repeat \`id=\` for several, at most ${MAX_LIST_IDS}); those the key may not read are left out.`,
+    schema: {
+      type: 'array',
+      maxItems: MAX_LIST_IDS,
+      items: { type: 'string', pattern: TOKEN_ID_PATTERN.source },
+    },
+  })
   @ApiQuery({ name: 'type', required: false })
   @ApiQuery({ name: 'container', required: false })
   @ApiQuery({ name: 'fingerprint', required: false })

@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { FindOptionsSelect, In, IsNull, MoreThan, Or } from 'typeorm';
+import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
@@ -208,6 +208,14 @@ export class TokensRepository {
       .updateEntity(false)
       .execute();
     return new Set((result.raw as { id: string }[]).map((row) => row.id));
+  }
+
+  /**
+   * Deletes the tenant's expired tokens that hold one of these ids, as the retention job would: an
+   * expired token is deleted for every purpose, so its id is free for a new token at once.
+   */
+  async purgeExpired(tenantId: string, ids: string[], now: Date): Promise<void> {
+    if (ids.length) await this.tokens().delete({ tenantId, id: In(ids), expiresAt: LessThanOrEqual(now) });
   }
 
   /** The one INSERT of search index digests (tokenize and PATCH): one statement, duplicates ignored. */

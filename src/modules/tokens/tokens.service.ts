@@ -12,16 +12,12 @@ import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-
 import { EventOutbox } from '../../common/events/event-outbox';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
-import {
-  CURSOR_TIME,
-  CURSOR_UUID,
-  decodeCursor,
-  encodeCursor,
-} from '../../common/pagination/cursor-pagination';
+import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import type { UpdateTokenDto } from './dto/update-token.dto';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, mayEvaluateStoredData, reveals } from './token-access';
+import { normalizeTokenId, TOKEN_ID_PATTERN } from './token-id';
 import { openCvc, openData } from './token-crypto';
 import { CursorTokenPage, TokenDto, tokenDto, tokenEvent } from './token.mapper';
 import {
@@ -240,7 +236,7 @@ export class TokensService {
     });
   }
 
-  /** GET /tokens: `type`, `container`, `fingerprint`, `metadata.<name>`, `page`, `size`. */
+  /** GET /tokens: `id`, `type`, `container`, `fingerprint`, `metadata.<name>`, `page`, `size`. */
   list(who: Principal, query: TokenListQuery): Promise<OffsetPage<TokenDto>> {
     return this.findPage(who, 'token:read', query.filters, query);
   }
@@ -302,7 +298,7 @@ export class TokensService {
     const search = await this.digested(who, filters);
     let after: Keyset | undefined;
     if (paging.start !== undefined) {
-      const [createdAt, id] = decodeCursor(paging.start, [CURSOR_TIME, CURSOR_UUID]);
+      const [createdAt, id] = decodeCursor(paging.start, [CURSOR_TIME, TOKEN_ID_PATTERN]);
       after = { createdAt, id };
     }
     const { rows, next } = await this.searches.findKeysetPage(this.scope(who, permission), search, {
@@ -319,11 +315,12 @@ export class TokensService {
   }
 
   /**
-   * For orchestration: the clear card data of a live token the caller may use (`token:use` through the
-   * rule evaluator), with its CVC if still retained. Never leaves the process.
+   * For orchestration and the proxy: the clear data of a live token the caller may use (`token:use`
+   * through the rule evaluator), with a card's CVC if still retained. Never leaves the process. `id` is
+   * a token id as a client wrote it (a uuid in either case).
    */
   async loadForUse(who: Principal, id: string): Promise<UsableToken | undefined> {
-    const accessible = await this.accessible(who, id, 'token:use');
+    const accessible = await this.accessible(who, normalizeTokenId(id), 'token:use');
     if (!accessible) return undefined;
     const found = accessible.row;
     const keys = await this.tenantKeys.keysFor(who.tenantId);

@@ -23,10 +23,10 @@ export class ListLogsQueryDto {
   @IsIn(Object.keys(ENTITY_TYPES))
   entity_type?: EntityType;
 
-  /** Only logs of this entity. */
+  /** Only logs of this entity (a token id may be 400 characters long). */
   @IsOptional()
   @IsString()
-  @Length(1, 200)
+  @Length(1, 400)
   entity_id?: string;
 
   /** Logs created at or after this time (ISO 8601). */

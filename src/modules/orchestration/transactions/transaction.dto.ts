@@ -17,6 +17,7 @@ import {
   OffsetPaginationDto,
   OffsetPaginationQueryDto,
 } from '../../../common/pagination/offset-pagination.dto';
+import { TOKEN_ID_PATTERN } from '../../tokens/token-id';
 
 export const MAX_AMOUNT = 99_999_999;
 export const PAYMENT_SOURCES = ['ecommerce', 'card_on_file', 'recurring'] as const;
@@ -49,8 +50,10 @@ export class CreateTransactionDto {
   @Matches(/^[A-Z]{3}$/, { message: 'currency must be a 3-letter ISO 4217 code in upper case' })
   currency: string;
 
-  /** A card token of the tenant; `token:use` is checked on it through the caller's rules. */
-  @IsUUID()
+  /** A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. */
+  @ApiProperty({ pattern: TOKEN_ID_PATTERN.source })
+  @IsString()
+  @Matches(TOKEN_ID_PATTERN, { message: 'token must be a token id: 1 to 400 letters, digits, _ and -' })
   token: string;
 
   /** ISO 3166-1 alpha-2, one of the connection's accepted countries. @example "US" */

@@ -33,6 +33,7 @@ export class TokenEnrichmentsDto {
 /** A token (contract section 3). Its data is returned in clear only when read through a reveal rule. */
 @ApiExtraModels(TokenMaskDto)
 export class TokenObjectDto {
+  /** The id given at tokenize (1 to 400 letters, digits, `_` and `-`; unique in the tenant), or a uuid. */
   id: string;
   tenant_id: string;
   @ApiProperty({ enum: ['token', 'card', 'bank'], type: 'string' })

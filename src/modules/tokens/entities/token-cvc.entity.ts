@@ -3,7 +3,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 /** A card's CVC, sealed, kept apart from the token and for one hour at most (deleted on first use). */
 @Entity({ name: 'token_cvcs' })
 export class TokenCvcEntity {
-  @PrimaryColumn({ name: 'token_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'token_id', type: 'varchar', length: 400, collation: 'C' })
   tokenId: string;
 
   /** First of the primary key, as on every tenant-scoped table (docs/scaling.md). */

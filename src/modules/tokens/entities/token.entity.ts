@@ -4,7 +4,8 @@ import type { TokenMask, TokenType } from '../token-types';
 /** A token: its data sealed with the tenant's key (`data`), the rest in the clear for lists and rules. */
 @Entity({ name: 'tokens' })
 export class TokenEntity {
-  @PrimaryColumn('uuid')
+  /** A client's id or a generated uuid (contract section 16); byte order (`COLLATE "C"`). */
+  @PrimaryColumn({ type: 'varchar', length: 400, collation: 'C' })
   id: string;
 
   /** First of the primary key, as on every tenant-scoped table (docs/scaling.md). */
