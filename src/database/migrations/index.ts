@@ -13,6 +13,7 @@ import { Proxies1795000000011 } from './1795000000011-Proxies';
 import { Webhooks1795000000012 } from './1795000000012-Webhooks';
 import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionEnvironments';
 import { VendorNotifications1795000000014 } from './1795000000014-VendorNotifications';
+import { TokenMetadataIndex1795000000017 } from './1795000000017-TokenMetadataIndex';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   Webhooks1795000000012,
   ConnectionEnvironments1795000000013,
   VendorNotifications1795000000014,
+  TokenMetadataIndex1795000000017,
 ];
