@@ -413,6 +413,30 @@ describe('Basis Theory Node SDK against the service', () => {
       const all = await collect(await lister.tokens.searchV2({ query: 'type:card', size: 2 }));
       expect(all.map((token) => token.id).sort()).toEqual([...cards].sort());
     });
+
+    it('tokens.searchV2 takes the Lucene-style query (AND, OR, NOT, quotes, ranges) and pages through it', async () => {
+      // The SDK 5.x has no v1 search (POST /tokens/search): searchV2 is its only search call.
+      const first = await lister.tokens.searchV2({ query: 'type:card AND NOT metadata.k:"v"', size: 2 });
+      expect(first.data).toHaveLength(2);
+      expect(pageBody<BasisTheory.TokenCursorPaginatedList>(first).pagination?.next).toEqual(
+        expect.any(String),
+      );
+      const cardsOnly = await collect(
+        await lister.tokens.searchV2({ query: 'type:card AND NOT metadata.k:"v"', size: 2 }),
+      );
+      expect(cardsOnly.map((token) => token.id).sort()).toEqual([...cards].sort());
+      const either = await collect(
+        await lister.tokens.searchV2({
+          query: `(type:card OR metadata.k:v) AND created_at:[2020-01-01 TO *] AND -id:${cards[0]}`,
+          size: 1,
+        }),
+      );
+      expect(either.map((token) => token.id).sort()).toEqual([...cards.slice(1), tagged].sort());
+      await expect(lister.tokens.searchV2({ query: '(type:card' })).rejects.toMatchObject({
+        statusCode: 400,
+        body: { errors: { query: [expect.stringContaining('at character 11')] } },
+      });
+    });
   });
 
   describe('sessions', () => {

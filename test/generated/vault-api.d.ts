@@ -955,9 +955,14 @@ export interface components {
         };
         SearchTokensDto: {
             /**
-             * @description Space-separated terms, all of which must match: `id:`, `type:`, `fingerprint:`, `container:`,
-             *     `metadata.<name>:`, `data:` (an exact search index value). Quote values with spaces.
-             * @example type:card metadata.customer_id:c_42
+             * @description Basis Theory's Lucene-style query: `field:value` terms joined by spaces (AND), `AND`, `OR`, `NOT`
+             *     (or `-` before a term) and parentheses, applied left to right. Fields: `id`, `type`, `fingerprint`,
+             *     `container` (a prefix of one of the token's containers), `metadata.<name>`, `data` (an exact search
+             *     index value), and the ranges `created_at:[from TO to]` and `expires_at:[from TO to]` (`{}` excludes
+             *     a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or other
+             *     characters than letters, digits and `_-.@#$`. At most 100 terms and 10 levels of nesting; a
+             *     malformed query is a 400 naming the character where it fails.
+             * @example (type:card OR type:bank) AND metadata.customer_id:cust_1 AND created_at:[2026-01-01 TO *]
              */
             query: string;
             /**
@@ -983,7 +988,7 @@ export interface components {
         SearchTokensV2Dto: {
             /**
              * @description The same query language as `POST /tokens/search`.
-             * @example type:card
+             * @example type:card AND NOT container:/pci/low/
              */
             query: string;
             /** @description `pagination.next` of the previous page. */

@@ -75,7 +75,7 @@ describe('the vault on PostgreSQL (no HTTP)', () => {
         const { rows, total } = await m.run(() =>
           search.findOffsetPage(
             { who, permission: 'token:read', now: new Date() },
-            { ids: [], types: [], fingerprints: [], containers: [], metadata: [], digests: [] },
+            { query: { kind: 'all' }, digest: () => Buffer.alloc(0) },
             { page: 1, size: 100 },
           ),
         );

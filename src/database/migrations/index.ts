@@ -15,6 +15,7 @@ import { ConnectionEnvironments1795000000013 } from './1795000000013-ConnectionE
 import { VendorNotifications1795000000014 } from './1795000000014-VendorNotifications';
 import { IdempotencyResources1795000000015 } from './1795000000015-IdempotencyResources';
 import { StringTokenIds1795000000016 } from './1795000000016-StringTokenIds';
+import { TokenMetadataIndex1795000000017 } from './1795000000017-TokenMetadataIndex';
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
@@ -36,5 +37,6 @@ export const MIGRATIONS = [
   VendorNotifications1795000000014,
   IdempotencyResources1795000000015,
   StringTokenIds1795000000016,
+  TokenMetadataIndex1795000000017,
   CardEnrichments1795000000018,
 ];

@@ -5,12 +5,23 @@ import type { Principal } from '../../common/auth/principal';
 import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
 import { SqlParams } from '../../database/sql';
 import { byPriority } from './token-access';
-import type { TokenFilters } from './token-search';
+import { normalizeTokenId } from './token-id';
+import type { SearchNode } from './token-query';
 import type { TokenRow } from './tokens.repository';
 
-/** The filters of a list or search, with the search index values already digested. */
-export interface TokenSearch extends Omit<TokenFilters, 'dataValues'> {
-  digests: Buffer[];
+/**
+ * What a list or search looks for: the parsed query, and the digest of a `data:` value under the
+ * tenant's search index key (the plain value never reaches SQL).
+ */
+export interface TokenSearch {
+  query: SearchNode;
+  digest: (value: string) => Buffer;
+}
+
+/** One statement and its positional parameters. */
+export interface SqlStatement {
+  sql: string;
+  params: unknown[];
 }
 
 /** Whose tokens are looked at, under which permission, at what time (expired tokens never match). */
@@ -57,7 +68,7 @@ export function accessPredicate(who: Principal, permission: string, params: unkn
             ? `${column} = ${param(cond.value)}::text`
             : startsWith(column, cond.value);
         if (cond.attribute === 'container') return anyContainer(test);
-        return test(cond.attribute === 'id' ? 't.id' : 't.type');
+        return test(cond.attribute === 'id' ? 't.id::text' : 't.type');
       });
       match = parts.length ? parts.join(' AND ') : 'TRUE';
     }
@@ -67,8 +78,117 @@ export function accessPredicate(who: Principal, permission: string, params: unkn
 }
 
 /**
+ * A search query as one SQL predicate over `tokens t`, every value a parameter. NOT is pushed down to
+ * the terms (De Morgan), and each term has a negated form that is true where the term is false, NULL
+ * columns included (`NOT metadata.k:v` finds tokens without metadata): no term is ever unknown, so
+ * the predicate means exactly what the query says. Each term keeps the meaning it has in lists:
+ * `container:` is a prefix of one of the token's containers, `metadata.<name>:` an exact string value
+ * (`@>`, served by the metadata GIN index), `data:` a search index digest.
+ */
+export function queryPredicate(search: TokenSearch, p: SqlParams): string {
+  const sql = (node: SearchNode, negated: boolean): string => {
+    switch (node.kind) {
+      case 'and':
+      case 'or': {
+        const joiner = (node.kind === 'and') !== negated ? ' AND ' : ' OR ';
+        return `(${node.children.map((child) => sql(child, negated)).join(joiner)})`;
+      }
+      case 'not':
+        return sql(node.child, !negated);
+      case 'all':
+        return negated ? 'FALSE' : 'TRUE';
+      case 'metadata': {
+        const test = `t.metadata @> ${p.add(JSON.stringify({ [node.name]: node.value }))}::jsonb`;
+        return negated ? `NOT COALESCE(${test}, FALSE)` : test;
+      }
+      case 'range': {
+        const column = `t.${node.field}`;
+        const tests = [
+          ...(node.from
+            ? [`${column} ${node.from.inclusive ? '>=' : '>'} ${p.add(node.from.at)}::timestamptz`]
+            : []),
+          ...(node.to
+            ? [`${column} ${node.to.inclusive ? '<=' : '<'} ${p.add(node.to.at)}::timestamptz`]
+            : []),
+        ];
+        // `[* TO *]`: any value (created_at always has one; expires_at only on tokens that expire).
+        const test = tests.length ? `(${tests.join(' AND ')})` : `${column} IS NOT NULL`;
+        return negated ? `NOT COALESCE(${test}, FALSE)` : test;
+      }
+      case 'term': {
+        const not = negated ? 'NOT ' : '';
+        switch (node.field) {
+          case 'id':
+            // A uuid is stored lower-case (see normalizeTokenId); other ids are exact.
+            return `t.id ${negated ? '<>' : '='} ${p.add(normalizeTokenId(node.value))}`;
+          case 'type':
+          case 'fingerprint':
+            return `t.${node.field} ${negated ? '<>' : '='} ${p.add(node.value)}`;
+          case 'container':
+            return `${not}EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length(${p.add(node.value)}::text)) = $${p.values.length}::text)`;
+          case 'data':
+            return `${not}EXISTS (SELECT 1 FROM token_search_indexes s WHERE s.tenant_id = t.tenant_id AND s.token_id = t.id AND s.digest = ${p.add(search.digest(node.value))})`;
+        }
+      }
+    }
+  };
+  return sql(search.query, false);
+}
+
+/**
+ * The WHERE clause shared by lists and searches: the tenant, live tokens only, the query, and (a
+ * separate AND around the whole query, so that no NOT in it can reach them) exactly the tokens the
+ * caller may see.
+ */
+function whereSql(scope: SearchScope, search: TokenSearch, p: SqlParams): string {
+  return [
+    `t.tenant_id = ${p.add(scope.who.tenantId)}`,
+    `(t.expires_at IS NULL OR t.expires_at > ${p.add(scope.now)})`,
+    `(${queryPredicate(search, p)})`,
+    accessPredicate(scope.who, scope.permission, p.values),
+  ].join(' AND ');
+}
+
+/** The count and the rows of an offset page, newest first. */
+export function offsetPageSql(
+  scope: SearchScope,
+  search: TokenSearch,
+  paging: { page: number; size: number },
+): { count: SqlStatement; page: SqlStatement } {
+  const p = new SqlParams();
+  const condition = whereSql(scope, search, p);
+  const count = {
+    sql: `SELECT count(*)::int AS total FROM tokens t WHERE ${condition}`,
+    params: [...p.values],
+  };
+  const page = {
+    sql: `SELECT ${COLUMNS} FROM tokens t WHERE ${condition} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(paging.size)} OFFSET ${p.add((paging.page - 1) * paging.size)}`,
+    params: p.values,
+  };
+  return { count, page };
+}
+
+/** One more row than a keyset page after `after` (from the start without it), newest first. */
+export function keysetPageSql(
+  scope: SearchScope,
+  search: TokenSearch,
+  paging: { after?: Keyset; size: number },
+): SqlStatement {
+  const p = new SqlParams();
+  let condition = whereSql(scope, search, p);
+  if (paging.after) {
+    condition += ` AND (t.created_at, t.id) < (${p.add(paging.after.createdAt)}::timestamptz, ${p.add(paging.after.id)}::text)`;
+  }
+  return {
+    sql: `SELECT ${COLUMNS}, ${cursorTimeSql('t.created_at')} AS cursor_at
+         FROM tokens t WHERE ${condition} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(paging.size + 1)}`,
+    params: p.values,
+  };
+}
+
+/**
  * Lists and searches of tokens (offset and keyset pages), newest first. Hand-written SQL: the rule
- * predicate and the search index lookups do not fit a query builder. Joins the caller's transaction.
+ * predicate and the search query do not fit a query builder. Joins the caller's transaction.
  */
 @Injectable()
 export class TokenSearchRepository {
@@ -79,16 +199,9 @@ export class TokenSearchRepository {
     search: TokenSearch,
     paging: { page: number; size: number },
   ): Promise<{ rows: TokenRow[]; total: number }> {
-    const p = new SqlParams();
-    const condition = this.where(scope, search, p);
-    const [{ total }]: { total: number }[] = await this.db.tx.query(
-      `SELECT count(*)::int AS total FROM tokens t WHERE ${condition}`,
-      p.values,
-    );
-    const rows: TokenRow[] = await this.db.tx.query(
-      `SELECT ${COLUMNS} FROM tokens t WHERE ${condition} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(paging.size)} OFFSET ${p.add((paging.page - 1) * paging.size)}`,
-      p.values,
-    );
+    const { count, page } = offsetPageSql(scope, search, paging);
+    const [{ total }]: { total: number }[] = await this.db.tx.query(count.sql, count.params);
+    const rows: TokenRow[] = await this.db.tx.query(page.sql, page.params);
     return { rows, total };
   }
 
@@ -98,47 +211,13 @@ export class TokenSearchRepository {
     search: TokenSearch,
     paging: { after?: Keyset; size: number },
   ): Promise<{ rows: TokenRow[]; next?: Keyset }> {
-    const p = new SqlParams();
-    let condition = this.where(scope, search, p);
-    if (paging.after) {
-      condition += ` AND (t.created_at, t.id) < (${p.add(paging.after.createdAt)}::timestamptz, ${p.add(paging.after.id)}::text)`;
-    }
-    const found: (TokenRow & { cursor_at: string })[] = await this.db.tx.query(
-      `SELECT ${COLUMNS}, ${cursorTimeSql('t.created_at')} AS cursor_at
-         FROM tokens t WHERE ${condition} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(paging.size + 1)}`,
-      p.values,
-    );
+    const { sql, params } = keysetPageSql(scope, search, paging);
+    const found: (TokenRow & { cursor_at: string })[] = await this.db.tx.query(sql, params);
     const page = found.slice(0, paging.size);
     const last = page[page.length - 1];
     return {
       rows: page.map(({ cursor_at: _cursor, ...row }) => row),
       ...(found.length > paging.size && last ? { next: { createdAt: last.cursor_at, id: last.id } } : {}),
     };
-  }
-
-  /** The WHERE clause shared by lists and searches: filters plus exactly the tokens the caller may see. */
-  private where(scope: SearchScope, search: TokenSearch, p: SqlParams): string {
-    const where = [
-      `t.tenant_id = ${p.add(scope.who.tenantId)}`,
-      `(t.expires_at IS NULL OR t.expires_at > ${p.add(scope.now)})`,
-    ];
-    for (const id of search.ids) where.push(`t.id = ${p.add(id)}`);
-    if (search.anyOfIds) where.push(`t.id = ANY(${p.add(search.anyOfIds)}::text[])`);
-    for (const type of search.types) where.push(`t.type = ${p.add(type)}`);
-    for (const fingerprint of search.fingerprints) where.push(`t.fingerprint = ${p.add(fingerprint)}`);
-    for (const container of search.containers) {
-      where.push(
-        `EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length(${p.add(container)}::text)) = $${p.values.length}::text)`,
-      );
-    }
-    for (const [name, value] of search.metadata)
-      where.push(`t.metadata ->> ${p.add(name)} = ${p.add(value)}`);
-    for (const digest of search.digests) {
-      where.push(
-        `EXISTS (SELECT 1 FROM token_search_indexes s WHERE s.tenant_id = t.tenant_id AND s.token_id = t.id AND s.digest = ${p.add(digest)})`,
-      );
-    }
-    where.push(accessPredicate(scope.who, scope.permission, p.values));
-    return where.join(' AND ');
   }
 }

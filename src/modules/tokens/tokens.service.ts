@@ -29,7 +29,8 @@ import {
   parseFingerprintExpression,
   parseSearchIndexes,
 } from './token-request';
-import { parseSearchQuery, TokenFilters, TokenListQuery } from './token-search';
+import { filtersToQuery, hasDataTerm, parseTokenQuery, SearchNode } from './token-query';
+import type { TokenListQuery } from './token-search';
 import { revealedData } from './token-types';
 import { Keyset, SearchScope, TokenSearch, TokenSearchRepository } from './token-search.repository';
 import { SealedToken, TokenRow, TokensRepository } from './tokens.repository';
@@ -238,36 +239,35 @@ export class TokensService {
 
   /** GET /tokens: `id`, `type`, `container`, `fingerprint`, `metadata.<name>`, `page`, `size`. */
   list(who: Principal, query: TokenListQuery): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(who, 'token:read', query.filters, query);
+    return this.findPage(who, 'token:read', filtersToQuery(query.filters), query);
   }
 
-  /** POST /tokens/search `{query, page?, size?}`. */
+  /** POST /tokens/search `{query, page?, size?}`: the query language of `parseTokenQuery`. */
   search(who: Principal, body: { query: string; page: number; size: number }): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(who, 'token:search', this.parseQuery(body.query), body);
+    return this.findPage(who, 'token:search', parseTokenQuery(body.query), body);
   }
 
   /** GET /v2/tokens: `type`, `container`, `fingerprint`, `metadata` (a JSON object), `start`, `size`. */
   listV2(who: Principal, query: TokenListQuery): Promise<CursorTokenPage> {
-    return this.findCursorPage(who, 'token:read', query.filters, query);
+    return this.findCursorPage(who, 'token:read', filtersToQuery(query.filters), query);
   }
 
   /** POST /v2/tokens/search `{query, start?, size?}`. */
   searchV2(who: Principal, body: { query: string; start?: string; size: number }): Promise<CursorTokenPage> {
-    return this.findCursorPage(who, 'token:search', this.parseQuery(body.query), body);
+    return this.findCursorPage(who, 'token:search', parseTokenQuery(body.query), body);
   }
 
-  private parseQuery(query: string): TokenFilters {
-    const errors: FieldErrors = {};
-    const filters = parseSearchQuery(query, errors);
-    if (Object.keys(errors).length) throw new ValidationException(errors);
-    return filters;
-  }
-
-  /** The filters as the repository takes them: search index values digested with the tenant's key. */
-  private async digested(who: Principal, { dataValues, ...filters }: TokenFilters): Promise<TokenSearch> {
-    if (!dataValues.length) return { ...filters, digests: [] };
+  /** The query as the repository takes it: `data:` values are digested with the tenant's search index key. */
+  private async digested(who: Principal, query: SearchNode): Promise<TokenSearch> {
+    if (!hasDataTerm(query))
+      return {
+        query,
+        digest: () => {
+          throw new Error('a query without data: terms has nothing to digest');
+        },
+      };
     const keys = await this.tenantKeys.keysFor(who.tenantId);
-    return { ...filters, digests: dataValues.map((value) => hmac(keys.searchIndex, value)) };
+    return { query, digest: (value) => hmac(keys.searchIndex, value) };
   }
 
   private scope(who: Principal, permission: string): SearchScope {
@@ -277,10 +277,10 @@ export class TokensService {
   private async findPage(
     who: Principal,
     permission: string,
-    filters: TokenFilters,
+    query: SearchNode,
     paging: { page: number; size: number },
   ): Promise<OffsetPage<TokenDto>> {
-    const search = await this.digested(who, filters);
+    const search = await this.digested(who, query);
     const { rows, total } = await this.searches.findOffsetPage(this.scope(who, permission), search, paging);
     return offsetPage(await this.present(who, permission, rows), total, paging);
   }
@@ -292,10 +292,10 @@ export class TokensService {
   private async findCursorPage(
     who: Principal,
     permission: string,
-    filters: TokenFilters,
+    query: SearchNode,
     paging: { start?: string; size: number },
   ): Promise<CursorTokenPage> {
-    const search = await this.digested(who, filters);
+    const search = await this.digested(who, query);
     let after: Keyset | undefined;
     if (paging.start !== undefined) {
       const [createdAt, id] = decodeCursor(paging.start, [CURSOR_TIME, TOKEN_ID_PATTERN]);

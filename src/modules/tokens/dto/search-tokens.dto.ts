@@ -8,9 +8,14 @@ import {
 
 export class SearchTokensDto extends OffsetPaginationQueryDto {
   /**
-   * Space-separated terms, all of which must match: `id:`, `type:`, `fingerprint:`, `container:`,
-   * `metadata.<name>:`, `data:` (an exact search index value). Quote values with spaces.
-   * @example "type:card metadata.customer_id:c_42"
+   * Basis Theory's Lucene-style query: `field:value` terms joined by spaces (AND), `AND`, `OR`, `NOT`
+   * (or `-` before a term) and parentheses, applied left to right. Fields: `id`, `type`, `fingerprint`,
+   * `container` (a prefix of one of the token's containers), `metadata.<name>`, `data` (an exact search
+   * index value), and the ranges `created_at:[from TO to]` and `expires_at:[from TO to]` (`{}` excludes
+   * a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or other
+   * characters than letters, digits and `_-.@#$`. At most 100 terms and 10 levels of nesting; a
+   * malformed query is a 400 naming the character where it fails.
+   * @example "(type:card OR type:bank) AND metadata.customer_id:cust_1 AND created_at:[2026-01-01 TO *]"
    */
   @IsString()
   @Length(1, 2000)
@@ -19,7 +24,7 @@ export class SearchTokensDto extends OffsetPaginationQueryDto {
 
 /** POST /v2/tokens/search: the same query, cursor-paginated. */
 export class SearchTokensV2Dto {
-  /** The same query language as `POST /tokens/search`. @example "type:card" */
+  /** The same query language as `POST /tokens/search`. @example "type:card AND NOT container:/pci/low/" */
   @IsString()
   @Length(1, 2000)
   query: string;
