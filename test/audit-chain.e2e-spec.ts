@@ -102,6 +102,25 @@ describe('tamper-evident audit log', () => {
     ]);
   });
 
+  it("a row's token type is sealed with it: changed, or set on a row without one, it is reported", async () => {
+    const typed: { id: string; seq: string }[] = await db.query(
+      `SELECT id, seq FROM audit_logs WHERE tenant_id = $1 AND token_type = 'token' AND seq IS NOT NULL ORDER BY seq LIMIT 1`,
+      [tenant.tenantId],
+    );
+    expect(typed).toHaveLength(1);
+    await expect(
+      db.query(`UPDATE audit_logs SET token_type = 'card' WHERE id = $1`, [typed[0].id]),
+    ).rejects.toThrow(/cannot be updated/);
+    await tamper(`UPDATE audit_logs SET token_type = 'card' WHERE id = $1`, [typed[0].id]);
+    expect((await verify()).problems).toContainEqual({
+      tenant_id: tenant.tenantId,
+      seq: Number(typed[0].seq),
+      id: typed[0].id,
+      problem: 'altered',
+    });
+    await tamper(`UPDATE audit_logs SET token_type = 'token' WHERE id = $1`, [typed[0].id]);
+  });
+
   it('notices a deleted tail through the chain head', async () => {
     const other = await newTenant(t, 'tail');
     const mgmt = other.managementKey;

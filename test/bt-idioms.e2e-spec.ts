@@ -114,4 +114,58 @@ describe('Basis Theory idioms: enrichments and dates', () => {
         expect(Object.keys(res.body.errors)).toEqual([field]);
       }
   });
+
+  it('log entity types: card and bank select the rows of tokens of that type, deleted ones included', async () => {
+    const cardId = (await card('4242424242424242').expect(201)).body.id as string;
+    const bankId = (
+      await tokenize({
+        type: 'bank',
+        data: { routing_number: '110000000', account_number: '000123456789' },
+      }).expect(201)
+    ).body.id as string;
+    const plainId = (await tokenize({ type: 'token', data: 'x' }).expect(201)).body.id as string;
+    await request(t.http).get(`/tokens/${cardId}`).set('BT-API-KEY', key).expect(200);
+    await request(t.http)
+      .patch(`/tokens/${bankId}`)
+      .set('BT-API-KEY', key)
+      .set('Content-Type', 'application/merge-patch+json')
+      .send({ metadata: { a: 'b' } })
+      .expect(200);
+    await request(t.http).delete(`/tokens/${cardId}`).set('BT-API-KEY', key).expect(204);
+    const rows = async (entity_type: string, entity_id: string) =>
+      (
+        await request(t.http)
+          .get('/logs')
+          .set('BT-API-KEY', managementKey)
+          .query({ entity_type, entity_id, size: 100 })
+          .expect(200)
+      ).body.data.map(
+        (row: { operation: string; entity_type: string }) => `${row.entity_type}:${row.operation}`,
+      );
+    expect((await rows('card', cardId)).sort()).toEqual(['token:create', 'token:delete', 'token:read']);
+    expect((await rows('token', cardId)).sort()).toEqual(['token:create', 'token:delete', 'token:read']);
+    expect(await rows('bank', cardId)).toEqual([]);
+    expect((await rows('bank', bankId)).sort()).toEqual(['token:create', 'token:update']);
+    expect(await rows('card', plainId)).toEqual([]);
+    const types = await request(t.http)
+      .get('/logs/entity-types')
+      .set('BT-API-KEY', managementKey)
+      .expect(200);
+    expect(types.body.map((type: { value: string }) => type.value)).toEqual([
+      'token',
+      'card',
+      'bank',
+      'application',
+      'tenant',
+      'session',
+      'connection',
+      'transaction',
+      'proxy',
+      'webhook',
+    ]);
+    expectProblem(
+      await request(t.http).get('/logs').set('BT-API-KEY', managementKey).query({ entity_type: 'cards' }),
+      400,
+    );
+  });
 });

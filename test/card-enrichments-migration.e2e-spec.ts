@@ -14,12 +14,12 @@ const CARD = '0c000000-0000-4000-8000-0000000000c1';
 describe('migration CardEnrichments1795000000018', () => {
   let migration: MigrationUnderTest;
   let db: DataSource;
-  const columns = async (): Promise<string[]> =>
-    (
-      (await db.query(
-        `SELECT column_name FROM information_schema.columns WHERE table_name = 'tokens' AND column_name = 'card_bin'`,
-      )) as { column_name: string }[]
-    ).map((r) => r.column_name);
+  const columns = async (): Promise<string[]> => {
+    const rows: { column_name: string }[] = await db.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'tokens' AND column_name = 'card_bin'`,
+    );
+    return rows.map((r) => r.column_name);
+  };
 
   beforeAll(async () => {
     migration = await beforeMigration(CardEnrichments1795000000018, 'vault_test_enrichments', async (old) => {

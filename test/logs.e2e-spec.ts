@@ -257,6 +257,8 @@ describe('audit logs', () => {
       .expect(200);
     expect(res.body).toEqual([
       { display_name: 'Token', value: 'token' },
+      { display_name: 'Card', value: 'card' },
+      { display_name: 'Bank', value: 'bank' },
       { display_name: 'Application', value: 'application' },
       { display_name: 'Tenant', value: 'tenant' },
       { display_name: 'Session', value: 'session' },

@@ -3604,8 +3604,8 @@ export interface operations {
     listLogs: {
         parameters: {
             query: {
-                /** @description Only logs of this entity type. */
-                entity_type?: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
+                /** @description Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
+                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
                 /** @description Only logs of this entity (a token id may be 400 characters long). */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */

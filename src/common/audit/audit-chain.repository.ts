@@ -14,6 +14,8 @@ export interface ChainRow {
   entity_id: string | null;
   operation: string;
   message: string;
+  /** The token's type on rows of tokens written since migration 19; null otherwise. */
+  token_type: string | null;
   created_text: string;
   seq: string | null;
   prev_hash: Buffer | null;
@@ -35,7 +37,7 @@ export interface ChainSeal {
   hash: Buffer;
 }
 
-const COLUMNS = `id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message,
+const COLUMNS = `id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type,
   ${cursorTimeSql('created_at')} AS created_text, seq, prev_hash, hash`;
 
 /** The hash chain over `audit_logs` and its heads (`audit_chain_heads`); statements join the caller's transaction. */

@@ -34,6 +34,8 @@ export function rowHash(row: ChainRow, seq: number, prev: Buffer): Buffer {
     row.operation,
     row.message,
     row.created_text,
+    // Rows written before token types were kept hash as they always did.
+    ...(row.token_type !== null && row.token_type !== undefined ? [row.token_type] : []),
   ];
   return createHash('sha256').update(prev).update(JSON.stringify(fields), 'utf8').digest();
 }

@@ -13,6 +13,7 @@ export interface NewAuditLog {
   entityId: string | null;
   operation: Operation;
   message: string;
+  tokenType: string | null;
   createdAt: Date;
 }
 
@@ -35,6 +36,7 @@ export class AuditLogsRepository {
         'entity_id',
         'operation',
         'message',
+        'token_type',
         'created_at',
       ],
       rows.map((row) => [
@@ -46,6 +48,7 @@ export class AuditLogsRepository {
         row.entityId,
         row.operation,
         row.message,
+        row.tokenType,
         row.createdAt,
       ]),
     );

@@ -3,9 +3,10 @@ import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '../jobs/clock';
 import { AuditLogsRepository } from './audit-logs.repository';
-import type { AuditActor, AuditEntry } from './audit.types';
+import type { AuditActor, AuditEntry, AuditTokenType } from './audit.types';
 
 const PENDING_CLS_KEY = 'audit:pending';
+const TOKEN_TYPES_CLS_KEY = 'audit:token-types';
 
 /**
  * Collects and writes audit log rows. Services `record()` entries during an audited request; the audit
@@ -24,6 +25,8 @@ export class AuditTrail {
   begin(): AuditEntry[] {
     const pending: AuditEntry[] = [];
     this.cls.set(PENDING_CLS_KEY, pending);
+    // Set here, at the request's start: transactions run in nested contexts, which share these objects.
+    this.cls.set(TOKEN_TYPES_CLS_KEY, new Map<string, AuditTokenType>());
     return pending;
   }
 
@@ -33,11 +36,27 @@ export class AuditTrail {
     pending?.push(entry);
   }
 
+  /**
+   * The type of a token the current request acts on, for the rows of that token the audit interceptor
+   * writes (a delete answers nothing to read it from).
+   */
+  noteTokenType(id: string, type: AuditTokenType): void {
+    if (!this.cls.isActive()) return;
+    this.cls.get<Map<string, AuditTokenType> | undefined>(TOKEN_TYPES_CLS_KEY)?.set(id, type);
+  }
+
   /** One multi-row INSERT of the entries, in the current transaction when there is one. */
   async write(actor: AuditActor, entries: AuditEntry[]): Promise<void> {
     if (!entries.length) return;
     const now = this.clock.now();
     const suffix = actor.sessionId ? ` (session ${actor.sessionId})` : '';
+    const noted = this.cls.isActive()
+      ? this.cls.get<Map<string, AuditTokenType> | undefined>(TOKEN_TYPES_CLS_KEY)
+      : undefined;
+    const tokenType = (e: AuditEntry): string | null =>
+      e.entityType !== 'token'
+        ? null
+        : (e.tokenType ?? (e.entityId ? noted?.get(e.entityId) : undefined) ?? null);
     await this.logs.insert(
       entries.map((e) => ({
         id: randomUUID(),
@@ -48,6 +67,7 @@ export class AuditTrail {
         entityId: e.entityId,
         operation: e.operation,
         message: `${e.message}${suffix}`,
+        tokenType: tokenType(e),
         createdAt: now,
       })),
     );

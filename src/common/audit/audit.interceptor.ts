@@ -72,6 +72,17 @@ export class AuditInterceptor implements NestInterceptor {
           (entityId
             ? `${display} ${PAST[spec.operation]}`
             : `${display}s ${spec.operation === 'read' ? 'listed' : PAST[spec.operation]}`));
-    return { entityType: spec.entityType, entityId, operation: spec.operation, message };
+    const type = (result as { type?: unknown } | null | undefined)?.type;
+    const tokenType =
+      spec.entityType === 'token' && (type === 'token' || type === 'card' || type === 'bank')
+        ? type
+        : undefined;
+    return {
+      entityType: spec.entityType,
+      entityId,
+      operation: spec.operation,
+      message,
+      ...(tokenType ? { tokenType } : {}),
+    };
   }
 }

@@ -12,6 +12,27 @@ export const ENTITY_TYPES = {
 export type EntityType = keyof typeof ENTITY_TYPES;
 
 /**
+ * What the `entity_type` filter of `GET /logs` takes (contract section 13): every type the service
+ * writes, and `card` and `bank`, which select the rows of tokens of that type (rows carry `token`).
+ */
+export const LOG_ENTITY_TYPES = {
+  token: 'Token',
+  card: 'Card',
+  bank: 'Bank',
+  application: 'Application',
+  tenant: 'Tenant',
+  session: 'Session',
+  connection: 'Connection',
+  transaction: 'Transaction',
+  proxy: 'Proxy',
+  webhook: 'Webhook',
+} as const;
+export type LogEntityType = keyof typeof LOG_ENTITY_TYPES;
+
+/** The token types a row of a token records (`token_type`). */
+export type AuditTokenType = 'token' | 'card' | 'bank';
+
+/**
  * `use`: a proxy request went out; `reveal`: one row per token read in clear through a reveal rule,
  * besides the read's (contract section 12).
  */
@@ -24,6 +45,8 @@ export interface AuditEntry {
   entityId: string | null;
   operation: Operation;
   message: string;
+  /** Rows of tokens: the token's type. */
+  tokenType?: AuditTokenType;
 }
 
 /** Who an entry is attributed to: the application (for a session key, the public application that made it). */

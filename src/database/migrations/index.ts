@@ -17,6 +17,7 @@ import { IdempotencyResources1795000000015 } from './1795000000015-IdempotencyRe
 import { StringTokenIds1795000000016 } from './1795000000016-StringTokenIds';
 import { TokenMetadataIndex1795000000017 } from './1795000000017-TokenMetadataIndex';
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
+import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   StringTokenIds1795000000016,
   TokenMetadataIndex1795000000017,
   CardEnrichments1795000000018,
+  AuditTokenTypes1795000000019,
 ];

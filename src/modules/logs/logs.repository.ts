@@ -49,7 +49,9 @@ interface LogRow {
  */
 function logWhere(filter: LogFilter, p: SqlParams): string {
   const where = [`tenant_id = ${p.add(filter.tenantId)}`];
-  if (filter.entityType !== undefined) where.push(`entity_type = ${p.add(filter.entityType)}`);
+  if (filter.entityType === 'card' || filter.entityType === 'bank')
+    where.push(`entity_type = 'token'`, `token_type = ${p.add(filter.entityType)}`);
+  else if (filter.entityType !== undefined) where.push(`entity_type = ${p.add(filter.entityType)}`);
   if (filter.entityId !== undefined) where.push(`entity_id = ${p.add(filter.entityId)}`);
   if (filter.startDate !== undefined) where.push(`created_at >= ${p.add(filter.startDate)}::timestamptz`);
   if (filter.endDate !== undefined) where.push(`created_at < ${p.add(filter.endDate)}::timestamptz`);

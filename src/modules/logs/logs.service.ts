@@ -1,7 +1,7 @@
 import { parseInstant } from '../../common/dates';
 import { LogsErrorCode, LogsException } from './logs.errors';
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { ENTITY_TYPES } from '../../common/audit/audit.types';
+import { LOG_ENTITY_TYPES } from '../../common/audit/audit.types';
 import type { Principal } from '../../common/auth/principal';
 import { RetentionJob } from '../../common/jobs/retention.job';
 import {
@@ -50,7 +50,7 @@ export class LogsService implements OnModuleInit {
   }
 
   entityTypes(): EntityTypeDto[] {
-    return Object.entries(ENTITY_TYPES).map(([value, display_name]) => ({ display_name, value }));
+    return Object.entries(LOG_ENTITY_TYPES).map(([value, display_name]) => ({ display_name, value }));
   }
 
   async list(who: Principal, query: ListLogsQueryDto): Promise<LogPageDto> {

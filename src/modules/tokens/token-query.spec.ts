@@ -266,9 +266,9 @@ describe('queryPredicate (one parameterised SQL predicate)', () => {
       '2026-02-01T12:00:00+01:00',
       '11111111-1111-1111-1111-111111111111',
     ]);
-    // tokens.id is a uuid column: an id of another shape names no token.
-    expect(compile('id:tok_1').sql).toBe('FALSE');
-    expect(compile('NOT id:tok_1').sql).toBe('TRUE');
+    // Any token id (1 to 400 of [A-Za-z0-9_-]) is compared as it is; a uuid lower-cased.
+    expect(compile('id:tok_1')).toMatchObject({ sql: 't.id = $1', params: ['tok_1'] });
+    expect(compile('NOT id:tok_1')).toMatchObject({ sql: 't.id <> $1', params: ['tok_1'] });
     expect(compile('  ').sql).toBe('TRUE');
   });
 });

@@ -173,6 +173,7 @@ export class TokenizeService {
           entityId: row.id,
           operation: 'create',
           message: `Token created (${row.type})`,
+          tokenType: row.type,
         });
       // One event per token made (a deduplicated answer made none), all in one statement.
       await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));

@@ -135,6 +135,7 @@ export class TokensService {
         entityId: row.id,
         operation: 'reveal',
         message: `Token revealed (${row.type})`,
+        tokenType: row.type,
       });
     }
     withholdFromReplay();
@@ -149,6 +150,8 @@ export class TokensService {
   async delete(who: Principal, id: string): Promise<void> {
     await this.db.withTransaction(async () => {
       const { row } = await this.findAccessible(who, id, 'token:delete', true);
+      this.audit.noteTokenType(row.id, row.type);
+      this.audit.noteTokenType(id, row.type);
       await this.tokens.delete(who.tenantId, id);
       const { data: _sealed, ...deleted } = row;
       await this.outbox.record(tokenEvent('token:deleted', deleted));

@@ -2,7 +2,14 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Length, Max, MaxLength, Min, ValidateBy } from 'class-validator';
 import { isInstant } from '../../../common/dates';
-import { ENTITY_TYPES, type EntityType, OPERATIONS, type Operation } from '../../../common/audit/audit.types';
+import {
+  ENTITY_TYPES,
+  type EntityType,
+  LOG_ENTITY_TYPES,
+  type LogEntityType,
+  OPERATIONS,
+  type Operation,
+} from '../../../common/audit/audit.types';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../common/pagination/offset-pagination.dto';
 
 /** An ISO 8601 date-time or date as the contract takes it (section 16): see parseInstant. */
@@ -17,11 +24,11 @@ const IsInstant = (field: string): PropertyDecorator =>
   });
 
 export class ListLogsQueryDto {
-  /** Only logs of this entity type. */
-  @ApiPropertyOptional({ enum: Object.keys(ENTITY_TYPES), type: 'string' })
+  /** Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
+  @ApiPropertyOptional({ enum: Object.keys(LOG_ENTITY_TYPES), type: 'string' })
   @IsOptional()
-  @IsIn(Object.keys(ENTITY_TYPES))
-  entity_type?: EntityType;
+  @IsIn(Object.keys(LOG_ENTITY_TYPES))
+  entity_type?: LogEntityType;
 
   /** Only logs of this entity (a token id may be 400 characters long). */
   @IsOptional()
