@@ -544,6 +544,8 @@ describe('Basis Theory Node SDK against the service', () => {
     it('logs.getEntityTypes', async () => {
       expect(await mgmt.logs.getEntityTypes()).toEqual([
         { displayName: 'Token', value: 'token' },
+        { displayName: 'Card', value: 'card' },
+        { displayName: 'Bank', value: 'bank' },
         { displayName: 'Application', value: 'application' },
         { displayName: 'Tenant', value: 'tenant' },
         { displayName: 'Session', value: 'session' },

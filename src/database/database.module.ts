@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { ChangeNotifications } from './change-notifications';
 import { EntityClass, openDatabase } from './data-source';
 
 /**
@@ -20,13 +21,14 @@ class DatabaseFeatureModule {}
 @Global()
 @Module({
   providers: [
+    ChangeNotifications,
     {
       provide: DataSource,
       inject: [AppConfig],
       useFactory: (config: AppConfig) => openDatabase(config, [...registeredEntities]),
     },
   ],
-  exports: [DataSource],
+  exports: [DataSource, ChangeNotifications],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@Inject(DataSource) private readonly dataSource: DataSource) {}

@@ -1,6 +1,6 @@
 import { ApplicationsErrorCode, ApplicationsException } from './applications.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
-import { Transactional } from '../../common/context/transactional';
+import { afterCommit, Transactional } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -18,6 +18,7 @@ import type { Principal } from '../../common/auth/principal';
 import { EventOutbox, EventType } from '../../common/events/event-outbox';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import { ApplicationKeyResolver } from './application-key.resolver';
 import { ApplicationsRepository, KeySummary } from './applications.repository';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
 import { CreateApplicationDto } from './dto/create-application.dto';
@@ -105,6 +106,7 @@ export class ApplicationsService {
     private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly applications: ApplicationsRepository,
     private readonly outbox: EventOutbox,
+    private readonly keys: ApplicationKeyResolver,
   ) {}
 
   private async emit(type: EventType, app: ApplicationEntity, keys: KeySummary[]): Promise<void> {
@@ -216,6 +218,8 @@ export class ApplicationsService {
 
   @Transactional()
   async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
+    // This instance forgets cached keys as soon as the change commits (others when notified of it).
+    afterCommit(() => this.keys.invalidate());
     return this.db.withTransaction(async () => {
       await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);
@@ -250,6 +254,8 @@ export class ApplicationsService {
 
   @Transactional()
   async delete(who: Principal, id: string): Promise<void> {
+    // This instance forgets cached keys as soon as the change commits (others when notified of it).
+    afterCommit(() => this.keys.invalidate());
     await this.db.withTransaction(async () => {
       await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);
@@ -291,6 +297,8 @@ export class ApplicationsService {
 
   @Transactional()
   async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
+    // This instance forgets cached keys as soon as the change commits (others when notified of it).
+    afterCommit(() => this.keys.invalidate());
     await this.db.withTransaction(async () => {
       await this.applications.lockTenant(who.tenantId);
       const app = await this.findOwned(who, id, true);

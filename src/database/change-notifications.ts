@@ -1,0 +1,80 @@
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Client } from 'pg';
+import { AppConfig } from '../config/app-config';
+
+/** The channel the database announces changes of keys and applications on (migration 20's triggers). */
+export const KEY_CHANGES_CHANNEL = 'vault_key_changes';
+
+/**
+ * One dedicated connection LISTENing for change notifications, so that every instance drops what it
+ * cached as soon as another commits a change. `listening` is true only while the connection is up:
+ * a cache must not serve from memory while it could miss a notification (then it asks the database).
+ * With the embedded database there is one process and no connection to listen on: never listening.
+ */
+@Injectable()
+export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('ChangeNotifications');
+  private readonly handlers: (() => void)[] = [];
+  private client: Client | undefined;
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
+  listening = false;
+
+  constructor(private readonly config: AppConfig) {}
+
+  /** Called (synchronously) on every notification, and whenever listening stops or starts again. */
+  onChange(handler: () => void): void {
+    this.handlers.push(handler);
+  }
+
+  async onModuleInit(): Promise<void> {
+    if (this.config.DATABASE_URL) await this.connect();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    this.lost();
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private async connect(): Promise<void> {
+    const client = new Client({ connectionString: this.config.DATABASE_URL });
+    client.on('notification', () => this.changed());
+    client.on('error', () => this.reconnect(client));
+    client.on('end', () => this.reconnect(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${KEY_CHANGES_CHANNEL}`);
+      this.client = client;
+      this.listening = true;
+      // Anything may have changed while not listening.
+      this.changed();
+    } catch (error) {
+      this.logger.warn({ err: error }, 'cannot listen for key changes; caching of keys is off until it can');
+      this.reconnect(client);
+    }
+  }
+
+  private reconnect(client: Client): void {
+    if (client !== this.client && this.client !== undefined) return;
+    this.lost();
+    client.removeAllListeners();
+    void client.end().catch(() => undefined);
+    this.client = undefined;
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      if (!this.stopped) void this.connect();
+    }, 1_000);
+  }
+
+  private lost(): void {
+    this.listening = false;
+    this.changed();
+  }
+
+  private changed(): void {
+    for (const handler of this.handlers) handler();
+  }
+}
