@@ -119,7 +119,7 @@ describe('API keys cached in memory, invalidated across instances', () => {
     });
     await a.app.get(DataSource).query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE query = 'LISTEN vault_key_changes' AND pid <> pg_backend_pid()`,
+        WHERE query = 'LISTEN vault_changes' AND pid <> pg_backend_pid()`,
     );
     await listening(a, false);
     lookups.mockClear();

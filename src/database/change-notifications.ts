@@ -2,8 +2,11 @@ import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { Client } from 'pg';
 import { AppConfig } from '../config/app-config';
 
-/** The channel the database announces changes of keys and applications on (migration 20's triggers). */
-export const KEY_CHANGES_CHANNEL = 'vault_key_changes';
+/** The channel the database announces changes on (migration 20's triggers); the payload names the table. */
+export const CHANGES_CHANNEL = 'vault_changes';
+
+/** A table whose changes are announced, or undefined for "anything may have changed" (listening resumed or lost). */
+export type ChangedTable = 'api_keys' | 'applications' | undefined;
 
 /**
  * One dedicated connection LISTENing for change notifications, so that every instance drops what it
@@ -14,7 +17,7 @@ export const KEY_CHANGES_CHANNEL = 'vault_key_changes';
 @Injectable()
 export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('ChangeNotifications');
-  private readonly handlers: (() => void)[] = [];
+  private readonly handlers: ((table: ChangedTable) => void)[] = [];
   private client: Client | undefined;
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
@@ -23,7 +26,7 @@ export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown 
   constructor(private readonly config: AppConfig) {}
 
   /** Called (synchronously) on every notification, and whenever listening stops or starts again. */
-  onChange(handler: () => void): void {
+  onChange(handler: (table: ChangedTable) => void): void {
     this.handlers.push(handler);
   }
 
@@ -40,12 +43,12 @@ export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown 
 
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.config.DATABASE_URL });
-    client.on('notification', () => this.changed());
+    client.on('notification', (message) => this.changed(message.payload as ChangedTable));
     client.on('error', () => this.reconnect(client));
     client.on('end', () => this.reconnect(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${KEY_CHANGES_CHANNEL}`);
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
       this.client = client;
       this.listening = true;
       // Anything may have changed while not listening.
@@ -74,7 +77,7 @@ export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown 
     this.changed();
   }
 
-  private changed(): void {
-    for (const handler of this.handlers) handler();
+  private changed(table?: ChangedTable): void {
+    for (const handler of this.handlers) handler(table);
   }
 }

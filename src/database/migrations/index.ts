@@ -18,7 +18,7 @@ import { StringTokenIds1795000000016 } from './1795000000016-StringTokenIds';
 import { TokenMetadataIndex1795000000017 } from './1795000000017-TokenMetadataIndex';
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
-import { KeyChangeNotifications1795000000020 } from './1795000000020-KeyChangeNotifications';
+import { ChangeNotifications1795000000020 } from './1795000000020-ChangeNotifications';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -42,5 +42,5 @@ export const MIGRATIONS = [
   TokenMetadataIndex1795000000017,
   CardEnrichments1795000000018,
   AuditTokenTypes1795000000019,
-  KeyChangeNotifications1795000000020,
+  ChangeNotifications1795000000020,
 ];
