@@ -11,7 +11,8 @@ type TimedRequest = Request & { [STARTED]?: number; [ROUTE]?: string };
 /**
  * Times every request into `http_request_duration_seconds`, mounted before everything else so that the
  * whole handling is measured. One listener function serves every response: per request, only the
- * start time and the observation. A response never finished (its client left first) is not counted. The route label is what `RouteLabelGuard` recorded, else `unmatched`.
+ * start time and the observation. A response never finished (its client left first) is not counted.
+ * The route label is what `RouteLabelGuard` recorded, else `unmatched`.
  */
 export function httpMetricsMiddleware(
   metrics: Metrics,
