@@ -1,7 +1,7 @@
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Request } from 'express';
 import { ClsModule } from 'nestjs-cls';
@@ -16,6 +16,8 @@ import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
 import { EventsModule } from './common/events/events.module';
 import { JobsModule } from './common/jobs/jobs.module';
+import { RouteLabelGuard } from './common/metrics/http-metrics';
+import { MetricsModule } from './common/metrics/metrics.module';
 import { ThrottlingModule } from './common/throttling/throttling.module';
 import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
 import { AppConfig } from './config/app-config';
@@ -27,6 +29,7 @@ import { HealthModule } from './modules/health/health.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
+import { MetricsEndpointModule } from './modules/metrics/metrics.module';
 import { OrchestrationModule } from './modules/orchestration/orchestration.module';
 import { ProxiesModule } from './modules/proxies/proxies.module';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
@@ -48,6 +51,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     ConfigModule.forRoot(config),
     LoggerModule.forRoot(loggerParams(config, options.logStream)),
     DatabaseModule,
+    MetricsModule,
     AuthModule,
     CryptoModule.forRoot(TenantsRepositoryModule),
     EventsModule.forRoot(WebhookOutboxModule),
@@ -83,6 +87,8 @@ export class AppModule {
         ApplicationsModule,
         TenantsModule,
         HealthModule,
+        // GET /metrics exists only when enabled: otherwise it is an unknown path (404).
+        ...(config.METRICS_ENABLED ? [MetricsEndpointModule] : []),
         TokensModule,
         SessionsModule,
         LogsModule,
@@ -94,6 +100,9 @@ export class AppModule {
         AdminModule.forRoot({ controlSocket: config.embedded }),
       ],
       providers: [
+        // The root module's guards run before those of the modules it imports (authentication's), so
+        // that the route of a request they refuse is known too.
+        ...(config.METRICS_ENABLED ? [{ provide: APP_GUARD, useClass: RouteLabelGuard }] : []),
         BootstrapService,
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
         // Order matters: idempotency wraps the audited operation, so both share its transaction.

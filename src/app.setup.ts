@@ -7,6 +7,8 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { jsonBodyParser, rawBodyParser } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
 import { createValidationPipe } from './common/errors/validation';
+import { httpMetricsMiddleware } from './common/metrics/http-metrics';
+import { Metrics } from './common/metrics/metrics';
 import { setupOpenApi } from './common/openapi';
 import { AppConfig } from './config/app-config';
 
@@ -51,6 +53,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // Responses are computed per request; a weak ETag would hash every body for nothing.
   app.set('etag', false);
   const config = app.get(AppConfig);
+  // First, so that the request durations cover everything below (the route: RouteLabelGuard).
+  if (config.METRICS_ENABLED) app.use(httpMetricsMiddleware(app.get(Metrics)));
   // Security headers (helmet's defaults; the approval page sets its own stricter policy).
   app.use(helmet({ crossOriginEmbedderPolicy: false }));
   if (config.CORS_ORIGINS) {

@@ -11,6 +11,7 @@ describe('loadConfig', () => {
       LOG_RETENTION_DAYS: 365,
       WEBHOOK_POLL_MS: 1000,
       WEBHOOK_LEASE_SECONDS: 30,
+      METRICS_ENABLED: false,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -29,6 +30,7 @@ describe('loadConfig', () => {
       WEBHOOK_POLL_MS: 250,
       WEBHOOK_LEASE_SECONDS: 11,
     });
+    expect(loadConfig({ METRICS_ENABLED: 'true' }).METRICS_ENABLED).toBe(true);
     expect(config.embedded).toBe(false);
     expect(config.publicBaseUrl).toBe('https://vault.example.com');
   });
@@ -63,6 +65,7 @@ describe('loadConfig', () => {
     ['WEBHOOK_POLL_MS', '5'],
     ['WEBHOOK_LEASE_SECONDS', '10'],
     ['WEBHOOK_LEASE_SECONDS', 'soon'],
+    ['METRICS_ENABLED', 'yes'],
     ['VENDOR_BASE_URLS', 'stripe-card'],
     ['VENDOR_BASE_URLS', 'stripe-card=ftp://127.0.0.1'],
     ['VENDOR_BASE_URLS', 'stripe-card=http://127.0.0.1:12111,'],

@@ -82,6 +82,14 @@ export class AppConfig {
   @IsBoolean({ message: 'JOBS_ENABLED must be true or false' })
   JOBS_ENABLED = true;
 
+  /**
+   * `GET /metrics` in the Prometheus text format. Off by default: the endpoint is unauthenticated, so it
+   * belongs on a network that only the scraper reaches (or behind the proxy's own authentication).
+   */
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'METRICS_ENABLED must be true or false' })
+  METRICS_ENABLED = false;
+
   @Transform(toInteger)
   @IsInt()
   @Min(1)

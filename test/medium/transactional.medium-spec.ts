@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
-import { afterCommit, onRequestCommit, Transactional } from '../../src/common/context/transactional';
+import {
+  afterCommit,
+  inTransaction,
+  onRequestCommit,
+  Transactional,
+  whenCommitted,
+} from '../../src/common/context/transactional';
 import { MediumContext, startMedium } from './support';
 
 /** A service as the modules write them, on a scratch table of this test. */
@@ -95,6 +101,32 @@ describe('explicit transactions: @Transactional(), the request edge and afterCom
     await m.run(() => new Later().go(true).catch(() => undefined));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(seen).toEqual([1]); // it saw its own committed row; the rolled-back one ran nothing
+  });
+
+  it('runs whenCommitted work after a commit, never after a rollback, and at once where nothing would run it', async () => {
+    const host: TransactionHost<TransactionalAdapterTypeOrm> = m.get(TransactionHost);
+    const seen: string[] = [];
+    const step =
+      (name: string, fail = false) =>
+      async () => {
+        whenCommitted(() => seen.push(name));
+        seen.push(`${name} returns`);
+        if (fail) throw new Error('no');
+      };
+    await m.run(() => inTransaction(step('committed')));
+    await m.run(() => inTransaction(step('rolled back', true)).catch(() => undefined));
+    // A bare transaction (afterCommit would throw there) and no transaction at all: at once.
+    await m.run(() => host.withTransaction(step('bare')));
+    await step('outside')();
+    expect(seen).toEqual([
+      'committed returns',
+      'committed',
+      'rolled back returns',
+      'bare',
+      'bare returns',
+      'outside',
+      'outside returns',
+    ]);
   });
 
   it('refuses a second top-level write once the request has recorded its outcome', async () => {

@@ -65,6 +65,17 @@ export function afterCommit(fn: () => void): void {
   else fn();
 }
 
+/**
+ * Like `afterCommit` where a `@Transactional()` method or `inTransaction` opened the transaction, and
+ * at once anywhere else (never an error): for observations such as metrics, which must not make a
+ * write fail wherever it happens to be called from.
+ */
+export function whenCommitted(fn: () => void): void {
+  const frame = cls()?.get<Frame | undefined>(FRAME_KEY);
+  if (frame) frame.afterCommit.push(fn);
+  else fn();
+}
+
 /** Runs the request's edge work inside the transaction; answers the edge if this call ran it. */
 async function runEdge(result: unknown): Promise<RequestEdge | undefined> {
   const edge = cls()?.get<RequestEdge | undefined>(EDGE_KEY);

@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
+import { Metrics } from '../metrics/metrics';
 import { Clock } from './clock';
 import { JobRunsRepository } from './job-runs.repository';
 
@@ -30,6 +31,7 @@ export class ExclusiveJobRunner {
     private readonly clock: Clock,
     private readonly runs: JobRunsRepository,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Jobs of this process that `runAlone` is running now. */
@@ -46,10 +48,15 @@ export class ExclusiveJobRunner {
     if (this.running.has(name)) return undefined;
     this.running.add(name);
     try {
-      const run = () => this.cls.run(work);
+      const run = () =>
+        this.cls.run(() => {
+          this.metrics.jobRan(name);
+          return work();
+        });
       if (this.config.embedded) return await run();
       return (await this.runs.whileLocked(lockKey, run))?.value;
     } catch (error) {
+      this.metrics.jobFailed(name);
       this.logger.error({ err: error, job: name }, `job ${name} failed`);
       return undefined;
     } finally {
@@ -63,10 +70,12 @@ export class ExclusiveJobRunner {
         this.db.withTransaction(async () => {
           if (!(await this.runs.tryLock(lockKey))) return undefined;
           if (tick && !(await this.claimTick(name, tick))) return undefined;
+          this.metrics.jobRan(name);
           return work();
         }),
       );
     } catch (error) {
+      this.metrics.jobFailed(name);
       this.logger.error({ err: error, job: name }, `job ${name} failed`);
       return undefined;
     }

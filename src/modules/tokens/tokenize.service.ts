@@ -1,6 +1,6 @@
 import { TokensErrorCode, TokensException } from './tokens.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
-import { Transactional } from '../../common/context/transactional';
+import { Transactional, whenCommitted } from '../../common/context/transactional';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
@@ -12,6 +12,7 @@ import type { Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
+import { Metrics } from '../../common/metrics/metrics';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, refusedContainers } from './token-access';
 import { sealCvc, sealData } from './token-crypto';
@@ -52,6 +53,7 @@ export class TokenizeService {
     private readonly clock: Clock,
     private readonly audit: AuditTrail,
     private readonly outbox: EventOutbox,
+    private readonly metrics: Metrics,
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
@@ -177,6 +179,10 @@ export class TokenizeService {
         });
       // One event per token made (a deduplicated answer made none), all in one statement.
       await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));
+      if (fresh.length) {
+        const types = fresh.map(({ row }) => row.type);
+        whenCommitted(() => this.metrics.tokensCreated(types));
+      }
       return created;
     });
   }

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { AuditTrail } from '../../../common/audit/audit-trail.service';
+import { whenCommitted } from '../../../common/context/transactional';
 import type { AuditActor, AuditEntry } from '../../../common/audit/audit.types';
 import { EventOutbox, EventType } from '../../../common/events/event-outbox';
 import { Clock } from '../../../common/jobs/clock';
+import { Metrics } from '../../../common/metrics/metrics';
 import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
 import { toReconciliationId } from './reconciliation';
@@ -39,12 +41,14 @@ export class TransactionJournal {
     private readonly refunds: RefundsRepository,
     private readonly outbox: EventOutbox,
     private readonly clock: Clock,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Records a new transaction, `processing` its authorization, and its `transaction:created` event. */
   async insert(t: NewTransaction): Promise<TransactionRow> {
     const row = await this.transactions.insert(t);
     await this.emit('transaction:created', row);
+    this.counted(row);
     return row;
   }
 
@@ -62,7 +66,15 @@ export class TransactionJournal {
   ): Promise<TransactionRow | undefined> {
     const row = await this.transactions.apply(tenantId, id, transition, now, approval);
     if (row) await this.emit('transaction:updated', row);
+    // A transition may only change columns (a pending operation's progress): no status entered.
+    if (row && row.status !== transition.from) this.counted(row);
     return row;
+  }
+
+  /** `vault_transactions_total`: the status entered, once its transaction has committed. */
+  private counted(row: TransactionRow): void {
+    const status = row.status;
+    whenCommitted(() => this.metrics.transactionEntered(status));
   }
 
   /**

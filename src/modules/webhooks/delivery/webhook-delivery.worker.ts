@@ -9,6 +9,7 @@ import { ClsService } from 'nestjs-cls';
 import { Webhook } from 'standardwebhooks';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { Clock } from '../../../common/jobs/clock';
+import { Metrics } from '../../../common/metrics/metrics';
 import { OutboundHttp } from '../../../common/outbound/outbound-http.service';
 import { OutboundError, OutboundRequest } from '../../../common/outbound/outbound.types';
 import { AppConfig } from '../../../config/app-config';
@@ -55,6 +56,7 @@ export class WebhookDeliveryWorker
     private readonly clock: Clock,
     private readonly cls: ClsService,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -166,7 +168,9 @@ export class WebhookDeliveryWorker
     }
     const now = this.clock.now();
     if (status !== null && status >= 200 && status < 300) {
-      await this.deliveries.recordSuccess(delivery, status, now);
+      // Not recorded: the lease ran out and another worker has the delivery now (it counts its own attempt).
+      if (await this.deliveries.recordSuccess(delivery, status, now))
+        this.metrics.webhookDelivery('succeeded');
       this.logger.debug({ ...where, status_code: status }, 'webhook delivered');
       return;
     }
@@ -174,6 +178,7 @@ export class WebhookDeliveryWorker
     const retryAt =
       delivery.attempts <= delays.length ? new Date(now.getTime() + delays[delivery.attempts - 1]) : null;
     const outcome = await this.deliveries.recordFailure(delivery, status, retryAt, now);
+    if (outcome.status) this.metrics.webhookDelivery(outcome.status === 'failed' ? 'failed' : 'retried');
     const detail = { ...where, status_code: status, ...(failure ? { failure } : {}) };
     if (outcome.status === 'failed') {
       this.logger.warn(detail, 'webhook delivery failed for good');
