@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
+import { multiRowInsert } from '../../database/sql';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -80,26 +81,6 @@ const toRow = (token: TokenEntity): TokenRow => ({
   modified_at: token.modifiedAt,
 });
 
-const toEntity = (token: SealedToken): TokenEntity => ({
-  id: token.id,
-  tenantId: token.tenant_id,
-  type: token.type,
-  data: token.data,
-  mask: token.mask,
-  cardBrand: token.card_brand,
-  cardBin: token.card_bin,
-  fingerprint: token.fingerprint,
-  fingerprintExpression: token.fingerprint_expression,
-  metadata: token.metadata,
-  searchIndexes: token.search_indexes,
-  containers: token.containers,
-  expiresAt: token.expires_at,
-  createdBy: token.created_by,
-  createdAt: token.created_at,
-  modifiedBy: token.modified_by,
-  modifiedAt: token.modified_at,
-});
-
 /** Every column but the sealed data. */
 const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
   id: true,
@@ -119,6 +100,27 @@ const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
   modifiedBy: true,
   modifiedAt: true,
 };
+
+/** The columns of `tokens`, in the order `insert` gives their values. */
+const TOKEN_COLUMNS = [
+  'id',
+  'tenant_id',
+  'type',
+  'data',
+  'mask',
+  'card_brand',
+  'card_bin',
+  'fingerprint',
+  'fingerprint_expression',
+  'metadata',
+  'search_indexes',
+  'containers',
+  'expires_at',
+  'created_by',
+  'created_at',
+  'modified_by',
+  'modified_at',
+];
 
 /** Not expired at `now` (an expired token is deleted for every purpose, purged or not). */
 const live = (now: Date) => Or(IsNull(), MoreThan(now));
@@ -198,16 +200,35 @@ export class TokensRepository {
    */
   async insert(tokens: SealedToken[]): Promise<Set<string>> {
     if (!tokens.length) return new Set();
-    const result = await this.db.tx
-      .createQueryBuilder()
-      .insert()
-      .into(TokenEntity)
-      .values(tokens.map(toEntity))
-      .orIgnore()
-      .returning(['id'])
-      .updateEntity(false)
-      .execute();
-    return new Set((result.raw as { id: string }[]).map((row) => row.id));
+    // Plain SQL: TypeORM's insert builder spent a quarter of a 100-card tokenize's CPU on its parameters.
+    const { sql, params } = multiRowInsert(
+      'tokens',
+      TOKEN_COLUMNS,
+      tokens.map((t) => [
+        t.id,
+        t.tenant_id,
+        t.type,
+        t.data,
+        t.mask === null ? null : JSON.stringify(t.mask),
+        t.card_brand,
+        t.card_bin,
+        t.fingerprint,
+        t.fingerprint_expression,
+        t.metadata === null ? null : JSON.stringify(t.metadata),
+        t.search_indexes,
+        t.containers,
+        t.expires_at,
+        t.created_by,
+        t.created_at,
+        t.modified_by,
+        t.modified_at,
+      ]),
+    );
+    const rows: { id: string }[] = await this.db.tx.query(
+      `${sql} ON CONFLICT DO NOTHING RETURNING id`,
+      params,
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   /**
@@ -221,14 +242,12 @@ export class TokensRepository {
   /** The one INSERT of search index digests (tokenize and PATCH): one statement, duplicates ignored. */
   async insertSearchIndexes(digests: SearchIndexDigest[]): Promise<void> {
     if (!digests.length) return;
-    await this.db.tx
-      .createQueryBuilder()
-      .insert()
-      .into(TokenSearchIndexEntity)
-      .values(digests)
-      .orIgnore()
-      .updateEntity(false)
-      .execute();
+    const { sql, params } = multiRowInsert(
+      'token_search_indexes',
+      ['token_id', 'tenant_id', 'digest'],
+      digests.map((d) => [d.tokenId, d.tenantId, d.digest]),
+    );
+    await this.db.tx.query(`${sql} ON CONFLICT DO NOTHING`, params);
   }
 
   async replaceSearchIndexes(tenantId: string, tokenId: string, digests: Buffer[]): Promise<void> {
@@ -237,7 +256,13 @@ export class TokensRepository {
   }
 
   async insertCvcs(cvcs: SealedCvc[]): Promise<void> {
-    if (cvcs.length) await this.cvcs().insert(cvcs);
+    if (!cvcs.length) return;
+    const { sql, params } = multiRowInsert(
+      'token_cvcs',
+      ['token_id', 'tenant_id', 'cvc', 'expires_at'],
+      cvcs.map((c) => [c.tokenId, c.tenantId, c.cvc, c.expiresAt]),
+    );
+    await this.db.tx.query(sql, params);
   }
 
   async update(tenantId: string, id: string, changes: TokenChanges): Promise<void> {
