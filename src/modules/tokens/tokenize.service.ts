@@ -215,8 +215,8 @@ export class TokenizeService {
   }
 
   /**
-   * One INSERT per table for the whole request: tokens (sealed), their search index digests, their
-   * CVCs (sealed, apart, for an hour). An id already taken is a 409, decided by the primary key.
+   * One statement for the whole request: tokens (sealed), their search index digests, their CVCs
+   * (sealed, apart, for an hour). An id already taken is a 409, decided by the primary key.
    */
   private async insert(
     keys: TenantKeys,
@@ -226,11 +226,6 @@ export class TokenizeService {
     if (!fresh.length) return;
     const inserted = await this.tokens.insert(
       fresh.map(({ row, element }) => ({ ...row, data: sealData(keys, row, element.validated.data) })),
-    );
-    const taken = fresh.find(({ row }) => !inserted.has(row.id));
-    if (taken)
-      throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);
-    await this.tokens.insertSearchIndexes(
       fresh.flatMap(({ row, element }) =>
         [...new Set(element.indexValues)].map((value) => ({
           tenantId: row.tenant_id,
@@ -238,8 +233,6 @@ export class TokenizeService {
           digest: hmac(keys.searchIndex, value),
         })),
       ),
-    );
-    await this.tokens.insertCvcs(
       fresh.flatMap(({ row, element }) =>
         element.validated.cvc
           ? [
@@ -253,5 +246,8 @@ export class TokenizeService {
           : [],
       ),
     );
+    const taken = fresh.find(({ row }) => !inserted.has(row.id));
+    if (taken)
+      throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);
   }
 }

@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
-import { multiRowInsert } from '../../database/sql';
+import { multiRowInsert, SqlParams } from '../../database/sql';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -195,38 +195,65 @@ export class TokensRepository {
   }
 
   /**
-   * One multi-row INSERT for the whole batch; an id already taken is skipped (`ON CONFLICT DO NOTHING`),
-   * never an error. Returns the ids inserted.
+   * The whole batch in one statement: the tokens (an id already taken is skipped, `ON CONFLICT DO
+   * NOTHING`, never an error), then, for the tokens it inserted, their search index digests and their
+   * CVCs, as data-modifying CTEs (one round trip instead of three; the foreign keys are checked at the
+   * statement's end, when the tokens exist). Returns the ids inserted.
    */
-  async insert(tokens: SealedToken[]): Promise<Set<string>> {
+  async insert(
+    tokens: SealedToken[],
+    digests: SearchIndexDigest[] = [],
+    cvcs: SealedCvc[] = [],
+  ): Promise<Set<string>> {
     if (!tokens.length) return new Set();
     // Plain SQL: TypeORM's insert builder spent a quarter of a 100-card tokenize's CPU on its parameters.
-    const { sql, params } = multiRowInsert(
-      'tokens',
-      TOKEN_COLUMNS,
-      tokens.map((t) => [
-        t.id,
-        t.tenant_id,
-        t.type,
-        t.data,
-        t.mask === null ? null : JSON.stringify(t.mask),
-        t.card_brand,
-        t.card_bin,
-        t.fingerprint,
-        t.fingerprint_expression,
-        t.metadata === null ? null : JSON.stringify(t.metadata),
-        t.search_indexes,
-        t.containers,
-        t.expires_at,
-        t.created_by,
-        t.created_at,
-        t.modified_by,
-        t.modified_at,
-      ]),
+    const p = new SqlParams();
+    const tuple = (values: unknown[], casts: string[]) =>
+      `(${values.map((value, i) => `${p.add(value)}${casts[i]}`).join(', ')})`;
+    const tokenRows = tokens.map((t) =>
+      tuple(
+        [
+          t.id,
+          t.tenant_id,
+          t.type,
+          t.data,
+          t.mask === null ? null : JSON.stringify(t.mask),
+          t.card_brand,
+          t.card_bin,
+          t.fingerprint,
+          t.fingerprint_expression,
+          t.metadata === null ? null : JSON.stringify(t.metadata),
+          t.search_indexes,
+          t.containers,
+          t.expires_at,
+          t.created_by,
+          t.created_at,
+          t.modified_by,
+          t.modified_at,
+        ],
+        TOKEN_COLUMNS.map(() => ''),
+      ),
     );
+    const parts = [
+      `t AS (INSERT INTO tokens (${TOKEN_COLUMNS.join(', ')}) VALUES ${tokenRows.join(', ')}
+              ON CONFLICT DO NOTHING RETURNING tenant_id, id)`,
+    ];
+    if (digests.length)
+      parts.push(`s AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
+        SELECT v.token_id, v.tenant_id, v.digest
+          FROM (VALUES ${digests.map((d) => tuple([d.tokenId, d.tenantId, d.digest], ['::varchar', '::uuid', '::bytea'])).join(', ')})
+            AS v(token_id, tenant_id, digest)
+          JOIN t ON t.tenant_id = v.tenant_id AND t.id = v.token_id
+        ON CONFLICT DO NOTHING)`);
+    if (cvcs.length)
+      parts.push(`c AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
+        SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
+          FROM (VALUES ${cvcs.map((c) => tuple([c.tokenId, c.tenantId, c.cvc, c.expiresAt], ['::varchar', '::uuid', '::bytea', '::timestamptz'])).join(', ')})
+            AS v(token_id, tenant_id, cvc, expires_at)
+          JOIN t ON t.tenant_id = v.tenant_id AND t.id = v.token_id)`);
     const rows: { id: string }[] = await this.db.tx.query(
-      `${sql} ON CONFLICT DO NOTHING RETURNING id`,
-      params,
+      `WITH ${parts.join(', ')} SELECT id FROM t`,
+      p.values,
     );
     return new Set(rows.map((row) => row.id));
   }
