@@ -12,6 +12,7 @@ describe('loadConfig', () => {
       WEBHOOK_POLL_MS: 1000,
       WEBHOOK_LEASE_SECONDS: 30,
       METRICS_ENABLED: false,
+      HEAP_GROWTH_PERCENT: 50,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -31,6 +32,7 @@ describe('loadConfig', () => {
       WEBHOOK_LEASE_SECONDS: 11,
     });
     expect(loadConfig({ METRICS_ENABLED: 'true' }).METRICS_ENABLED).toBe(true);
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);
     expect(config.embedded).toBe(false);
     expect(config.publicBaseUrl).toBe('https://vault.example.com');
   });
@@ -66,6 +68,8 @@ describe('loadConfig', () => {
     ['WEBHOOK_LEASE_SECONDS', '10'],
     ['WEBHOOK_LEASE_SECONDS', 'soon'],
     ['METRICS_ENABLED', 'yes'],
+    ['HEAP_GROWTH_PERCENT', '-1'],
+    ['HEAP_GROWTH_PERCENT', 'small'],
     ['VENDOR_BASE_URLS', 'stripe-card'],
     ['VENDOR_BASE_URLS', 'stripe-card=ftp://127.0.0.1'],
     ['VENDOR_BASE_URLS', 'stripe-card=http://127.0.0.1:12111,'],

@@ -90,6 +90,18 @@ export class AppConfig {
   @IsBoolean({ message: 'METRICS_ENABLED must be true or false' })
   METRICS_ENABLED = false;
 
+  /**
+   * How far V8 lets the JavaScript heap grow past what survived the last full garbage collection, in
+   * percent (V8's `--heap-growing-percent`); 0 leaves V8's own heuristic, which under a sustained load of
+   * large requests lets garbage pile up to twice the service's idle size. A soft bound: more frequent
+   * collections, never an out-of-memory error.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  HEAP_GROWTH_PERCENT = 50;
+
   @Transform(toInteger)
   @IsInt()
   @Min(1)
