@@ -1,7 +1,5 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { multiRowInsert } from '../../database/sql';
+import { deferredWrite } from '../context/transactional';
 import type { EntityType, Operation } from './audit.types';
 
 export interface NewAuditLog {
@@ -17,41 +15,49 @@ export interface NewAuditLog {
   createdAt: Date;
 }
 
-/** Appends to `audit_logs` (the chain and the logs module read it); joins the caller's transaction. */
+const COLUMNS = [
+  'id',
+  'tenant_id',
+  'actor_id',
+  'actor_type',
+  'entity_type',
+  'entity_id',
+  'operation',
+  'message',
+  'token_type',
+  'created_at',
+].join(', ');
+
+/**
+ * Appends to `audit_logs` (the chain and the logs module read it): in the caller's transaction, or in the
+ * one statement of a `@OneStatement()` method.
+ */
 @Injectable()
 export class AuditLogsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
   /** One multi-row INSERT of the rows. */
   async insert(rows: NewAuditLog[]): Promise<void> {
     if (!rows.length) return;
-    const { sql, params } = multiRowInsert(
-      'audit_logs',
-      [
-        'id',
-        'tenant_id',
-        'actor_id',
-        'actor_type',
-        'entity_type',
-        'entity_id',
-        'operation',
-        'message',
-        'token_type',
-        'created_at',
-      ],
-      rows.map((row) => [
-        row.id,
-        row.tenantId,
-        row.actorId,
-        row.actorType,
-        row.entityType,
-        row.entityId,
-        row.operation,
-        row.message,
-        row.tokenType,
-        row.createdAt,
-      ]),
-    );
-    await this.db.tx.query(sql, params);
+    await deferredWrite((p, name) => {
+      const tuples = rows.map(
+        (row) =>
+          `(${[
+            row.id,
+            row.tenantId,
+            row.actorId,
+            row.actorType,
+            row.entityType,
+            row.entityId,
+            row.operation,
+            row.message,
+            row.tokenType,
+            row.createdAt,
+          ]
+            .map((value) => p.add(value))
+            .join(', ')})`,
+      );
+      return {
+        ctes: [`${name('audit')} AS (INSERT INTO audit_logs (${COLUMNS}) VALUES ${tuples.join(', ')})`],
+      };
+    });
   }
 }

@@ -54,7 +54,8 @@ export class AuditInterceptor implements NestInterceptor {
         );
       };
       const changes = spec.operation !== 'read' && spec.operation !== 'search';
-      const edge = changes ? onRequestCommit(write) : undefined;
+      // Deferrable: it only inserts (through AuditLogsRepository), so it joins a @OneStatement() write.
+      const edge = changes ? onRequestCommit(write, { deferrable: true }) : undefined;
       const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
       if (!edge?.ran) await write(result);
       return result;

@@ -1,5 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsServiceManager } from 'nestjs-cls';
+import { PieceBuilder, WriteBatch } from '../../database/write-batch';
 
 /**
  * Explicit transactions. A service method that writes declares its transaction with `@Transactional()`:
@@ -18,12 +20,18 @@ import { ClsServiceManager } from 'nestjs-cls';
  * A handler or job that commits several transactions of its own opens each with `inTransaction(work)`:
  * a transaction with `afterCommit` but no edge work (a bare `TransactionHost.withTransaction` has
  * neither, and `afterCommit` refuses to run inside it).
+ *
+ * `@OneStatement()` is `@Transactional()` for a method whose writes need no answer before the end (a
+ * tokenize of generated ids): they go through `deferredWrite`, and with the request's edge work (when all
+ * of it is deferrable too: audit rows, not an idempotency record, which can veto the commit) they are
+ * sent as one statement of data-modifying CTEs, atomic without BEGIN and COMMIT (`WriteBatch`). Such a
+ * method must write nothing else: a plain query inside it would commit by itself.
  */
 
 type EdgeWork = (result: unknown) => Promise<void>;
 
 interface RequestEdge {
-  work: EdgeWork[];
+  work: { fn: EdgeWork; deferrable: boolean }[];
   /** The result the edge work ran with, once a transaction ran it. */
   ran?: { result: unknown };
 }
@@ -34,6 +42,7 @@ interface Frame {
 
 const EDGE_KEY = 'transactional:edge';
 const FRAME_KEY = 'transactional:frame';
+const BATCH_KEY = 'transactional:batch';
 
 function cls() {
   const service = ClsServiceManager.getClsService();
@@ -42,9 +51,10 @@ function cls() {
 
 /**
  * Registers work that must commit with the request's change. Answers a handle that tells, after the
- * handler, whether a transaction ran it (and with which result).
+ * handler, whether a transaction ran it (and with which result). `deferrable`: the work writes only
+ * through `deferredWrite` and reads nothing, so it can join a `@OneStatement()` method's statement.
  */
-export function onRequestCommit(work: EdgeWork): RequestEdge {
+export function onRequestCommit(work: EdgeWork, options: { deferrable?: boolean } = {}): RequestEdge {
   const store = cls();
   if (!store) throw new Error('onRequestCommit needs a request context');
   let edge = store.get<RequestEdge | undefined>(EDGE_KEY);
@@ -52,9 +62,29 @@ export function onRequestCommit(work: EdgeWork): RequestEdge {
     edge = { work: [] };
     store.set(EDGE_KEY, edge);
   }
-  edge.work.push(work);
+  edge.work.push({ fn: work, deferrable: options.deferrable ?? false });
   return edge;
 }
+
+/**
+ * A write whose result nothing needs before the request ends. Inside a `@OneStatement()` method it joins
+ * the method's one statement, and `then` gets its result once that has run; anywhere else it runs now,
+ * in the current transaction if there is one.
+ */
+export async function deferredWrite(build: PieceBuilder, then?: (value: unknown) => void): Promise<void> {
+  const batch = cls()?.get<WriteBatch | undefined>(BATCH_KEY);
+  if (batch) return batch.add(build, then);
+  const value = await WriteBatch.runOne(query, build);
+  then?.(value);
+}
+
+/** True inside a `@OneStatement()` method gathering its statement (no transaction is open then). */
+export function inOneStatement(): boolean {
+  return !!cls()?.get<WriteBatch | undefined>(BATCH_KEY);
+}
+
+const query = (sql: string, params: unknown[]): Promise<Record<string, unknown>[]> =>
+  TransactionHost.getInstance<TransactionalAdapterTypeOrm>().tx.query(sql, params);
 
 /** Runs `fn` once the current transaction has committed; outside a transaction, at once. */
 export function afterCommit(fn: () => void): void {
@@ -81,7 +111,7 @@ async function runEdge(result: unknown): Promise<RequestEdge | undefined> {
   const edge = cls()?.get<RequestEdge | undefined>(EDGE_KEY);
   if (!edge || edge.ran) return undefined;
   edge.ran = { result };
-  for (const work of edge.work) await work(result);
+  for (const work of edge.work) await work.fn(result);
   return edge;
 }
 
@@ -115,6 +145,8 @@ export function Transactional(): MethodDecorator {
       if (host.isTransactionActive()) return original.apply(this, args);
       const store = cls();
       if (!store) return host.withTransaction(() => original.apply(this, args));
+      if (store.get<WriteBatch | undefined>(BATCH_KEY))
+        throw new Error('a @Transactional() method called inside a @OneStatement() method');
       // The request's audit rows and idempotency record went with an earlier transaction: this change
       // would commit without them. A handler writes through one top-level @Transactional() method.
       if (store.get<RequestEdge | undefined>(EDGE_KEY)?.ran)
@@ -136,6 +168,53 @@ export function Transactional(): MethodDecorator {
         if (edge) edge.ran = undefined;
         throw error;
       } finally {
+        store.set(FRAME_KEY, outer);
+      }
+    };
+    return descriptor;
+  };
+}
+
+/**
+ * Declares that the method's writes are one statement (see the top of this file). Falls back to
+ * `@Transactional()` when a transaction is already open (it joins it) or when the request's edge work
+ * cannot be deferred (an idempotency record).
+ */
+export function OneStatement(): MethodDecorator {
+  return (target, key, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => Promise<unknown>;
+    const fallback = (Transactional()(target, key, { ...descriptor, value: original }) as PropertyDescriptor)
+      .value as (...args: unknown[]) => Promise<unknown>;
+    descriptor.value = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const store = cls();
+      const edge = store?.get<RequestEdge | undefined>(EDGE_KEY);
+      if (
+        !store ||
+        TransactionHost.getInstance().isTransactionActive() ||
+        store.get<WriteBatch | undefined>(BATCH_KEY) ||
+        edge?.ran ||
+        edge?.work.some((work) => !work.deferrable)
+      )
+        return fallback.apply(this, args);
+      const batch = new WriteBatch();
+      const outer = store.get<Frame | undefined>(FRAME_KEY);
+      const frame: Frame = { afterCommit: [] };
+      store.set(FRAME_KEY, frame);
+      store.set(BATCH_KEY, batch);
+      let ran: RequestEdge | undefined;
+      try {
+        const value = await original.apply(this, args);
+        ran = await runEdge(value);
+        store.set(BATCH_KEY, undefined);
+        await batch.run(query);
+        for (const fn of frame.afterCommit) fn();
+        return value;
+      } catch (error) {
+        // Nothing was written: whoever handles the error may run the edge work again.
+        if (ran) ran.ran = undefined;
+        throw error;
+      } finally {
+        store.set(BATCH_KEY, undefined);
         store.set(FRAME_KEY, outer);
       }
     };

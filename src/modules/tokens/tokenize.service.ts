@@ -1,8 +1,6 @@
 import { TokensErrorCode, TokensException } from './tokens.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
-import { Transactional, whenCommitted } from '../../common/context/transactional';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { OneStatement, Transactional, whenCommitted } from '../../common/context/transactional';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
@@ -33,6 +31,12 @@ import { TokenRow, TokensRepository } from './tokens.repository';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
+/** A create request validated and its expressions evaluated, at `now`. */
+interface Prepared {
+  parsed: ParsedElement[];
+  now: Date;
+}
+
 /** A token a create request answers with: one it made, or an existing one it may read (deduplication). */
 interface CreatedToken {
   row: TokenRow;
@@ -47,7 +51,6 @@ const sameContainers = (a: string[], b: string[]): boolean =>
 export class TokenizeService {
   constructor(
     private readonly expressions: ExpressionEvaluator,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tokens: TokensRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
@@ -57,13 +60,9 @@ export class TokenizeService {
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
-  @Transactional()
   async tokenize(who: Principal, body: unknown): Promise<unknown> {
     const errors: FieldErrors = {};
-    if (isElement(body)) {
-      const [created] = await this.createElements(who, [{ path: '', raw: body }]);
-      return tokenDto(created.row, { transform: created.transform });
-    }
+    if (isElement(body)) return this.createOne(who, body);
     const slots = collectSlots(body, errors);
     if (slots.length > MAX_TOKENS_PER_REQUEST) {
       throw new TokensException(
@@ -74,33 +73,30 @@ export class TokenizeService {
     if (slots.length === 0 && !Object.keys(errors).length) {
       throw new TokensException(TokensErrorCode.EmptyTokenize, 'The request holds nothing to tokenize.');
     }
-    const created = await this.createElements(who, slots, errors);
-    return rebuild(
-      body,
-      created.map(({ row, transform }, i) =>
-        typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform }),
+    const prepared = await this.prepare(who, slots, errors);
+    return this.create(who, prepared, (created) =>
+      rebuild(
+        body,
+        created.map(({ row, transform }, i) =>
+          typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform }),
+        ),
       ),
     );
   }
 
   /** POST /tokens: one element, the token object with its mask. */
-  @Transactional()
   async createOne(who: Principal, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body))
       throw TokensException.badRequest('The body must be a token request object with type and data.');
-    const [created] = await this.createElements(who, [{ path: '', raw: body }]);
-    return tokenDto(created.row, { transform: created.transform });
+    const prepared = await this.prepare(who, [{ path: '', raw: body }]);
+    return this.create(who, prepared, ([created]) => tokenDto(created.row, { transform: created.transform }));
   }
 
   /**
-   * Validates every slot (adding to the errors found so far), checks permissions, evaluates the
-   * expressions (off the event loop), then creates in one transaction.
+   * Validates every slot (adding to the errors found so far), checks permissions and evaluates the
+   * expressions (off the event loop); reads and writes nothing.
    */
-  private async createElements(
-    who: Principal,
-    slots: Slot[],
-    errors: FieldErrors = {},
-  ): Promise<CreatedToken[]> {
+  private async prepare(who: Principal, slots: Slot[], errors: FieldErrors = {}): Promise<Prepared> {
     const now = this.clock.now();
     const parsed: ParsedElement[] = [];
     for (const slot of slots) {
@@ -122,69 +118,104 @@ export class TokenizeService {
     if (new Set(ids).size !== ids.length)
       throw TokensException.badRequest('The request gives the same token id twice.');
 
-    return this.db.withTransaction(async () => {
-      const keys = await this.tenantKeys.keysFor(who.tenantId);
-      const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
-      const existing = await this.findDuplicates(who, parsed, fingerprints, now);
+    return { parsed, now };
+  }
 
-      const created: CreatedToken[] = [];
-      const fresh: { row: TokenRow; element: ParsedElement }[] = [];
-      const seen: TokenRow[] = [];
-      parsed.forEach((el, i) => {
-        if (el.deduplicate) {
-          const same = (row: TokenRow) =>
-            row.type === el.type &&
-            row.fingerprint === fingerprints[i] &&
-            sameContainers(row.containers, el.containers);
-          const duplicate =
-            existing.find((candidate) => same(candidate.row)) ??
-            seen
-              .map((row) => ({ row, transform: decide(who, 'token:read', row).transform }))
-              .find((c) => same(c.row));
-          if (duplicate) return created.push(duplicate);
-        }
-        const row: TokenRow = {
-          id: el.id ?? randomUUID(),
-          tenant_id: who.tenantId,
-          type: el.type,
-          mask: el.validated.mask ?? null,
-          card_brand: el.validated.brand ?? null,
-          card_bin: el.validated.bin ?? null,
-          fingerprint: fingerprints[i],
-          fingerprint_expression: el.fingerprintExpression,
-          metadata: el.metadata,
-          search_indexes: el.searchIndexes,
-          containers: el.containers,
-          expires_at: el.expiresAt,
-          created_by: who.applicationId,
-          created_at: now,
-          modified_by: null,
-          modified_at: null,
-        };
-        // A token made earlier in this request is a duplicate for the later ones on the same terms.
-        if (el.deduplicate && decide(who, 'token:read', row).allowed) seen.push(row);
-        fresh.push({ row, element: el });
-        created.push({ row, transform: 'mask' });
-      });
-      const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
-      await this.tokens.purgeExpired(who.tenantId, given, now);
-      await this.insert(keys, fresh, now);
-      for (const { row } of fresh)
-        this.audit.record({
-          entityType: 'token',
-          entityId: row.id,
-          operation: 'create',
-          message: `Token created (${row.type})`,
-          tokenType: row.type,
-        });
-      // One event per token made (a deduplicated answer made none), all in one statement.
-      await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));
-      if (fresh.length) {
-        const types = fresh.map(({ row }) => row.type);
-        whenCommitted(() => this.metrics.tokensCreated(types));
+  /**
+   * Creates the tokens and answers `answer(created)`, the response the request's audit rows and
+   * idempotency record commit with. Generated ids and no deduplication: nothing to read or lock, so the
+   * writes (with the audit rows and the events) go as one statement. Otherwise a transaction: the
+   * deduplication lock and reads, the purge of expired tokens holding a given id, and the insert that
+   * answers which ids were taken.
+   */
+  private create<T>(who: Principal, prepared: Prepared, answer: (created: CreatedToken[]) => T): Promise<T> {
+    const plain = prepared.parsed.every((el) => el.id === undefined && !el.deduplicate);
+    return plain
+      ? this.createInOneStatement(who, prepared, answer)
+      : this.createInTransaction(who, prepared, answer);
+  }
+
+  @OneStatement()
+  private async createInOneStatement<T>(
+    who: Principal,
+    { parsed, now }: Prepared,
+    answer: (created: CreatedToken[]) => T,
+  ): Promise<T> {
+    return answer(await this.write(who, parsed, now));
+  }
+
+  @Transactional()
+  private async createInTransaction<T>(
+    who: Principal,
+    { parsed, now }: Prepared,
+    answer: (created: CreatedToken[]) => T,
+  ): Promise<T> {
+    return answer(await this.write(who, parsed, now));
+  }
+
+  /** The writes of a create request (in a transaction, or gathered into one statement). */
+  private async write(who: Principal, parsed: ParsedElement[], now: Date): Promise<CreatedToken[]> {
+    const keys = await this.tenantKeys.keysFor(who.tenantId);
+    const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
+    const existing = await this.findDuplicates(who, parsed, fingerprints, now);
+
+    const created: CreatedToken[] = [];
+    const fresh: { row: TokenRow; element: ParsedElement }[] = [];
+    const seen: TokenRow[] = [];
+    parsed.forEach((el, i) => {
+      if (el.deduplicate) {
+        const same = (row: TokenRow) =>
+          row.type === el.type &&
+          row.fingerprint === fingerprints[i] &&
+          sameContainers(row.containers, el.containers);
+        const duplicate =
+          existing.find((candidate) => same(candidate.row)) ??
+          seen
+            .map((row) => ({ row, transform: decide(who, 'token:read', row).transform }))
+            .find((c) => same(c.row));
+        if (duplicate) return created.push(duplicate);
       }
-      return created;
+      const row: TokenRow = {
+        id: el.id ?? randomUUID(),
+        tenant_id: who.tenantId,
+        type: el.type,
+        mask: el.validated.mask ?? null,
+        card_brand: el.validated.brand ?? null,
+        card_bin: el.validated.bin ?? null,
+        fingerprint: fingerprints[i],
+        fingerprint_expression: el.fingerprintExpression,
+        metadata: el.metadata,
+        search_indexes: el.searchIndexes,
+        containers: el.containers,
+        expires_at: el.expiresAt,
+        created_by: who.applicationId,
+        created_at: now,
+        modified_by: null,
+        modified_at: null,
+      };
+      // A token made earlier in this request is a duplicate for the later ones on the same terms.
+      if (el.deduplicate && decide(who, 'token:read', row).allowed) seen.push(row);
+      fresh.push({ row, element: el });
+      created.push({ row, transform: 'mask' });
     });
+    const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
+    await this.tokens.purgeExpired(who.tenantId, given, now);
+    await this.insert(keys, fresh, now);
+    for (const { row } of fresh)
+      this.audit.record({
+        entityType: 'token',
+        entityId: row.id,
+        operation: 'create',
+        message: `Token created (${row.type})`,
+        tokenType: row.type,
+      });
+    // One event per token made (a deduplicated answer made none), all in one statement.
+    await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));
+    if (fresh.length) {
+      const types = fresh.map(({ row }) => row.type);
+      whenCommitted(() => this.metrics.tokensCreated(types));
+    }
+    return created;
   }
 
   /**
@@ -246,6 +277,8 @@ export class TokenizeService {
           : [],
       ),
     );
+    // Gathered into one statement (generated ids), where a taken id would fail the whole of it.
+    if (!inserted) return;
     const taken = fresh.find(({ row }) => !inserted.has(row.id));
     if (taken)
       throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);

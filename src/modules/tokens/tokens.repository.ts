@@ -4,7 +4,8 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
-import { multiRowInsert, SqlParams } from '../../database/sql';
+import { multiRowInsert } from '../../database/sql';
+import { deferredWrite, inOneStatement } from '../../common/context/transactional';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -195,67 +196,70 @@ export class TokensRepository {
   }
 
   /**
-   * The whole batch in one statement: the tokens (an id already taken is skipped, `ON CONFLICT DO
-   * NOTHING`, never an error), then, for the tokens it inserted, their search index digests and their
-   * CVCs, as data-modifying CTEs (one round trip instead of three; the foreign keys are checked at the
-   * statement's end, when the tokens exist). Returns the ids inserted.
+   * The whole batch in one statement: the tokens, then, for the tokens it inserted, their search index
+   * digests and their CVCs, as data-modifying CTEs (one round trip instead of three; the foreign keys are
+   * checked at the statement's end, when the tokens exist). In a transaction an id already taken is
+   * skipped (`ON CONFLICT DO NOTHING`, never an error) and the ids inserted are returned. In a
+   * `@OneStatement()` method (generated ids only) it joins that statement, where a taken id fails the
+   * whole of it, and returns undefined.
    */
   async insert(
     tokens: SealedToken[],
     digests: SearchIndexDigest[] = [],
     cvcs: SealedCvc[] = [],
-  ): Promise<Set<string>> {
+  ): Promise<Set<string> | undefined> {
     if (!tokens.length) return new Set();
+    const deferred = inOneStatement();
+    let inserted: Set<string> | undefined;
     // Plain SQL: TypeORM's insert builder spent a quarter of a 100-card tokenize's CPU on its parameters.
-    const p = new SqlParams();
-    const tuple = (values: unknown[], casts: string[]) =>
-      `(${values.map((value, i) => `${p.add(value)}${casts[i]}`).join(', ')})`;
-    const tokenRows = tokens.map((t) =>
-      tuple(
-        [
-          t.id,
-          t.tenant_id,
-          t.type,
-          t.data,
-          t.mask === null ? null : JSON.stringify(t.mask),
-          t.card_brand,
-          t.card_bin,
-          t.fingerprint,
-          t.fingerprint_expression,
-          t.metadata === null ? null : JSON.stringify(t.metadata),
-          t.search_indexes,
-          t.containers,
-          t.expires_at,
-          t.created_by,
-          t.created_at,
-          t.modified_by,
-          t.modified_at,
-        ],
-        TOKEN_COLUMNS.map(() => ''),
-      ),
+    await deferredWrite(
+      (p, name) => {
+        const [t, s, c] = ['tokens', 'indexes', 'cvcs'].map(name);
+        const tuple = (values: unknown[], casts: string[] = []) =>
+          `(${values.map((value, i) => `${p.add(value)}${casts[i] ?? ''}`).join(', ')})`;
+        const tokenRows = tokens.map((token) =>
+          tuple([
+            token.id,
+            token.tenant_id,
+            token.type,
+            token.data,
+            token.mask === null ? null : JSON.stringify(token.mask),
+            token.card_brand,
+            token.card_bin,
+            token.fingerprint,
+            token.fingerprint_expression,
+            token.metadata === null ? null : JSON.stringify(token.metadata),
+            token.search_indexes,
+            token.containers,
+            token.expires_at,
+            token.created_by,
+            token.created_at,
+            token.modified_by,
+            token.modified_at,
+          ]),
+        );
+        const ctes = [
+          `${t} AS (INSERT INTO tokens (${TOKEN_COLUMNS.join(', ')}) VALUES ${tokenRows.join(', ')}
+              ${deferred ? '' : 'ON CONFLICT DO NOTHING '}RETURNING tenant_id, id)`,
+        ];
+        if (digests.length)
+          ctes.push(`${s} AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
+            SELECT v.token_id, v.tenant_id, v.digest
+              FROM (VALUES ${digests.map((d) => tuple([d.tokenId, d.tenantId, d.digest], ['::varchar', '::uuid', '::bytea'])).join(', ')})
+                AS v(token_id, tenant_id, digest)
+              JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id
+            ON CONFLICT DO NOTHING)`);
+        if (cvcs.length)
+          ctes.push(`${c} AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
+            SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
+              FROM (VALUES ${cvcs.map((cvc) => tuple([cvc.tokenId, cvc.tenantId, cvc.cvc, cvc.expiresAt], ['::varchar', '::uuid', '::bytea', '::timestamptz'])).join(', ')})
+                AS v(token_id, tenant_id, cvc, expires_at)
+              JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id)`);
+        return { ctes, result: deferred ? undefined : `(SELECT array_agg(id) FROM ${t})` };
+      },
+      (ids) => (inserted = new Set((ids as string[] | null) ?? [])),
     );
-    const parts = [
-      `t AS (INSERT INTO tokens (${TOKEN_COLUMNS.join(', ')}) VALUES ${tokenRows.join(', ')}
-              ON CONFLICT DO NOTHING RETURNING tenant_id, id)`,
-    ];
-    if (digests.length)
-      parts.push(`s AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
-        SELECT v.token_id, v.tenant_id, v.digest
-          FROM (VALUES ${digests.map((d) => tuple([d.tokenId, d.tenantId, d.digest], ['::varchar', '::uuid', '::bytea'])).join(', ')})
-            AS v(token_id, tenant_id, digest)
-          JOIN t ON t.tenant_id = v.tenant_id AND t.id = v.token_id
-        ON CONFLICT DO NOTHING)`);
-    if (cvcs.length)
-      parts.push(`c AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
-        SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
-          FROM (VALUES ${cvcs.map((c) => tuple([c.tokenId, c.tenantId, c.cvc, c.expiresAt], ['::varchar', '::uuid', '::bytea', '::timestamptz'])).join(', ')})
-            AS v(token_id, tenant_id, cvc, expires_at)
-          JOIN t ON t.tenant_id = v.tenant_id AND t.id = v.token_id)`);
-    const rows: { id: string }[] = await this.db.tx.query(
-      `WITH ${parts.join(', ')} SELECT id FROM t`,
-      p.values,
-    );
-    return new Set(rows.map((row) => row.id));
+    return deferred ? undefined : inserted;
   }
 
   /**

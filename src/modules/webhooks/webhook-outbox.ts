@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Module } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { afterCommit } from '../../common/context/transactional';
+import { afterCommit, deferredWrite, inOneStatement } from '../../common/context/transactional';
 import { EventOutbox, OutboxEvent } from '../../common/events/event-outbox';
 import { Clock } from '../../common/jobs/clock';
 import { DatabaseModule } from '../../database/database.module';
@@ -13,7 +13,8 @@ import { DeliveryNudge } from './delivery/delivery-nudge';
 
 /**
  * The outbox (contract section 13): the event row and one pending delivery per webhook of the tenant
- * that is enabled and subscribed to the type now, in the caller's transaction, as one statement. After
+ * that is enabled and subscribed to the type now, in the caller's transaction (or the one statement of a
+ * `@OneStatement()` method), as one statement. After
  * the transaction commits, this process's delivery worker is nudged so that delivery does not wait for
  * its next poll.
  */
@@ -30,7 +31,7 @@ export class WebhookOutbox extends EventOutbox {
   async record(events: OutboxEvent | OutboxEvent[]): Promise<void> {
     const list = Array.isArray(events) ? events : [events];
     if (!list.length) return;
-    if (!this.db.isTransactionActive())
+    if (!this.db.isTransactionActive() && !inOneStatement())
       throw new Error('events recorded outside a transaction would not commit with their change');
     const now = this.clock.now();
     const rows = list.map((e, i) => ({
@@ -42,32 +43,42 @@ export class WebhookOutbox extends EventOutbox {
       ord: i,
     }));
     // Events whose tenant has no enabled webhook subscribed to their type are not written at all.
-    const [{ deliveries }]: { deliveries: number }[] = await this.db.tx.query(
-      `WITH given AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb)
-           AS g(tenant_id uuid, id uuid, type text, entity_id text, data jsonb, ord int)
-       ), hooks AS (
-         SELECT g.id AS event_id, w.id AS webhook_id, g.ord
-           FROM given g JOIN webhooks w ON w.tenant_id = g.tenant_id
-          WHERE w.status = 'enabled' AND g.type = ANY (w.events)
-       ), events AS (
-         INSERT INTO webhook_events (tenant_id, id, type, entity_id, data, created_at)
-         SELECT g.tenant_id, g.id, g.type, g.entity_id, g.data, $2 FROM given g
-          WHERE EXISTS (SELECT 1 FROM hooks h WHERE h.event_id = g.id)
-          ORDER BY g.ord
-         RETURNING tenant_id, id, type, entity_id
-       ), fanned AS (
-         INSERT INTO webhook_deliveries
-           (tenant_id, id, webhook_id, event_id, event_type, entity_id, status, next_attempt_at, created_at, updated_at)
-         SELECT e.tenant_id, gen_random_uuid(), h.webhook_id, e.id, e.type, e.entity_id, 'pending', $2, $2, $2
-           FROM events e JOIN hooks h ON h.event_id = e.id
-          ORDER BY h.ord, h.webhook_id
-         RETURNING 1
-       )
-       SELECT count(*)::int AS deliveries FROM fanned`,
-      [JSON.stringify(rows), now],
+    await deferredWrite(
+      (p, name) => {
+        const [given, hooks, events, fanned] = ['given', 'hooks', 'events', 'fanned'].map(name);
+        const rowsParam = p.add(JSON.stringify(rows));
+        const at = p.add(now);
+        return {
+          ctes: [
+            `${given} AS (
+               SELECT * FROM jsonb_to_recordset(${rowsParam}::jsonb)
+                 AS g(tenant_id uuid, id uuid, type text, entity_id text, data jsonb, ord int))`,
+            `${hooks} AS (
+               SELECT g.id AS event_id, w.id AS webhook_id, g.ord
+                 FROM ${given} g JOIN webhooks w ON w.tenant_id = g.tenant_id
+                WHERE w.status = 'enabled' AND g.type = ANY (w.events))`,
+            `${events} AS (
+               INSERT INTO webhook_events (tenant_id, id, type, entity_id, data, created_at)
+               SELECT g.tenant_id, g.id, g.type, g.entity_id, g.data, ${at}::timestamptz FROM ${given} g
+                WHERE EXISTS (SELECT 1 FROM ${hooks} h WHERE h.event_id = g.id)
+                ORDER BY g.ord
+               RETURNING tenant_id, id, type, entity_id)`,
+            `${fanned} AS (
+               INSERT INTO webhook_deliveries
+                 (tenant_id, id, webhook_id, event_id, event_type, entity_id, status, next_attempt_at, created_at, updated_at)
+               SELECT e.tenant_id, gen_random_uuid(), h.webhook_id, e.id, e.type, e.entity_id, 'pending',
+                      ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+                 FROM ${events} e JOIN ${hooks} h ON h.event_id = e.id
+                ORDER BY h.ord, h.webhook_id
+               RETURNING 1)`,
+          ],
+          result: `(SELECT count(*)::int FROM ${fanned})`,
+        };
+      },
+      (deliveries) => {
+        if (Number(deliveries) > 0) afterCommit(() => this.nudge.poke());
+      },
     );
-    if (deliveries > 0) afterCommit(() => this.nudge.poke());
   }
 }
 

@@ -1,0 +1,205 @@
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
+import { WriteBatch } from '../src/database/write-batch';
+import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { createDatabase, dropDatabase } from './support/test-database';
+
+/**
+ * A tokenize of generated ids sends its tokens, search indexes, CVCs, audit rows and outbox events as one
+ * statement of data-modifying CTEs, atomic without BEGIN and COMMIT (`@OneStatement()`): all of it
+ * commits, or none of it. Anything that must read or lock first (deduplication, given ids) or whose
+ * record can veto the commit (an idempotency key) still runs in a transaction.
+ */
+describe('one-statement writes', () => {
+  let t: TestApp;
+  let tenant: TestTenant;
+  let key: string;
+  let db: { name: string; url: string };
+  let sql: DataSource;
+
+  const card = (n: number) => ({
+    type: 'card',
+    data: { number: '4242424242424242', expiration_month: 1 + (n % 12), expiration_year: 2031, cvc: '123' },
+    search_indexes: ['{{ data.number | last4 }}'],
+  });
+
+  const counts = async (): Promise<Record<string, number>> => {
+    const [row] = await sql.query<Record<string, number>[]>(
+      `SELECT (SELECT count(*) FROM tokens)::int AS tokens,
+              (SELECT count(*) FROM token_cvcs)::int AS cvcs,
+              (SELECT count(*) FROM token_search_indexes)::int AS indexes,
+              (SELECT count(*) FROM audit_logs WHERE entity_type = 'token')::int AS audit,
+              (SELECT count(*) FROM webhook_events)::int AS events,
+              (SELECT count(*) FROM webhook_deliveries)::int AS deliveries`,
+    );
+    return row;
+  };
+
+  /** The statements a request sends (the rate limiter's shared counts aside). */
+  const statementsOf = async (send: () => Promise<unknown>): Promise<string[]> => {
+    const spy = jest.spyOn(PostgresQueryRunner.prototype, 'query');
+    try {
+      await send();
+      return spy.mock.calls.map(([text]) => String(text)).filter((text) => !text.includes('rate_limits'));
+    } finally {
+      spy.mockRestore();
+    }
+  };
+
+  beforeAll(async () => {
+    db = await createDatabase('vault_test_onestmt');
+    t = await startApp({ DATABASE_URL: db.url, JOBS_ENABLED: 'false' });
+    sql = t.app.get(DataSource);
+    tenant = await newTenant(t);
+    await sql.query(
+      `INSERT INTO webhooks (tenant_id, id, name, url, events, status, secret, created_at)
+         VALUES ($1, gen_random_uuid(), 'hook', 'https://receiver.example/hook', ARRAY['token:created']::text[], 'enabled', '\\x00'::bytea, now())`,
+      [tenant.tenantId],
+    );
+    key = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
+    ).key;
+    // The tenant's keys loaded once (then cached), so that the counts below are of the write alone.
+    await request(t.http).post('/tokens').set('BT-API-KEY', key).send(card(0)).expect(201);
+  });
+  afterAll(async () => {
+    await t.close();
+    await dropDatabase(db.name);
+  });
+
+  it('writes a tokenize of generated ids, its audit rows and its events in one statement', async () => {
+    const before = await counts();
+    let body: { id: string }[] = [];
+    const statements = await statementsOf(async () => {
+      const res = await request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .send([0, 1, 2].map(card))
+        .expect(201);
+      body = res.body as { id: string }[];
+    });
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).not.toMatch(/START TRANSACTION|BEGIN/);
+    expect(await counts()).toEqual({
+      tokens: before.tokens + 3,
+      cvcs: before.cvcs + 3,
+      indexes: before.indexes + 3,
+      audit: before.audit + 3,
+      events: before.events + 3,
+      deliveries: before.deliveries + 3,
+    });
+    const audit = await sql.query<Record<string, string>[]>(
+      `SELECT entity_id, operation, token_type, actor_type FROM audit_logs WHERE entity_id = ANY($1) ORDER BY entity_id`,
+      [body.map((token) => token.id)],
+    );
+    expect(audit).toEqual(
+      body
+        .map((token) => token.id)
+        .sort()
+        .map((id) => ({ entity_id: id, operation: 'create', token_type: 'card', actor_type: 'application' })),
+    );
+
+    const one = await statementsOf(() =>
+      request(t.http).post('/tokens').set('BT-API-KEY', key).send(card(4)).expect(201),
+    );
+    expect(one).toHaveLength(1);
+  });
+
+  it.each([
+    ['the outbox', 'webhook_deliveries'],
+    ['the audit rows', 'audit_logs'],
+    ['the CVCs', 'token_cvcs'],
+  ])('writes nothing at all when %s fail', async (_what, table) => {
+    await sql.query(
+      `CREATE FUNCTION vault_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'refused for the test'; END $$`,
+    );
+    await sql.query(
+      `CREATE TRIGGER vault_test_refuse BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION vault_test_refuse()`,
+    );
+    try {
+      const before = await counts();
+      const res = await request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .send({ a: card(5), b: card(6) })
+        .expect(500);
+      expect(JSON.stringify(res.body)).not.toContain('4242424242424242');
+      expect(await counts()).toEqual(before);
+    } finally {
+      await sql.query(`DROP TRIGGER vault_test_refuse ON ${table}`);
+      await sql.query('DROP FUNCTION vault_test_refuse()');
+    }
+    await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', key)
+      .send({ a: card(5) })
+      .expect(201);
+  });
+
+  it.each([
+    [
+      'deduplicate_token',
+      { ...card(7), data: { ...card(7).data, number: '5555555555554444' }, deduplicate_token: true },
+      {},
+    ],
+    ['a given id', { ...card(8), id: 'given-id-1' }, {}],
+    ['an idempotency key', card(9), { 'BT-IDEMPOTENCY-KEY': 'one-statement-idem-1' }],
+  ])('uses a transaction with %s', async (_what, body, headers) => {
+    const before = await counts();
+    const statements = await statementsOf(() =>
+      request(t.http).post('/tokens').set('BT-API-KEY', key).set(headers).send(body).expect(201),
+    );
+    // (An idempotency key's claim comes before, in a statement of its own.)
+    expect(statements.slice(-1)).toEqual(['COMMIT']);
+    expect(statements).toContain('START TRANSACTION');
+    const after = await counts();
+    expect(after.tokens).toBe(before.tokens + 1);
+    expect(after.audit).toBe(before.audit + 1);
+    expect(after.events).toBe(before.events + 1);
+  });
+
+  it('replays an idempotent tokenize with the response of the transaction', async () => {
+    const send = () =>
+      request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .set('BT-IDEMPOTENCY-KEY', 'one-statement-idem-2')
+        .send({ a: card(10) })
+        .expect(201);
+    const first = await send();
+    const again = await send();
+    expect(again.headers['bt-idempotency-replayed']).toBe('true');
+    expect(again.text).toBe(first.text);
+  });
+
+  it('numbers parameters and names CTEs across the pieces of a batch, and hands each its result', async () => {
+    const batch = new WriteBatch();
+    const results: unknown[] = [];
+    for (const word of ['one', 'two'])
+      batch.add(
+        (p, name) => ({
+          ctes: [
+            `${name('given')} AS (SELECT ${p.add(word)}::text AS w)`,
+            `${name('upper')} AS (SELECT upper(w) AS w FROM ${name('given')})`,
+          ],
+          result: `(SELECT w || ${p.add('!')}::text FROM ${name('upper')})`,
+        }),
+        (value) => results.push(value),
+      );
+    batch.add((p, name) => ({ ctes: [`${name('nothing')} AS (SELECT ${p.add(1)}::int)`] }));
+    expect(batch.size).toBe(3);
+    await batch.run((text, params) => sql.query(text, params));
+    expect(results).toEqual(['ONE!', 'TWO!']);
+    expect(
+      await WriteBatch.runOne(
+        (text, params) => sql.query(text, params),
+        () => ({ ctes: [] }),
+      ),
+    ).toBe(null);
+  });
+});
