@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
-import { WriteBatch } from '../src/database/write-batch';
+import { WriteBatch } from '../src/common/context/write-batch';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { createDatabase, dropDatabase } from './support/test-database';
 

@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsServiceManager } from 'nestjs-cls';
-import { PieceBuilder, WriteBatch } from '../../database/write-batch';
+import { PieceBuilder, WriteBatch } from './write-batch';
 
 /**
  * Explicit transactions. A service method that writes declares its transaction with `@Transactional()`:

@@ -1,4 +1,7 @@
-import { SqlParams } from './sql';
+/** Positional parameters of the statement: `add(value)` answers its placeholder (`$n`). */
+export interface Placeholders {
+  add(value: unknown): string;
+}
 
 /**
  * One write of a combined statement: data-modifying CTEs (`name AS (INSERT ...)`), and optionally a
@@ -13,7 +16,7 @@ export interface WritePiece {
  * Builds a piece: values go through `p` (its placeholders are numbered across the whole statement), and
  * every CTE is named with `name(base)`, unique within the statement.
  */
-export type PieceBuilder = (p: SqlParams, name: (base: string) => string) => WritePiece;
+export type PieceBuilder = (p: Placeholders, name: (base: string) => string) => WritePiece;
 
 type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
 
@@ -24,7 +27,10 @@ type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>
  * Every CTE runs once, to completion, whether or not the final SELECT reads it.
  */
 export class WriteBatch {
-  private readonly params = new SqlParams();
+  private readonly values: unknown[] = [];
+  private readonly params: Placeholders = {
+    add: (value) => `$${this.values.push(value)}`,
+  };
   private readonly pieces: { piece: WritePiece; then?: (value: unknown) => void }[] = [];
 
   /** Adds a write; `then` receives its `result` after the statement has run. */
@@ -44,7 +50,7 @@ export class WriteBatch {
     const results = this.pieces.map(({ piece }, i) => `${piece.result ?? 'NULL'} AS r${i}`);
     const [row] = await query(
       `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}SELECT ${results.join(', ')}`,
-      this.params.values,
+      this.values,
     );
     this.pieces.forEach(({ then }, i) => then?.(row[`r${i}`]));
   }
