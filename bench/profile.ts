@@ -3,10 +3,11 @@
  * summarised as the functions with the most self time, grouped by package.
  *
  *   BENCH_SCENARIO=tokenize-1|tokenize-100|get-token (default tokenize-1)
+ *   BENCH_PROFILE_OUT=<file> keeps the .cpuprofile (Chrome DevTools or speedscope open it)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -138,6 +139,7 @@ async function main(): Promise<void> {
     const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error('no profile written');
     summarise(join(profileDir, file));
+    if (process.env.BENCH_PROFILE_OUT) copyFileSync(join(profileDir, file), process.env.BENCH_PROFILE_OUT);
     if (process.env.BENCH_KEEP_PROFILE)
       execFileSync('cp', [join(profileDir, file), process.env.BENCH_KEEP_PROFILE]);
   } finally {

@@ -16,7 +16,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -97,8 +97,22 @@ async function stop(server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL');
 }
 
-function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>): LoadResult {
+/** A load's result, with the CPU time (user and system) the server under test spent per request. */
+type Measured = LoadResult & { cpuMsPerRequest?: number };
+
+/** The CPU time a process has used, in ms (Linux: utime + stime from /proc, in ticks of 10 ms). */
+function cpuMs(server: Server | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${server?.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>, server?: Server): Measured {
   const full: LoadScenario = { ...scenario, connections: CONNECTIONS, duration: DURATION };
+  const before = cpuMs(server);
   const out = execFileSync(
     process.execPath,
     [
@@ -109,7 +123,11 @@ function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>): LoadRes
     ],
     { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
   );
-  return JSON.parse(out) as LoadResult;
+  const result = JSON.parse(out) as Measured;
+  const after = cpuMs(server);
+  if (before !== undefined && after !== undefined && result.requests)
+    result.cpuMsPerRequest = (after - before) / result.requests;
+  return result;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- set-up calls read a few fields of JSON answers
@@ -182,9 +200,9 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
 interface Row {
   scenario: string;
   target: string;
-  result: LoadResult;
+  result: Measured;
   tokensPerRequest: number;
-  floor?: LoadResult;
+  floor?: Measured;
   floorTokensPerRequest?: number;
 }
 
@@ -200,6 +218,7 @@ function printTable(rows: Row[]): void {
     'p50 ms',
     'p99 ms',
     'non-2xx',
+    'CPU ms/req',
     'vs floor (tokens/s | p99)',
   ];
   const lines = rows.map((r) => {
@@ -220,6 +239,7 @@ function printTable(rows: Row[]): void {
       fmt(r.result.p50),
       fmt(r.result.p99),
       String(r.result.non2xx + r.result.errors),
+      r.result.cpuMsPerRequest === undefined ? '-' : fmt(r.result.cpuMsPerRequest, 2),
       ratio,
     ];
   });
@@ -404,8 +424,10 @@ async function main(): Promise<void> {
     for (const s of scenarios) {
       if (ONLY && !s.name.includes(ONLY)) continue;
       process.stdout.write(`running: ${s.name}\n`);
-      const floorResult = s.floor ? load(s.floor) : undefined;
-      const result = load(s.service);
+      const floorResult = s.floor
+        ? load(s.floor, s.name.startsWith('proxy') ? destination : floor)
+        : undefined;
+      const result = load(s.service, service);
       rows.push({
         scenario: s.name,
         target: 'service (PostgreSQL)',
@@ -440,7 +462,7 @@ async function main(): Promise<void> {
       ['tokenize 100 cards', hundred, 100],
     ] as const) {
       process.stdout.write(`running (PGlite): ${name}\n`);
-      const result = load({ url: `${svc}/tokenize`, method: 'POST', headers: embeddedAuth, body });
+      const result = load({ url: `${svc}/tokenize`, method: 'POST', headers: embeddedAuth, body }, service);
       const onPostgres = rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)')!;
       rows.push({
         scenario: name,
