@@ -16,7 +16,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -97,8 +97,11 @@ async function stop(server: Server): Promise<void> {
   if (server.child.exitCode === null) server.child.kill('SIGKILL');
 }
 
-/** A load's result, with the CPU time (user and system) the server under test spent per request. */
-type Measured = LoadResult & { cpuMsPerRequest?: number };
+/**
+ * A load's result, with the CPU time (user and system) the server under test spent per request, and
+ * PostgreSQL's (every local `postgres` process, the embedded database's excepted: it runs in the server).
+ */
+type Measured = LoadResult & { cpuMsPerRequest?: number; postgresCpuMsPerRequest?: number };
 
 /** The CPU time a process has used, in ms (Linux: utime + stime from /proc, in ticks of 10 ms). */
 function cpuMs(server: Server | undefined): number | undefined {
@@ -110,9 +113,33 @@ function cpuMs(server: Server | undefined): number | undefined {
   }
 }
 
+/** The CPU time each PostgreSQL process on this machine has used, in ms, by pid. */
+function postgresCpuMs(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.split(') ')[1].split(' ');
+      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return byPid;
+}
+
+/** What PostgreSQL's processes used between two samples (a process that ended meanwhile is not counted). */
+function postgresCpuSince(before: Map<string, number>): number {
+  let total = 0;
+  for (const [pid, ms] of postgresCpuMs()) total += ms - (before.get(pid) ?? 0);
+  return total;
+}
+
 function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>, server?: Server): Measured {
   const full: LoadScenario = { ...scenario, connections: CONNECTIONS, duration: DURATION };
   const before = cpuMs(server);
+  const postgresBefore = postgresCpuMs();
   const out = execFileSync(
     process.execPath,
     [
@@ -127,6 +154,7 @@ function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>, server?:
   const after = cpuMs(server);
   if (before !== undefined && after !== undefined && result.requests)
     result.cpuMsPerRequest = (after - before) / result.requests;
+  if (result.requests) result.postgresCpuMsPerRequest = postgresCpuSince(postgresBefore) / result.requests;
   return result;
 }
 
@@ -219,6 +247,7 @@ function printTable(rows: Row[]): void {
     'p99 ms',
     'non-2xx',
     'CPU ms/req',
+    'PostgreSQL CPU ms/req',
     'vs floor (tokens/s | p99)',
   ];
   const lines = rows.map((r) => {
@@ -240,6 +269,7 @@ function printTable(rows: Row[]): void {
       fmt(r.result.p99),
       String(r.result.non2xx + r.result.errors),
       r.result.cpuMsPerRequest === undefined ? '-' : fmt(r.result.cpuMsPerRequest, 2),
+      r.result.postgresCpuMsPerRequest === undefined ? '-' : fmt(r.result.postgresCpuMsPerRequest, 2),
       ratio,
     ];
   });
@@ -463,13 +493,13 @@ async function main(): Promise<void> {
     ] as const) {
       process.stdout.write(`running (PGlite): ${name}\n`);
       const result = load({ url: `${svc}/tokenize`, method: 'POST', headers: embeddedAuth, body }, service);
-      const onPostgres = rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)')!;
+      const onPostgres = rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)');
       rows.push({
         scenario: name,
         target: 'service (PGlite)',
         result,
         tokensPerRequest: tokens,
-        floor: onPostgres.result,
+        floor: onPostgres?.result,
       });
     }
     process.stdout.write(

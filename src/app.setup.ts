@@ -6,6 +6,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { jsonBodyParser, rawBodyParser } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
+import { usePreparedStatements } from './common/context/transactional';
 import { createValidationPipe } from './common/errors/validation';
 import { httpMetricsMiddleware } from './common/metrics/http-metrics';
 import { Metrics } from './common/metrics/metrics';
@@ -86,6 +87,7 @@ export async function createApp(
   config: AppConfig,
   options: AppModuleOptions = {},
 ): Promise<NestExpressApplication> {
+  usePreparedStatements(config.DB_PREPARED_STATEMENTS);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,

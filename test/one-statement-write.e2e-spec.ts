@@ -1,8 +1,10 @@
+import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
+import { usePreparedStatements } from '../src/common/context/transactional';
 import { WriteBatch } from '../src/common/context/write-batch';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { statementsDuring } from './support/statements';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 /**
@@ -37,15 +39,8 @@ describe('one-statement writes', () => {
   };
 
   /** The statements a request sends (the rate limiter's shared counts aside). */
-  const statementsOf = async (send: () => Promise<unknown>): Promise<string[]> => {
-    const spy = jest.spyOn(PostgresQueryRunner.prototype, 'query');
-    try {
-      await send();
-      return spy.mock.calls.map(([text]) => String(text)).filter((text) => !text.includes('rate_limits'));
-    } finally {
-      spy.mockRestore();
-    }
-  };
+  const statementsOf = async (send: () => Promise<unknown>): Promise<string[]> =>
+    (await statementsDuring(send)).filter((text) => !text.includes('rate_limits'));
 
   beforeAll(async () => {
     db = await createDatabase('vault_test_onestmt');
@@ -107,6 +102,29 @@ describe('one-statement writes', () => {
       request(t.http).post('/tokens').set('BT-API-KEY', key).send(card(4)).expect(201),
     );
     expect(one).toHaveLength(1);
+  });
+
+  it('prepares the statement of a small tokenize on each connection, and not a large one', async () => {
+    const spy = jest.spyOn(Client.prototype, 'query');
+    try {
+      for (const n of [1, 1, 3]) {
+        spy.mockClear();
+        await request(t.http)
+          .post('/tokenize')
+          .set('BT-API-KEY', key)
+          .send(Array.from({ length: n }, (_, i) => card(20 + i)))
+          .expect(201);
+        const sent = spy.mock.calls
+          .map(([query]: unknown[]) => query)
+          .filter((query) => !JSON.stringify(query).includes('rate_limits'));
+        expect(sent).toHaveLength(1);
+        const name = (sent[0] as { name?: string }).name;
+        if (n === 1) expect(name).toMatch(/^one_[A-Za-z0-9_-]{40}$/);
+        else expect(typeof sent[0]).toBe('string');
+      }
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it.each([
@@ -201,5 +219,27 @@ describe('one-statement writes', () => {
         () => ({ ctes: [] }),
       ),
     ).toBe(null);
+  });
+
+  // Last: TransactionHost.getInstance() is the newest application's, and this one closes its own.
+  it('sends it unnamed with DB_PREPARED_STATEMENTS=false', async () => {
+    const other = await startApp({
+      DATABASE_URL: db.url,
+      JOBS_ENABLED: 'false',
+      DB_PREPARED_STATEMENTS: 'false',
+    });
+    const spy = jest.spyOn(Client.prototype, 'query');
+    try {
+      await request(other.http).post('/tokenize').set('BT-API-KEY', key).send(card(30)).expect(201);
+      const writes = spy.mock.calls
+        .map(([query]: unknown[]) => query)
+        .filter((query) => JSON.stringify(query).includes('INSERT INTO tokens'));
+      expect(writes).toHaveLength(1);
+      expect(typeof writes[0]).toBe('string');
+    } finally {
+      spy.mockRestore();
+      await other.close();
+      usePreparedStatements(true);
+    }
   });
 });

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { EVENT_TYPES, EventOutbox } from '../src/common/events/event-outbox';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
@@ -11,6 +10,7 @@ import {
   sandboxFields,
   waitForConnection,
 } from './support/orchestration';
+import { statementsDuring } from './support/statements';
 
 /**
  * The transactional outbox's emission points (contract section 13): every change records its events in
@@ -159,19 +159,14 @@ describe('webhook events (the outbox)', () => {
       type: 'card',
       data: { ...CARD, number: i % 2 ? '4242424242424242' : '5555555555554444' },
     }));
-    const spy = jest.spyOn(PostgresQueryRunner.prototype, 'query');
-    let res: request.Response;
-    let statements: string[];
-    try {
+    let res: request.Response | undefined;
+    const statements = await statementsDuring(async () => {
       res = await api(s.key).post('/tokenize', cards).expect(201);
-      statements = spy.mock.calls.map(([sql]) => String(sql));
-    } finally {
-      spy.mockRestore();
-    }
+    });
     expect(statements.filter((sql) => sql.includes('webhook_events'))).toHaveLength(1);
     const events = await s.fresh();
     expect(events).toHaveLength(100);
-    expect(events.map((e) => e.entity_id)).toEqual(res.body.map((x: { id: string }) => x.id));
+    expect(events.map((e) => e.entity_id)).toEqual(res!.body.map((x: { id: string }) => x.id));
     expect(new Set(events.map((e) => e.type))).toEqual(new Set(['token:created']));
     const deliveries = await db.query(
       `SELECT count(*)::int AS n FROM webhook_deliveries

@@ -13,6 +13,7 @@ describe('loadConfig', () => {
       WEBHOOK_LEASE_SECONDS: 30,
       METRICS_ENABLED: false,
       HEAP_GROWTH_PERCENT: 50,
+      DB_PREPARED_STATEMENTS: true,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -70,6 +71,7 @@ describe('loadConfig', () => {
     ['METRICS_ENABLED', 'yes'],
     ['HEAP_GROWTH_PERCENT', '-1'],
     ['HEAP_GROWTH_PERCENT', 'small'],
+    ['DB_PREPARED_STATEMENTS', 'sometimes'],
     ['VENDOR_BASE_URLS', 'stripe-card'],
     ['VENDOR_BASE_URLS', 'stripe-card=ftp://127.0.0.1'],
     ['VENDOR_BASE_URLS', 'stripe-card=http://127.0.0.1:12111,'],

@@ -120,6 +120,15 @@ export class AppConfig {
   DB_POOL_SIZE = 10;
 
   /**
+   * A small one-statement write (a tokenize of one or two tokens) as a named prepared statement, parsed
+   * once per connection. Set false behind a pooler that cannot keep them (PgBouncer in transaction mode
+   * before 1.21, or without `max_prepared_statements`).
+   */
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'DB_PREPARED_STATEMENTS must be true or false' })
+  DB_PREPARED_STATEMENTS = true;
+
+  /**
    * Browser origins allowed to call the API (comma-separated, e.g. `https://shop.example`); unset: no
    * CORS headers at all, so browsers only reach the API from the same origin.
    */
