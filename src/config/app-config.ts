@@ -120,7 +120,7 @@ export class AppConfig {
   DB_POOL_SIZE = 10;
 
   /**
-   * A small one-statement write (a tokenize of one or two tokens) as a named prepared statement, parsed
+   * A one-statement write (a tokenize of generated ids) as a named prepared statement, parsed
    * once per connection. Set false behind a pooler that cannot keep them (PgBouncer in transaction mode
    * before 1.21, or without `max_prepared_statements`).
    */

@@ -88,7 +88,11 @@ export function inOneStatement(): boolean {
 const query = (sql: string, params: unknown[]): Promise<Record<string, unknown>[]> =>
   TransactionHost.getInstance<TransactionalAdapterTypeOrm>().tx.query(sql, params);
 
-/** Parameters up to which a one-statement write is prepared (a tokenize of one or two tokens). */
+/**
+ * Parameters up to which a one-statement write is prepared. Its pieces send their rows as one JSON
+ * parameter each, so its text does not vary with the number of rows; a statement with many parameters
+ * would have a text per row count, and the server would keep each.
+ */
 const PREPARED_MAX_PARAMS = 100;
 let prepared = true;
 
@@ -98,11 +102,10 @@ export function usePreparedStatements(on: boolean): void {
 }
 
 /**
- * Runs a `@OneStatement()` method's statement outside any transaction. A small one is a named prepared
- * statement (named by a digest of its text, so one text has one name): each pooled connection parses it
- * once, and PostgreSQL can keep its plan, where parsing and planning the CTEs anew took two thirds of its
- * time per tokenize. Larger ones (their texts vary with the number of rows) stay unnamed, so that the
- * server never holds more than a few shapes per connection.
+ * Runs a `@OneStatement()` method's statement outside any transaction, as a named prepared statement
+ * (named by a digest of its text, so one text has one name): each pooled connection parses it once, and
+ * PostgreSQL can keep its plan, where parsing and planning the CTEs anew took two thirds of its time per
+ * tokenize of one card.
  */
 const oneStatementQuery = async (sql: string, params: unknown[]): Promise<Record<string, unknown>[]> => {
   const manager = TransactionHost.getInstance<TransactionalAdapterTypeOrm>().tx;
