@@ -175,7 +175,14 @@ describe('idempotency', () => {
   it('an operation whose claim was taken over is rolled back: one effect only', async () => {
     const key = randomUUID();
     const before = await count('tokens');
-    const spy = jest.spyOn(IdempotencyService.prototype, 'complete').mockResolvedValueOnce(false);
+    // The record is completed under another claim id: what finds it when a retry has taken it over.
+    const service = t.app.get(IdempotencyService);
+    const complete = service.completeWithChange.bind(service);
+    const spy = jest
+      .spyOn(service, 'completeWithChange')
+      .mockImplementationOnce((scope, _claimId, response, takenOver) =>
+        complete(scope, randomUUID(), response, takenOver),
+      );
     try {
       expectProblem(await tokenize({ type: 'token', data: 'late' }, key), 409);
     } finally {

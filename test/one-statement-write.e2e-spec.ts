@@ -167,7 +167,11 @@ describe('one-statement writes', () => {
       {},
     ],
     ['a given id', { ...card(8), id: 'given-id-1' }, {}],
-    ['an idempotency key', card(9), { 'BT-IDEMPOTENCY-KEY': 'one-statement-idem-1' }],
+    [
+      'deduplicate_token and an idempotency key',
+      { ...card(9), data: { ...card(9).data, number: '5105105105105100' }, deduplicate_token: true },
+      { 'BT-IDEMPOTENCY-KEY': 'one-statement-idem-1' },
+    ],
   ])('uses a transaction with %s', async (_what, body, headers) => {
     const before = await counts();
     const statements = await statementsOf(() =>
@@ -181,6 +185,67 @@ describe('one-statement writes', () => {
     expect(after.audit).toBe(before.audit + 1);
     expect(after.events).toBe(before.events + 1);
   });
+
+  it('writes an idempotent tokenize in its claim and one statement, the record with it', async () => {
+    const before = await counts();
+    const statements = await statementsOf(() =>
+      request(t.http)
+        .post('/tokens')
+        .set('BT-API-KEY', key)
+        .set('BT-IDEMPOTENCY-KEY', 'one-statement-idem-3')
+        .send(card(11))
+        .expect(201),
+    );
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toContain('INSERT INTO idempotency_records');
+    expect(statements[1]).toContain('UPDATE idempotency_records');
+    expect(statements.join('\n')).not.toMatch(/START TRANSACTION|BEGIN/);
+    const after = await counts();
+    expect(after.tokens).toBe(before.tokens + 1);
+    const [record] = await sql.query<{ state: string }[]>(
+      `SELECT state FROM idempotency_records WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1`,
+      [tenant.tenantId],
+    );
+    expect(record.state).toBe('completed');
+  });
+
+  it.each([
+    ['in one statement', card(12)],
+    [
+      'in a transaction',
+      { ...card(13), data: { ...card(13).data, number: '6011111111111117' }, deduplicate_token: true },
+    ],
+  ])(
+    'refuses the whole change %s when a retry took the claim over (409), and writes nothing',
+    async (_how, body) => {
+      // The record's completion matches no row, as when another request has taken the claim over.
+      await sql.query(
+        `CREATE FUNCTION vault_test_skip() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+      );
+      await sql.query(
+        `CREATE TRIGGER vault_test_skip BEFORE UPDATE ON idempotency_records
+           FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION vault_test_skip()`,
+      );
+      const send = () =>
+        request(t.http)
+          .post('/tokens')
+          .set('BT-API-KEY', key)
+          .set('BT-IDEMPOTENCY-KEY', `one-statement-taken-${JSON.stringify(body).length}`)
+          .send(body);
+      try {
+        const before = await counts();
+        const res = await send().expect(409);
+        expect(res.headers['retry-after']).toBe('1');
+        expect(res.headers['content-type']).toContain('application/problem+json');
+        expect(await counts()).toEqual(before);
+      } finally {
+        await sql.query('DROP TRIGGER vault_test_skip ON idempotency_records');
+        await sql.query('DROP FUNCTION vault_test_skip()');
+      }
+      // The key was given back: the retry runs and succeeds.
+      await send().expect(201);
+    },
+  );
 
   it('replays an idempotent tokenize with the response of the transaction', async () => {
     const send = () =>
@@ -201,16 +266,16 @@ describe('one-statement writes', () => {
     const results: unknown[] = [];
     for (const word of ['one', 'two'])
       batch.add(
-        (p, name) => ({
+        ({ p, name }) => ({
           ctes: [
             `${name('given')} AS (SELECT ${p.add(word)}::text AS w)`,
             `${name('upper')} AS (SELECT upper(w) AS w FROM ${name('given')})`,
           ],
           result: `(SELECT w || ${p.add('!')}::text FROM ${name('upper')})`,
         }),
-        (value) => results.push(value),
+        { then: (value) => results.push(value) },
       );
-    batch.add((p, name) => ({ ctes: [`${name('nothing')} AS (SELECT ${p.add(1)}::int)`] }));
+    batch.add(({ p, name }) => ({ ctes: [`${name('nothing')} AS (SELECT ${p.add(1)}::int)`] }));
     expect(batch.size).toBe(3);
     await batch.run((text, params) => sql.query(text, params));
     expect(results).toEqual(['ONE!', 'TWO!']);

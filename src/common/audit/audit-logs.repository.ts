@@ -32,7 +32,7 @@ export class AuditLogsRepository {
    */
   async insert(rows: NewAuditLog[]): Promise<void> {
     if (!rows.length) return;
-    await deferredWrite((p, name) => {
+    await deferredWrite(({ p, name }) => {
       const given = p.add(
         JSON.stringify(
           rows.map((row) => ({

@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { ClsServiceManager } from 'nestjs-cls';
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
-import { PieceBuilder, WriteBatch } from './write-batch';
+import { PieceBuilder, PieceOptions, WriteBatch } from './write-batch';
 
 /**
  * Explicit transactions. A service method that writes declares its transaction with `@Transactional()`:
@@ -71,13 +71,14 @@ export function onRequestCommit(work: EdgeWork, options: { deferrable?: boolean 
 /**
  * A write whose result nothing needs before the request ends. Inside a `@OneStatement()` method it joins
  * the method's one statement, and `then` gets its result once that has run; anywhere else it runs now,
- * in the current transaction if there is one.
+ * in the current transaction if there is one. Where its `refuse` condition holds, the write fails (the
+ * whole statement with it) with the error `refused` makes.
  */
-export async function deferredWrite(build: PieceBuilder, then?: (value: unknown) => void): Promise<void> {
+export async function deferredWrite(build: PieceBuilder, options: PieceOptions = {}): Promise<void> {
   const batch = cls()?.get<WriteBatch | undefined>(BATCH_KEY);
-  if (batch) return batch.add(build, then);
-  const value = await WriteBatch.runOne(query, build);
-  then?.(value);
+  if (batch) return batch.add(build, options);
+  const value = await WriteBatch.runOne(query, build, options.refused);
+  options.then?.(value);
 }
 
 /** True inside a `@OneStatement()` method gathering its statement (no transaction is open then). */

@@ -12,11 +12,29 @@ export interface WritePiece {
   result?: string;
 }
 
-/**
- * Builds a piece: values go through `p` (its placeholders are numbered across the whole statement), and
- * every CTE is named with `name(base)`, unique within the statement.
- */
-export type PieceBuilder = (p: Placeholders, name: (base: string) => string) => WritePiece;
+/** How a piece is written: its parameters, its CTE names, and its refusal. */
+export interface PieceTools {
+  /** Values go through `p.add`: placeholders are numbered across the whole statement. */
+  p: Placeholders;
+  /** Every CTE is named `name(base)`, unique within the statement. */
+  name: (base: string) => string;
+  /**
+   * A SQL expression (for `result`) that, where `condition` holds, undoes the whole statement: the
+   * statement fails with the error the piece's `refused` gives.
+   */
+  refuse: (condition: string) => string;
+}
+
+export type PieceBuilder = (tools: PieceTools) => WritePiece;
+
+/** SQLSTATE of `refuse_write()` (migration 21). */
+const REFUSED = 'VT001';
+
+/** A piece's options: `then` receives its result after the statement ran; `refused` makes its refusal's error. */
+export interface PieceOptions {
+  then?: (value: unknown) => void;
+  refused?: () => Error;
+}
 
 type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
 
@@ -31,12 +49,18 @@ export class WriteBatch {
   private readonly params: Placeholders = {
     add: (value) => `$${this.values.push(value)}`,
   };
-  private readonly pieces: { piece: WritePiece; then?: (value: unknown) => void }[] = [];
+  private readonly pieces: (PieceOptions & { piece: WritePiece })[] = [];
 
-  /** Adds a write; `then` receives its `result` after the statement has run. */
-  add(build: PieceBuilder, then?: (value: unknown) => void): void {
+  /** Adds a write. */
+  add(build: PieceBuilder, options: PieceOptions = {}): void {
     const index = this.pieces.length;
-    this.pieces.push({ piece: build(this.params, (base) => `${base}_${index}`), then });
+    const piece = build({
+      p: this.params,
+      name: (base) => `${base}_${index}`,
+      refuse: (condition) =>
+        `(CASE WHEN ${condition} THEN refuse_write(${this.params.add(String(index))}::text) END)`,
+    });
+    this.pieces.push({ piece, ...options });
   }
 
   get size(): number {
@@ -48,18 +72,36 @@ export class WriteBatch {
     if (!this.pieces.length) return;
     const ctes = this.pieces.flatMap(({ piece }) => piece.ctes);
     const results = this.pieces.map(({ piece }, i) => `${piece.result ?? 'NULL'} AS r${i}`);
-    const [row] = await query(
-      `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}SELECT ${results.join(', ')}`,
-      this.values,
-    );
+    let row: Record<string, unknown>;
+    try {
+      [row] = await query(
+        `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}SELECT ${results.join(', ')}`,
+        this.values,
+      );
+    } catch (error) {
+      throw this.refusal(error) ?? error;
+    }
     this.pieces.forEach(({ then }, i) => then?.(row[`r${i}`]));
   }
 
+  /** The error of the piece that refused the statement, if that is why it failed. */
+  private refusal(error: unknown): Error | undefined {
+    // pg's own error, or TypeORM's QueryFailedError around it.
+    const e = error as {
+      code?: unknown;
+      message?: unknown;
+      driverError?: { code?: unknown; message?: unknown };
+    };
+    const cause = e.driverError ?? e;
+    if (cause.code !== REFUSED) return undefined;
+    return this.pieces[Number(cause.message)]?.refused?.();
+  }
+
   /** Runs one piece by itself, in the caller's transaction if there is one; answers its result. */
-  static async runOne(query: Query, build: PieceBuilder): Promise<unknown> {
+  static async runOne(query: Query, build: PieceBuilder, refused?: () => Error): Promise<unknown> {
     const batch = new WriteBatch();
     let value: unknown;
-    batch.add(build, (result) => (value = result));
+    batch.add(build, { then: (result) => (value = result), refused });
     await batch.run(query);
     return value;
   }

@@ -19,6 +19,7 @@ import { TokenMetadataIndex1795000000017 } from './1795000000017-TokenMetadataIn
 import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
 import { ChangeNotifications1795000000020 } from './1795000000020-ChangeNotifications';
+import { WriteRefusals1795000000021 } from './1795000000021-WriteRefusals';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   CardEnrichments1795000000018,
   AuditTokenTypes1795000000019,
   ChangeNotifications1795000000020,
+  WriteRefusals1795000000021,
 ];

@@ -101,17 +101,22 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       // What the handler creates before it calls a vendor is pinned on the claim (IdempotentResource).
       bindIdempotentResource(this.idempotency.resourceBinding(scope, outcome.claimId, outcome.resumed));
-      // The record commits with the change: in the transaction the service method declares.
+      // The record commits with the change: in the transaction the service method declares, or in its one
+      // statement (deferrable: it only writes, and refuses the whole change if a retry took the claim over).
       let recorded: StoredResponse | undefined;
-      const edge = onRequestCommit(async (result) => {
-        if (isWithheldFromReplay()) return;
-        const stored = serialize(result, res);
-        if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
-          throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
-            'Retry-After': '1',
-          });
-        recorded = stored;
-      });
+      const edge = onRequestCommit(
+        async (result) => {
+          if (isWithheldFromReplay()) return;
+          const stored = serialize(result, res);
+          await this.idempotency.completeWithChange(scope, outcome.claimId, stored, () =>
+            conflict('A retry with this idempotency key took over this request; retry shortly.', {
+              'Retry-After': '1',
+            }),
+          );
+          recorded = stored;
+        },
+        { deferrable: true },
+      );
       let result: unknown;
       try {
         result = await lastValueFrom(next.handle(), { defaultValue: undefined });

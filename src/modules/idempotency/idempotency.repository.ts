@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { deferredWrite } from '../../common/context/transactional';
 
 /** A record's primary key: tenant, caller (application or session) and the HMAC of the key. */
 export interface RecordKey {
@@ -131,6 +132,38 @@ export class IdempotencyRepository {
       ],
     );
     return count === 1;
+  }
+
+  /**
+   * Stores the response on the record with the change it answers: in the change's transaction, or in its
+   * one statement (`@OneStatement()`). Where `claimId` no longer holds the record (a retry took it over),
+   * the change fails with the error `takenOver` makes, and nothing of it is written.
+   */
+  async completeWithChange(
+    key: RecordKey,
+    claimId: string,
+    response: CompletedResponse,
+    takenOver: () => Error,
+  ): Promise<void> {
+    await deferredWrite(
+      ({ p, name, refuse }) => {
+        const completed = name('idempotency');
+        return {
+          ctes: [
+            `${completed} AS (
+               UPDATE idempotency_records
+                  SET state = 'completed', response_status = ${p.add(response.status)}::int,
+                      response_headers = ${p.add(JSON.stringify(response.headers))}::jsonb,
+                      response_body = ${p.add(response.sealedBody)}::bytea
+                WHERE tenant_id = ${p.add(key.tenantId)}::uuid AND scope = ${p.add(key.scope)}::text
+                  AND key_digest = ${p.add(key.keyDigest)}::bytea AND claim_id = ${p.add(claimId)}::uuid
+               RETURNING 1)`,
+          ],
+          result: refuse(`NOT EXISTS (SELECT 1 FROM ${completed})`),
+        };
+      },
+      { refused: takenOver },
+    );
   }
 
   /**

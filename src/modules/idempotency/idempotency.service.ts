@@ -130,6 +130,28 @@ export class IdempotencyService implements OnModuleInit {
   }
 
   /**
+   * Stores the response with the change it answers (its transaction or its one statement); the change
+   * fails with `takenOver()` where a retry took the claim over meanwhile.
+   */
+  async completeWithChange(
+    s: IdempotencyScope,
+    claimId: string,
+    response: StoredResponse,
+    takenOver: () => Error,
+  ): Promise<void> {
+    await this.records.completeWithChange(
+      s,
+      claimId,
+      {
+        status: response.status,
+        headers: response.headers,
+        sealedBody: response.body.length ? seal(s.sealKey, response.body, this.aad(s)) : null,
+      },
+      takenOver,
+    );
+  }
+
+  /**
    * What the claimed request's handler sees through `IdempotentResource`: the resource a stale claim it
    * took over had pinned, and `pin`, which writes the resource's id on the claim in the caller's
    * transaction and refuses (409, rolling that transaction back) once a retry took the claim over.

@@ -221,7 +221,7 @@ export class TokensRepository {
     let inserted: Set<string> | undefined;
     const bytea = (value: Buffer) => `\\x${value.toString('hex')}`;
     await deferredWrite(
-      (p, name) => {
+      ({ p, name }) => {
         const [t, s, c] = ['tokens', 'indexes', 'cvcs'].map(name);
         const rows = p.add(
           JSON.stringify(
@@ -282,7 +282,7 @@ export class TokensRepository {
         }
         return { ctes, result: deferred ? undefined : `(SELECT array_agg(id) FROM ${t})` };
       },
-      (ids) => (inserted = new Set((ids as string[] | null) ?? [])),
+      { then: (ids) => (inserted = new Set((ids as string[] | null) ?? [])) },
     );
     return deferred ? undefined : inserted;
   }

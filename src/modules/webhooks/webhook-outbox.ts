@@ -44,7 +44,7 @@ export class WebhookOutbox extends EventOutbox {
     }));
     // Events whose tenant has no enabled webhook subscribed to their type are not written at all.
     await deferredWrite(
-      (p, name) => {
+      ({ p, name }) => {
         const [given, hooks, events, fanned] = ['given', 'hooks', 'events', 'fanned'].map(name);
         const rowsParam = p.add(JSON.stringify(rows));
         const at = p.add(now);
@@ -75,8 +75,10 @@ export class WebhookOutbox extends EventOutbox {
           result: `(SELECT count(*)::int FROM ${fanned})`,
         };
       },
-      (deliveries) => {
-        if (Number(deliveries) > 0) afterCommit(() => this.nudge.poke());
+      {
+        then: (deliveries) => {
+          if (Number(deliveries) > 0) afterCommit(() => this.nudge.poke());
+        },
       },
     );
   }
