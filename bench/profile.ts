@@ -6,11 +6,11 @@
  *   BENCH_PROFILE_OUT=<file> keeps the .cpuprofile (Chrome DevTools or speedscope open it)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { serviceEnv } from './support';
 
 const ROOT = join(__dirname, '..');
 const ADMIN_URL = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -71,16 +71,7 @@ async function main(): Promise<void> {
     let output = '';
     const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, 'dist/main.js'], {
       cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: url.toString(),
-        PORT: String(PORT),
-        BOOTSTRAP: 'true',
-        NODE_ENV: 'production',
-        RATE_LIMIT_PER_MINUTE: '100000000',
-        LOG_LEVEL: 'info',
-        ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}`,
-      },
+      env: serviceEnv(url.toString(), PORT),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout.on('data', (c: Buffer) => (output += c.toString().slice(0, 10_000)));

@@ -21,6 +21,7 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { LoadResult, LoadScenario } from './load';
+import { api } from './support';
 
 const ROOT = join(__dirname, '..');
 const ADMIN_URL = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -156,18 +157,6 @@ function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>, server?:
     result.cpuMsPerRequest = (after - before) / result.requests;
   if (result.requests) result.postgresCpuMsPerRequest = postgresCpuSince(postgresBefore) / result.requests;
   return result;
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- set-up calls read a few fields of JSON answers
-async function api(base: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { 'BT-API-KEY': key, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
 }
 
 interface Setup {

@@ -12,11 +12,11 @@
  * BENCH_DURATION and BENCH_CONNECTIONS tune the load as for `npm run bench`.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { LoadResult, LoadScenario } from './load';
+import { api, serviceEnv } from './support';
 
 const ROOT = join(__dirname, '..');
 const ADMIN_URL = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -69,17 +69,7 @@ const rssMb = (child: ChildProcess): number => {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- set-up calls read a few fields of JSON answers
-async function api(key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`http://127.0.0.1:${PORT}${path}`, {
-    method,
-    headers: { 'BT-API-KEY': key, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
+const BASE = `http://127.0.0.1:${PORT}`;
 
 async function main(): Promise<void> {
   execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
@@ -87,16 +77,7 @@ async function main(): Promise<void> {
   let output = '';
   const server = spawn(process.execPath, ['dist/main.js'], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: dbUrl(DB),
-      PORT: String(PORT),
-      BOOTSTRAP: 'true',
-      LOG_LEVEL: 'info',
-      NODE_ENV: 'production',
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}`,
-    },
+    env: serviceEnv(dbUrl(DB), PORT),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   server.stdout.on('data', (chunk: Buffer) => output.length < 100_000 && (output += chunk.toString()));
@@ -112,9 +93,9 @@ async function main(): Promise<void> {
     }
     const managementKey = /(key_mgt_[0-9A-Za-z]+)/.exec(output)?.[1];
     if (!managementKey) throw new Error(`no bootstrap key:\n${output}`);
-    const tenantId = (await api(managementKey, 'GET', '/tenants/self')).id as string;
+    const tenantId = (await api(BASE, managementKey, 'GET', '/tenants/self')).id as string;
     const key = (
-      await api(managementKey, 'POST', '/applications', {
+      await api(BASE, managementKey, 'POST', '/applications', {
         name: 'bench',
         type: 'private',
         permissions: ['token:create', 'token:read', 'token:search'],
@@ -125,7 +106,7 @@ async function main(): Promise<void> {
       data: { number: '4242424242424242', expiration_month: 1, expiration_year: 2031 },
       search_indexes: ['{{ data.number | last4 }}'],
     };
-    const token = await api(key, 'POST', '/tokens', cardBody);
+    const token = await api(BASE, key, 'POST', '/tokens', cardBody);
     const auth = { 'Content-Type': 'application/json', 'BT-API-KEY': key };
     const scenarios: [string, Omit<LoadScenario, 'connections' | 'duration'>][] = [
       [

@@ -3,8 +3,10 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { usePreparedStatements } from '../src/common/context/transactional';
 import { WriteBatch } from '../src/common/context/write-batch';
+import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { statementsDuring } from './support/statements';
+import { createWebhookRow } from './support/webhooks';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 /**
@@ -47,11 +49,10 @@ describe('one-statement writes', () => {
     t = await startApp({ DATABASE_URL: db.url, JOBS_ENABLED: 'false' });
     sql = t.app.get(DataSource);
     tenant = await newTenant(t);
-    await sql.query(
-      `INSERT INTO webhooks (tenant_id, id, name, url, events, status, secret, created_at)
-         VALUES ($1, gen_random_uuid(), 'hook', 'https://receiver.example/hook', ARRAY['token:created']::text[], 'enabled', '\\x00'::bytea, now())`,
-      [tenant.tenantId],
-    );
+    await createWebhookRow(sql, t.app.get(TenantKeysService), tenant.tenantId, {
+      url: 'https://receiver.example/hook',
+      events: ['token:created'],
+    });
     key = (
       await newApplication(t, tenant.managementKey, {
         type: 'private',
