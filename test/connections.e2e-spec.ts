@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
-import { newConnection, ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
+import {
+  newConnection,
+  ORCHESTRATION_PERMISSIONS,
+  verificationLogs,
+  waitForConnection,
+} from './support/orchestration';
 
 /** The formulas the service ships (its own copy, in src); the test below checks it against the published table. */
 const FORMULAS = JSON.parse(
@@ -123,6 +128,14 @@ describe('connection formulas and connections', () => {
   it('fails verification for a credential containing "invalid", and stays failed when the secret is kept', async () => {
     const created = await newConnection(t, key, { secret: 'sk_test_invalid', wait: true });
     expect(await waitForConnection(t, key, created.id)).toBe('failed');
+    // Why it failed is in the connection's audit log: a fixed reason naming the field, never its value.
+    const [failed] = await verificationLogs(t, tenant.managementKey, created.id);
+    expect(failed).toMatchObject({
+      actor_type: 'system',
+      actor_id: null,
+      operation: 'update',
+      message: 'connection verification failed: the vendor rejected the value of secret_key',
+    });
     const formula = FORMULAS.find((f: { id: string }) => f.id === 'stripe-card');
     const update = (value: string) =>
       request(t.http)
@@ -141,6 +154,17 @@ describe('connection formulas and connections', () => {
     expect(await waitForConnection(t, key, created.id)).toBe('failed');
     await update('sk_test_good').expect(200);
     expect(await waitForConnection(t, key, created.id)).toBe('available');
+    expect((await verificationLogs(t, tenant.managementKey, created.id)).map((l) => l.message)).toEqual([
+      'connection verification failed: the vendor rejected the value of secret_key',
+      'connection verification failed: the vendor rejected the value of secret_key',
+      'connection verified: available',
+    ]);
+    const logs = await request(t.http)
+      .get('/logs')
+      .query({ entity_type: 'connection', entity_id: created.id })
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    expect(JSON.stringify(logs.body)).not.toContain('sk_test_invalid');
     // POST to the connection's path is an update too (the interface document's sample).
     const byPost = await post(`/orchestration/connections/${created.id}`, {
       connection_formula_id: 'stripe-card',
@@ -321,9 +345,15 @@ describe('connection formulas and connections', () => {
       .set('BT-API-KEY', tenant.managementKey)
       .expect(200);
     const operations = logs.body.data.map((l: { operation: string }) => l.operation);
-    // Polling for the verification result reads the connection (a read log each time).
+    // Polling for the verification result reads the connection (a read log each time); the
+    // verification itself writes one update row, by the service.
     expect(operations[0]).toBe('delete');
     expect(operations[operations.length - 1]).toBe('create');
-    expect(new Set(operations.slice(1, -1))).toEqual(new Set(['read']));
+    expect(new Set(operations.slice(1, -1))).toEqual(new Set(['read', 'update']));
+    expect(
+      logs.body.data
+        .filter((l: { operation: string }) => l.operation === 'update')
+        .map((l: { actor_type: string; message: string }) => [l.actor_type, l.message]),
+    ).toEqual([['system', 'connection verified: available']]);
   });
 });

@@ -7,12 +7,13 @@ import { StripeProcessor } from '../src/modules/orchestration/processors/stripe/
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 import { FakeStripe } from './support/fake-stripe';
-import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
+import { ORCHESTRATION_PERMISSIONS, verificationLogs, waitForConnection } from './support/orchestration';
 
 describe('stripe-card against a fake Stripe (environment test)', () => {
   let fake: FakeStripe;
   let t: TestApp;
   let key: string;
+  let managementKey: string;
   let connection: string;
 
   const createConnection = (body: Record<string, unknown>) =>
@@ -64,6 +65,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       PUBLIC_BASE_URL: 'https://vault.example',
     });
     const tenant = await newTenant(t);
+    managementKey = tenant.managementKey;
     key = (
       await newApplication(t, tenant.managementKey, {
         type: 'private',
@@ -91,10 +93,19 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     const balance = fake.requests.find((r) => r.path === '/v1/balance')!;
     expect(balance.method).toBe('GET');
     expect(balance.headers.authorization).toBe('Bearer sk_test_unknown');
+    // Why is in the connection's audit log, a fixed reason that never repeats the key.
+    const refused = await verificationLogs(t, managementKey, bad.body.id);
+    expect(refused.map((l) => l.message)).toEqual([
+      'connection verification failed: Stripe refused the secret key (401)',
+    ]);
+    expect(JSON.stringify(refused)).not.toContain('sk_test_unknown');
     const live = await createConnection({ fields: [{ key: 'secret_key', value: 'sk_live_fake' }] }).expect(
       201,
     );
     expect(await waitForConnection(t, key, live.body.id)).toBe('failed');
+    expect((await verificationLogs(t, managementKey, live.body.id)).map((l) => l.message)).toEqual([
+      'connection verification failed: secret_key is a live mode key; a test connection needs a test mode key (sk_test_…)',
+    ]);
     const ok = await createConnection({
       environment: 'live',
       fields: [{ key: 'secret_key', value: 'sk_live_fake' }],

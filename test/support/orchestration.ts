@@ -97,3 +97,20 @@ export async function waitForTransaction(
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+export interface LogRow {
+  actor_type: string;
+  actor_id: string | null;
+  operation: string;
+  message: string;
+}
+
+/** The audit rows of a connection's verifications (`update` rows by the service itself), oldest first. */
+export async function verificationLogs(t: TestApp, managementKey: string, id: string): Promise<LogRow[]> {
+  const res = await request(t.http)
+    .get('/logs')
+    .query({ entity_type: 'connection', entity_id: id })
+    .set('BT-API-KEY', managementKey)
+    .expect(200);
+  return (res.body.data as LogRow[]).filter((l) => l.actor_type === 'system').reverse();
+}

@@ -6,7 +6,7 @@ export interface NewAuditLog {
   id: string;
   tenantId: string;
   actorId: string | null;
-  actorType: 'application' | 'buyer' | 'anonymous';
+  actorType: 'application' | 'buyer' | 'anonymous' | 'system';
   entityType: EntityType;
   entityId: string | null;
   operation: Operation;

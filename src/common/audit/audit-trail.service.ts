@@ -2,11 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '../jobs/clock';
-import { AuditLogsRepository } from './audit-logs.repository';
+import { AuditLogsRepository, type NewAuditLog } from './audit-logs.repository';
 import type { AuditActor, AuditEntry, AuditTokenType } from './audit.types';
 
 const PENDING_CLS_KEY = 'audit:pending';
 const TOKEN_TYPES_CLS_KEY = 'audit:token-types';
+
+function actorType(actor: AuditActor): NewAuditLog['actorType'] {
+  if (actor.applicationId !== null) return 'application';
+  if (actor.system) return 'system';
+  return actor.anonymous ? 'anonymous' : 'buyer';
+}
 
 /**
  * Collects and writes audit log rows. Services `record()` entries during an audited request; the audit
@@ -62,7 +68,7 @@ export class AuditTrail {
         id: randomUUID(),
         tenantId: actor.tenantId,
         actorId: actor.applicationId,
-        actorType: actor.applicationId !== null ? 'application' : actor.anonymous ? 'anonymous' : 'buyer',
+        actorType: actorType(actor),
         entityType: e.entityType,
         entityId: e.entityId,
         operation: e.operation,

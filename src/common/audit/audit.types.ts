@@ -57,4 +57,6 @@ export interface AuditActor {
   sessionId?: string;
   /** With no application: a request through a proxy without `require_auth` (actor_type `anonymous`). */
   anonymous?: boolean;
+  /** With no application: the service's own background work, such as a connection's verification (actor_type `system`). */
+  system?: boolean;
 }

@@ -73,8 +73,12 @@ export class LogDto {
   tenant_id: string;
   /** The application that acted (for a session key, the public application that created the session). */
   actor_id: string | null;
-  /** `buyer` for a shopper's choice on a payment approval page (no actor id). */
-  @ApiProperty({ enum: ['application', 'buyer'] })
+  /**
+   * `buyer` for a shopper's choice on a payment approval page, `anonymous` for a request through a
+   * proxy without `require_auth`, `system` for the service's own work, such as a connection's
+   * verification (no actor id for any of these three).
+   */
+  @ApiProperty({ enum: ['application', 'buyer', 'anonymous', 'system'] })
   actor_type: string;
   @ApiProperty({ enum: Object.keys(ENTITY_TYPES) })
   entity_type: EntityType;

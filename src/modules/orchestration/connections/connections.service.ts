@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
+import { AuditTrail } from '../../../common/audit/audit-trail.service';
 import type { Principal } from '../../../common/auth/principal';
 import { afterCommit, inTransaction, Transactional } from '../../../common/context/transactional';
 import { open, seal } from '../../../common/crypto/aead';
@@ -132,6 +133,15 @@ function validateAgainstFormula(
   return { formula, values };
 }
 
+/**
+ * The audit message of a verification. Reasons are fixed texts of the processors (a field's name, a
+ * status code, the vendor's error code), never a credential.
+ */
+function verificationMessage(outcome: { status: 'available' | 'failed'; reason: string | null }): string {
+  if (outcome.status === 'available') return 'connection verified: available';
+  return `connection verification failed: ${outcome.reason ?? 'the vendor refused the credentials'}`;
+}
+
 /** Connections to payment vendors, built from formulas; their secret values are sealed at rest. */
 @Injectable()
 export class ConnectionsService implements OnApplicationShutdown {
@@ -147,6 +157,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
     private readonly jobs: ExclusiveJobRunner,
+    private readonly audit: AuditTrail,
   ) {}
 
   @Transactional()
@@ -254,10 +265,19 @@ export class ConnectionsService implements OnApplicationShutdown {
       );
     const outcome = { status: result.ok ? 'available' : 'failed', reason: result.reason ?? null } as const;
     await inTransaction(async () => {
-      if (await this.connections.recordVerification(row, outcome))
-        await this.outbox.record(
-          updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }),
-        );
+      if (!(await this.connections.recordVerification(row, outcome))) return;
+      await this.outbox.record(
+        updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }),
+      );
+      // The outcome, and why a connection failed, is read in its audit log (GET /logs?entity_type=connection).
+      await this.audit.write({ tenantId, applicationId: null, system: true }, [
+        {
+          entityType: 'connection',
+          entityId: id,
+          operation: 'update',
+          message: verificationMessage(outcome),
+        },
+      ]);
     });
   }
 
