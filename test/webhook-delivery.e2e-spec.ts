@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
+import supertest from 'supertest';
 import { DataSource } from 'typeorm';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { EventOutbox } from '../src/common/events/event-outbox';
@@ -71,10 +72,11 @@ describe('webhook delivery', () => {
         attempts: number;
         last_status_code: number | null;
         leased_until: Date | null;
+        next_attempt_at: Date | null;
       }[]
     >(
-      `SELECT event_id, status, attempts, last_status_code, leased_until FROM webhook_deliveries
-        WHERE webhook_id = $1 ORDER BY seq`,
+      `SELECT event_id, status, attempts, last_status_code, leased_until, next_attempt_at
+         FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY seq`,
       [webhookId],
     );
   const webhookRow = async (id: string) =>
@@ -131,8 +133,23 @@ describe('webhook delivery', () => {
     expect(() => new Webhook(hook.secret).verify(request.body.replace('token', 'tokem'), headers)).toThrow();
 
     const rows = await waitForDeliveries(hook.id, (r) => r[0]?.status === 'succeeded');
+    // A delivered event has no next attempt, in the row and in the API's answer.
     expect(rows).toEqual([
-      { event_id: stored.id, status: 'succeeded', attempts: 1, last_status_code: 200, leased_until: null },
+      {
+        event_id: stored.id,
+        status: 'succeeded',
+        attempts: 1,
+        last_status_code: 200,
+        leased_until: null,
+        next_attempt_at: null,
+      },
+    ]);
+    const listed = await supertest(t.http)
+      .get(`/webhooks/${hook.id}/deliveries`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({ status: 'succeeded', attempts: 1, next_attempt_at: null }),
     ]);
     expect(await webhookRow(hook.id)).toEqual({ status: 'enabled', consecutive_failures: 0 });
     // The log lines name the attempt, never the body or the secret.
@@ -178,12 +195,19 @@ describe('webhook delivery', () => {
     const b = await webhook(tenant.tenantId, closing);
     await recordEvents(t, event(tenant.tenantId));
     const done = (r: { status: string }[]) => r[0]?.status === 'failed';
+    // Failed for good: no attempt is due any more either.
+    const ended = { leased_until: null, next_attempt_at: null };
     expect(await waitForDeliveries(a.id, done, 15_000)).toEqual([
-      expect.objectContaining({ status: 'failed', attempts: 5, last_status_code: 500, leased_until: null }),
+      expect.objectContaining({ status: 'failed', attempts: 5, last_status_code: 500, ...ended }),
     ]);
     expect(await waitForDeliveries(b.id, done, 15_000)).toEqual([
-      expect.objectContaining({ status: 'failed', attempts: 5, last_status_code: null, leased_until: null }),
+      expect.objectContaining({ status: 'failed', attempts: 5, last_status_code: null, ...ended }),
     ]);
+    const listed = await supertest(t.http)
+      .get(`/webhooks/${a.id}/deliveries`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    expect(listed.body.data).toEqual([expect.objectContaining({ status: 'failed', next_attempt_at: null })]);
     await pause(1_200);
     expect(receiver.to(failing)).toHaveLength(5);
     expect(receiver.to(closing)).toHaveLength(5);

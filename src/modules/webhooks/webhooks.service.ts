@@ -58,7 +58,7 @@ export function deliveryDto(delivery: WebhookDeliveryEntity): WebhookDeliveryDto
     status: delivery.status,
     attempts: delivery.attempts,
     last_status_code: delivery.lastStatusCode,
-    next_attempt_at: delivery.nextAttemptAt.toISOString(),
+    next_attempt_at: delivery.nextAttemptAt?.toISOString() ?? null,
     created_at: delivery.createdAt.toISOString(),
   };
 }

@@ -83,7 +83,8 @@ export class DeliveriesRepository {
     const rows: { webhook_id: string }[] = await this.db.tx.query(
       `WITH done AS (
          UPDATE webhook_deliveries
-            SET status = 'succeeded', last_status_code = $4, leased_until = NULL, updated_at = $5
+            SET status = 'succeeded', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
+                updated_at = $5
           WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
          RETURNING tenant_id, webhook_id
        ), streak AS (
@@ -120,7 +121,8 @@ export class DeliveriesRepository {
     const rows: { disabled: boolean | null }[] = await this.db.tx.query(
       `WITH done AS (
          UPDATE webhook_deliveries
-            SET status = 'failed', last_status_code = $4, leased_until = NULL, updated_at = $5
+            SET status = 'failed', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
+                updated_at = $5
           WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
          RETURNING tenant_id, webhook_id
        ), streak AS (

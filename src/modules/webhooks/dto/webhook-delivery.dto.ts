@@ -15,8 +15,9 @@ export class WebhookDeliveryDto {
   /** The receiver's HTTP status on the last attempt (null: none yet, or no answer). */
   @ApiProperty({ type: Number, nullable: true })
   last_status_code: number | null;
-  /** When a pending delivery is (next) due. */
-  next_attempt_at: string;
+  /** When a pending delivery is (next) due; null once it succeeded or failed for good. */
+  @ApiProperty({ type: String, format: 'date-time', nullable: true })
+  next_attempt_at: string | null;
   created_at: string;
 }
 

@@ -39,8 +39,9 @@ export class WebhookDeliveryEntity {
   @Column({ name: 'last_status_code', type: 'integer', nullable: true })
   lastStatusCode: number | null;
 
-  @Column({ name: 'next_attempt_at', type: 'timestamptz' })
-  nextAttemptAt: Date;
+  /** When a pending delivery is (next) due; null once it ended (succeeded or failed for good). */
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', nullable: true })
+  nextAttemptAt: Date | null;
 
   @Column({ name: 'leased_until', type: 'timestamptz', nullable: true })
   leasedUntil: Date | null;
