@@ -57,7 +57,7 @@ export const reveals = (decision: AccessDecision): boolean =>
   decision.allowed && decision.transform === 'reveal';
 
 /**
- * The one rule evaluator (contract section 5): flat permissions hold on every container (and never
+ * The one rule evaluator: flat permissions hold on every container (and never
  * reveal); otherwise the first rule by ascending priority that matches the token decides, allowing when
  * it grants `permission`, with its transform.
  *
