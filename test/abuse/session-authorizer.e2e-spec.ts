@@ -195,6 +195,32 @@ describe('abuse: a session never does more than its authorizer may do now, token
     }
   });
 
+  it('deduplication: a session is not handed back a token its authorizer may not read', async () => {
+    const authorizer = await authorizerWith([
+      SECRET_CREATE,
+      { priority: 2, container: '/pci/', permissions: ['token:create', 'token:read'] },
+    ]);
+    const number = luhnCard();
+    const both = await card(['/secret/', '/pci/'], number);
+    const session = await authorizedSession(t, pub, authorizer.key, {
+      rules: [
+        { priority: 1, container: '/pci/', permissions: ['token:create', 'token:read'] },
+        { priority: 2, container: '/secret/', permissions: ['token:create'] },
+      ],
+    });
+    const again = (key: string) =>
+      tokenize(t, key, {
+        type: 'card',
+        data: cardData(number, { cvc: '321' }),
+        containers: ['/secret/', '/pci/'],
+        deduplicate_token: true,
+      }).expect(201);
+    expect((await again(authorizer.key)).body.id).not.toBe(both);
+    const made = await again(session);
+    expect(made.body.id).not.toBe(both);
+    expect(JSON.stringify(made.body)).not.toContain(number);
+  });
+
   it('a pre-configured proxy (BT-PROXY-KEY) detokenizes for the session only what the authorizer may use', async () => {
     const authorizer = await authorizerWith([
       SECRET_CREATE,
