@@ -254,7 +254,7 @@ describe('abuse: a session never does more than its authorizer may do now, token
     expect(JSON.parse(dest.received[0].body.toString('utf8')).card.number).toBe(pciOnly);
   });
 
-  it('a transaction: the session may not pay with a token its authorizer may not use', async () => {
+  it('transactions: the session may neither pay with nor void on a token its authorizer may not use', async () => {
     const authorizer = await authorizerWith([
       SECRET_CREATE,
       { priority: 2, container: '/pci/', permissions: ['token:create', 'token:use', 'token:read'] },
@@ -273,11 +273,29 @@ describe('abuse: a session never does more than its authorizer may do now, token
     expect(own.status).toBeLessThan(500);
     const paid = await pay(session);
     expectProblem(paid, own.status);
-    const rows: { n: number }[] = await db.query(
-      'SELECT count(*)::int AS n FROM transactions WHERE tenant_id = $1',
-      [tenant.tenantId],
-    );
-    expect(rows[0].n).toBe(0);
+    const count = async (): Promise<number> => {
+      const rows: { n: number }[] = await db.query(
+        'SELECT count(*)::int AS n FROM transactions WHERE tenant_id = $1 AND token_id = $2',
+        [tenant.tenantId, both],
+      );
+      return rows[0].n;
+    };
+    expect(await count()).toBe(0);
+
+    // A transaction the owner made with that token: voiding it needs token:use on the token.
+    const tx = (await pay(owner).expect(201)).body.id as string;
+    const voiding = (key: string) =>
+      request(t.http).post(`/orchestration/transactions/${tx}/void`).set('BT-API-KEY', key).send({});
+    const ownVoid = await voiding(authorizer.key);
+    expect(ownVoid.status).toBeGreaterThanOrEqual(400);
+    expect(ownVoid.status).toBeLessThan(500);
+    expectProblem(await voiding(session), ownVoid.status);
+    const after = await request(t.http)
+      .get(`/orchestration/transactions/${tx}`)
+      .set('BT-API-KEY', owner)
+      .expect(200);
+    expect(after.body.status).not.toBe('authorization_voided');
+    expect(await count()).toBe(1);
   });
 
   it('the authorizer narrowed later (its rules replaced) takes effect at the session’s next use', async () => {
