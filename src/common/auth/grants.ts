@@ -94,7 +94,7 @@ function holdsOnContainer(holder: Holdings, permission: string, container: strin
  *   for every container (`/`): only a reveal rule covering all of them (a rule on `/`, reached before any
  *   rule that refuses) would do.
  * Tokens in several containers can still be decided for the holder by a rule on another container;
- * `decide` (token-access.ts) settles those at every read by asking the holder's own rules again.
+ * `decide` (token-access.ts) settles those at every use by asking the holder's own rules again.
  */
 function revealsOnContainer(holder: Holdings, permission: string, container = '/'): boolean {
   if (holder.permissions.includes(permission)) return false;
@@ -158,9 +158,12 @@ export function escalations(
 }
 
 /**
- * What a session may do now (contract section 15): its grants, each kept only as far as the application
- * that authorized it still holds it, by the same measure as `escalations`. A rule keeps its place (and so
- * still decides the tokens it matches) even when nothing of it is left.
+ * What a session may do now: its grants, each kept only as far as the application that authorized it
+ * still holds it, by the same measure as `escalations`. A rule keeps its place (and so still decides the
+ * tokens it matches) even when nothing of it is left. This is the coarse, per-container cut the guard
+ * sees; whether the session may act on a given token is then decided by `decide` (token-access.ts),
+ * which also asks the authorizer's own rules on that token (a token in several containers may be
+ * withheld from the authorizer by a rule on another of them).
  */
 export function narrowToHolder(holder: Holdings, permissions: string[], rules: AccessRule[]): Holdings {
   return {

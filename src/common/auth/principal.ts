@@ -21,8 +21,9 @@ export interface Principal {
   /** Container- or condition-scoped grants, evaluated per token. */
   rules: AccessRule[];
   /**
-   * For an authorized session: what the private application that authorized it holds now. A session
-   * reads a token in clear only where that application's own grants would (contract section 12).
+   * For an authorized session: what the private application that authorized it holds now. Every
+   * permission the session uses on a token is decided by its own grants and by these on that same token
+   * (`decide` in token-access.ts): it never does more than this application may do now.
    */
   authorizer?: { permissions: string[]; rules: AccessRule[] };
 }

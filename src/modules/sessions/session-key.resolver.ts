@@ -9,8 +9,10 @@ import { SessionsRepository } from './sessions.repository';
 /**
  * Resolves session keys. The principal is the public application that created the session (audit logs
  * name it as actor) with the session's grants, narrowed at every use to what the authorizing
- * application holds then (contract section 15); those holdings come along as `authorizer`, against
- * which every reveal is checked per token (section 12). An expired session answers `expired` (401).
+ * application holds then; those holdings, read by the same statement as the session, come along as
+ * `authorizer`, against which every permission on every token is decided again (`decide` in
+ * token-access.ts): a rule of the authorizer that withholds a permission on one of a token's
+ * containers withholds it from the session. An expired session answers `expired` (401).
  * Deleting the authorizing application deletes its sessions (foreign key), so their keys are unknown
  * (401).
  */

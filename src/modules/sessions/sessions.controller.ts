@@ -47,7 +47,11 @@ export class SessionsController {
     summary: 'Authorize a session',
     description:
       'Called with a private application key. Grants the session permissions and/or rules, never more than ' +
-      'the private application holds. The nonce works once.',
+      'the private application holds. The nonce works once. At every use, on every token, the session may ' +
+      'do only what its own grants and the private application allow then: a token the application may ' +
+      'not read, search, use, update or delete (its own rules deciding, over every container of the ' +
+      'token) is refused to the session as to the application, left out of its lists and searches, and ' +
+      'never detokenized for it by a proxy.',
   })
   @ApiNoContentResponse({ description: 'The session is authorized.' })
   @ApiBadRequestResponse({

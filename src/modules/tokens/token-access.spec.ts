@@ -1,5 +1,6 @@
 import type { Principal } from '../../common/auth/principal';
 import { decide, mayEvaluateStoredData, refusedContainers } from './token-access';
+import { accessPredicate } from './token-search.repository';
 
 const principal = (over: Partial<Principal>): Principal => ({
   tenantId: 't',
@@ -171,6 +172,89 @@ describe('reveal', () => {
         card,
       ).transform,
     ).toBe('mask');
+  });
+});
+
+describe('a session decided by its authorizer too, token by token', () => {
+  const PERMISSIONS = ['token:read', 'token:use', 'token:update', 'token:delete', 'token:search'];
+  const session = principal({
+    applicationType: 'public',
+    keyKind: 'session',
+    rules: [{ priority: 1, container: '/pci/', permissions: PERMISSIONS }],
+  });
+  // The attack: the authorizer's rule on /secret/ comes first and withholds everything but create.
+  const authorizer = {
+    permissions: [],
+    rules: [
+      { priority: 1, container: '/secret/', permissions: ['token:create'] },
+      { priority: 2, container: '/pci/', permissions: ['token:create', ...PERMISSIONS] },
+    ],
+  };
+  const both = { ...card, containers: ['/secret/', '/pci/'] };
+  const pci = { ...card, containers: ['/pci/'] };
+
+  it('refuses every permission on a token the authorizer is refused, as the authorizer is (403)', () => {
+    for (const permission of PERMISSIONS) {
+      expect(decide(authorizer, permission, both)).toEqual({
+        allowed: false,
+        matched: true,
+        transform: 'mask',
+      });
+      expect(decide({ ...session, authorizer }, permission, both)).toEqual({
+        allowed: false,
+        matched: true,
+        transform: 'mask',
+      });
+      expect(decide({ ...session, authorizer }, permission, pci).allowed).toBe(true);
+    }
+  });
+
+  it('leaves a token the authorizer has no grant over unknown (404), and follows its flat permissions', () => {
+    const elsewhere = {
+      permissions: [],
+      rules: [{ priority: 1, container: '/bank/', permissions: PERMISSIONS }],
+    };
+    expect(decide({ ...session, authorizer: elsewhere }, 'token:read', pci)).toEqual({
+      allowed: false,
+      matched: false,
+      transform: 'mask',
+    });
+    const flat = { permissions: ['token:read'], rules: authorizer.rules };
+    expect(decide({ ...session, authorizer: flat }, 'token:read', both).allowed).toBe(true);
+    expect(decide({ ...session, authorizer: flat }, 'token:use', both).allowed).toBe(false);
+  });
+
+  it("never lets the authorizer's grants widen the session's own", () => {
+    const wide = { permissions: PERMISSIONS, rules: [] };
+    expect(
+      decide({ ...session, authorizer: wide }, 'token:read', { ...card, containers: ['/bank/'] }),
+    ).toEqual({ allowed: false, matched: false, transform: 'mask' });
+    expect(mayEvaluateStoredData({ ...session, authorizer: wide }, pci)).toBe(false);
+  });
+
+  it("filters lists and searches in SQL by both: the authorizer's CASE is ANDed, its parameters numbered after", () => {
+    const params: unknown[] = ['tenant'];
+    const sql = accessPredicate({ ...session, authorizer }, 'token:read', params);
+    expect(sql).toBe(
+      '((CASE WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($2::text)) = $2::text) THEN TRUE ELSE FALSE END)' +
+        ' AND (CASE WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($3::text)) = $3::text) THEN FALSE' +
+        ' WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($4::text)) = $4::text) THEN TRUE ELSE FALSE END))',
+    );
+    expect(params).toEqual(['tenant', '/pci/', '/secret/', '/pci/']);
+    // An authorizer holding the permission nowhere: nothing, and no parameter left unused.
+    const none: unknown[] = ['tenant'];
+    expect(
+      accessPredicate({ ...session, authorizer: { permissions: [], rules: [] } }, 'token:read', none),
+    ).toBe('FALSE');
+    expect(none).toEqual(['tenant']);
+    // Flat on the authorizer: the session's own predicate alone.
+    const flat: unknown[] = [];
+    accessPredicate(
+      { ...session, authorizer: { permissions: ['token:read'], rules: [] } },
+      'token:read',
+      flat,
+    );
+    expect(flat).toEqual(['/pci/']);
   });
 });
 

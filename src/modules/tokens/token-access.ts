@@ -57,25 +57,32 @@ export const reveals = (decision: AccessDecision): boolean =>
   decision.allowed && decision.transform === 'reveal';
 
 /**
- * The one rule evaluator (contract section 5): flat permissions hold on every container (and never
+ * The one rule evaluator: flat permissions hold on every container (and never
  * reveal); otherwise the first rule by ascending priority that matches the token decides, allowing when
- * it grants `permission`, with its transform. A session reveals a token only when the application that
- * authorized it would reveal that same token with that permission now (contract section 12: no
- * escalation, whatever containers the token sits in); otherwise the session reads it masked.
+ * it grants `permission`, with its transform.
+ *
+ * A session is decided twice, and both must agree: by its own grants, and by what the application that
+ * authorized it may do on that same token now (its flat permissions and its rules, priorities included,
+ * over every container of the token). So a rule of the authorizer that withholds `permission` on one of
+ * the token's containers withholds it from the session too, whatever the session's rules say. The
+ * session gets what the authorizer would get: refused (403) where the authorizer is refused, unknown
+ * (404) where no grant of the authorizer covers the token, and the data in clear only where both reveal
+ * it; otherwise masked. Every per-token route, lists and searches (`accessPredicate`, the same walk in
+ * SQL), and the proxies decide here, so none of them can be reached around it.
  */
 export function decide(
   who: Grants & Pick<Principal, 'authorizer'>,
   permission: string,
   token: TokenFacts,
 ): AccessDecision {
-  const decision = evaluate(who, permission, token);
-  if (
-    decision.transform === 'reveal' &&
-    who.authorizer &&
-    !reveals(evaluate(who.authorizer, permission, token))
-  )
-    return { ...decision, transform: 'mask' };
-  return decision;
+  const own = evaluate(who, permission, token);
+  if (!who.authorizer) return own;
+  const authorizer = evaluate(who.authorizer, permission, token);
+  return {
+    allowed: own.allowed && authorizer.allowed,
+    matched: own.matched && authorizer.matched,
+    transform: own.transform === 'reveal' && !reveals(authorizer) ? 'mask' : own.transform,
+  };
 }
 
 /**

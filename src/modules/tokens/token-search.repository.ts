@@ -43,10 +43,32 @@ const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.card_bin, t.
 /**
  * The rule evaluator's decision (`decide` in token-access.ts) as SQL over the `tokens` table (alias
  * `t`), so that lists and searches filter and count exactly the tokens the caller may see: flat
- * permissions hold everywhere; otherwise the first matching rule by priority decides. Parameters are
- * appended to `params`.
+ * permissions hold everywhere; otherwise the first matching rule by priority decides. A session sees a
+ * token only where the application that authorized it would too, by the same walk over that
+ * application's grants as they are now. Parameters are appended to `params`.
  */
-export function accessPredicate(who: Principal, permission: string, params: unknown[]): string {
+export function accessPredicate(
+  who: Grants & Pick<Principal, 'authorizer'>,
+  permission: string,
+  params: unknown[],
+): string {
+  const before = params.length;
+  const own = grantsPredicate(who, permission, params);
+  if (!who.authorizer || own === 'FALSE') return own;
+  const authorizer = grantsPredicate(who.authorizer, permission, params);
+  if (authorizer === 'FALSE') {
+    // Every parameter must be used by the statement: the session's own are dropped with its CASE.
+    params.length = before;
+    return 'FALSE';
+  }
+  if (authorizer === 'TRUE') return own;
+  return own === 'TRUE' ? authorizer : `(${own} AND ${authorizer})`;
+}
+
+type Grants = Pick<Principal, 'permissions' | 'rules'>;
+
+/** One holder's grants as a predicate: TRUE when held flat, else a CASE by rule priority. */
+function grantsPredicate(who: Grants, permission: string, params: unknown[]): string {
   if (who.permissions.includes(permission)) return 'TRUE';
   const param = (value: unknown): string => {
     params.push(value);
