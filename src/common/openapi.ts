@@ -118,12 +118,29 @@ function documentIdempotency(document: OpenAPIObject): OpenAPIObject {
   return document;
 }
 
+/** Where the document is served (without a key); the Swagger UI at /docs loads it from there. */
+export const OPENAPI_JSON_URL = '/openapi.json';
+
+/**
+ * What the Swagger UI's init script embeds as the document: nothing. The swagger module writes the
+ * document it is given into /docs/swagger-ui-init.js with String.prototype.replace, where `$&`, `` $` ``,
+ * `$'` and `$1` in any description are replacement patterns, so the script stops parsing (a blank page).
+ * An empty document makes the UI fetch `swaggerUrl` instead, so no text of the document is ever in the
+ * script.
+ */
+const LOADED_BY_URL = {} as OpenAPIObject;
+
 /** Swagger UI at /docs and the document at /openapi.json, both without a key. */
 export function setupOpenApi(app: INestApplication): OpenAPIObject {
   const document = buildOpenApiDocument(app);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'openapi.json',
-    yamlDocumentUrl: undefined,
+  SwaggerModule.setup('openapi', app, document, {
+    ui: false,
+    raw: ['json'],
+    jsonDocumentUrl: OPENAPI_JSON_URL,
+  });
+  SwaggerModule.setup('docs', app, LOADED_BY_URL, {
+    raw: false,
+    swaggerUrl: OPENAPI_JSON_URL,
     customSiteTitle: OPENAPI_INFO.title,
     swaggerOptions: { persistAuthorization: true },
   });
