@@ -22,7 +22,7 @@ export interface Principal {
   rules: AccessRule[];
   /**
    * For an authorized session: what the private application that authorized it holds now. A session
-   * reads a token in clear only where that application's own grants would (contract section 12).
+   * reads a token in clear only where that application's own grants would.
    */
   authorizer?: { permissions: string[]; rules: AccessRule[] };
 }

@@ -9,8 +9,8 @@ import { SessionsRepository } from './sessions.repository';
 /**
  * Resolves session keys. The principal is the public application that created the session (audit logs
  * name it as actor) with the session's grants, narrowed at every use to what the authorizing
- * application holds then (contract section 15); those holdings come along as `authorizer`, against
- * which every reveal is checked per token (section 12). An expired session answers `expired` (401).
+ * application holds then; those holdings come along as `authorizer`, against
+ * which every reveal is checked per token. An expired session answers `expired` (401).
  * Deleting the authorizing application deletes its sessions (foreign key), so their keys are unknown
  * (401).
  */

@@ -57,10 +57,10 @@ export const reveals = (decision: AccessDecision): boolean =>
   decision.allowed && decision.transform === 'reveal';
 
 /**
- * The one rule evaluator (contract section 5): flat permissions hold on every container (and never
+ * The one rule evaluator: flat permissions hold on every container (and never
  * reveal); otherwise the first rule by ascending priority that matches the token decides, allowing when
  * it grants `permission`, with its transform. A session reveals a token only when the application that
- * authorized it would reveal that same token with that permission now (contract section 12: no
+ * authorized it would reveal that same token with that permission now (no
  * escalation, whatever containers the token sits in); otherwise the session reads it masked.
  */
 export function decide(
@@ -79,7 +79,7 @@ export function decide(
 }
 
 /**
- * Contract section 15: evaluating an expression over a token's stored data (a PATCH of its
+ * Evaluating an expression over a token's stored data (a PATCH of its
  * `fingerprint_expression` or `search_indexes`) is reading it in clear, so it needs the rule deciding
  * `token:read` for the token to carry `reveal`. Flat permissions never reveal.
  */
