@@ -74,7 +74,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(traceIdMiddleware);
-  // The proxy forwards any body (contract section 12): read as bytes, its errors marked as the proxy's own.
+  // The proxy forwards any body: read as bytes, its errors marked as the proxy's own.
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());

@@ -1,12 +1,72 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import createClient from 'openapi-fetch';
 import type { paths } from './generated/vault-api';
 import { newTenant, startApp, TestApp } from './support/app';
 import { freePort, ROOT } from './support/processes';
+
+/**
+ * What a user writes first with a generated client: every body holds only what it must (no `page`,
+ * `size`, `environment`, `intent`, `payment_source` or `transform`, which have defaults), and the
+ * tokenize answer has a type to narrow, not `unknown`.
+ */
+const DEFAULT_CLIENT_PROGRAM = `
+import createClient from 'openapi-fetch';
+import type { paths } from './vault-api';
+
+type IsUnknown<T> = unknown extends T ? true : false;
+
+export async function firstHour(key: string): Promise<string[]> {
+  const api = createClient<paths>({ baseUrl: 'http://127.0.0.1:3000', headers: { 'BT-API-KEY': key } });
+
+  const tokenized = await api.POST('/tokenize', {
+    body: {
+      card: { type: 'card', data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 } },
+      email: 'jane@example.com',
+    },
+  });
+  const answer = tokenized.data!;
+  const described: IsUnknown<typeof answer> = false;
+  const ids: string[] = [];
+  if (!Array.isArray(answer) && !('tenant_id' in answer)) {
+    const email = answer['email'];
+    if (typeof email === 'string') ids.push(email);
+    const card = answer['card'];
+    if (card && typeof card === 'object' && !Array.isArray(card) && 'fingerprint' in card) ids.push(String(card.id));
+  }
+
+  const found = await api.POST('/tokens/search', { body: { query: 'type:card' } });
+  ids.push(...found.data!.data.map((token) => token.id));
+  const next = await api.POST('/v2/tokens/search', { body: { query: 'type:card' } });
+  ids.push(...next.data!.data.map((token) => token.id));
+  const listed = await api.GET('/orchestration/transactions');
+  ids.push(...listed.data!.data.map((transaction) => transaction.id));
+
+  const connection = await api.POST('/orchestration/connections', {
+    body: {
+      connection_formula_id: 'stripe-card',
+      method: 'card',
+      display_name: 'Stripe',
+      fields: [{ key: 'secret_key', value: 'sk_test_x' }],
+      accepted_countries: ['US'],
+      accepted_currencies: ['USD'],
+    },
+  });
+  const transaction = await api.POST('/orchestration/transactions', {
+    body: { amount: 2500, currency: 'USD', connection_id: connection.data!.id, token: ids[0] },
+  });
+  ids.push(transaction.data!.id, transaction.data!.status);
+
+  const application = await api.POST('/applications', {
+    body: { name: 'Reader', type: 'private', rules: [{ priority: 1, container: '/', permissions: ['token:read'] }] },
+  });
+  ids.push(application.data!.id);
+  return described ? [] : ids;
+}
+`;
 
 /**
  * A client generated from openapi.json (openapi-typescript types + openapi-fetch) walks the main
@@ -37,8 +97,6 @@ describe('generated TypeScript client (openapi-typescript + openapi-fetch)', () 
           'openapi.json',
           '--redocly',
           'test/generated/redocly.yaml',
-          '--default-non-nullable',
-          'false',
           '-o',
           out,
         ],
@@ -47,6 +105,49 @@ describe('generated TypeScript client (openapi-typescript + openapi-fetch)', () 
       expect(readFileSync(out, 'utf8')).toBe(
         readFileSync(join(ROOT, 'test/generated/vault-api.d.ts'), 'utf8'),
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a client generated with openapi-typescript's default options compiles a tokenize, a search with only `query` and a transaction", () => {
+    // Inside the repository (test-output/ is ignored) so that `openapi-fetch` resolves from node_modules.
+    mkdirSync(join(ROOT, 'test-output'), { recursive: true });
+    const dir = mkdtempSync(join(ROOT, 'test-output', 'default-client-'));
+    try {
+      // As a user would run it in a project of their own: no option but the output, no redocly.yaml.
+      execFileSync(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules/openapi-typescript/bin/cli.js'),
+          join(ROOT, 'openapi.json'),
+          '-o',
+          'vault-api.d.ts',
+        ],
+        { cwd: dir, stdio: 'pipe' },
+      );
+      writeFileSync(join(dir, 'program.ts'), DEFAULT_CLIENT_PROGRAM);
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'commonjs',
+            moduleResolution: 'node',
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: [],
+          },
+          files: ['program.ts'],
+        }),
+      );
+      const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+        cwd: dir,
+        encoding: 'utf8',
+      });
+      expect(tsc.stdout + tsc.stderr).toBe('');
+      expect(tsc.status).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

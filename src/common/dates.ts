@@ -1,5 +1,5 @@
 /**
- * The ISO 8601 instants the API accepts (contract section 16): date-times `YYYY-MM-DDThh:mm[:ss[.f+]]`
+ * The ISO 8601 instants the API accepts: date-times `YYYY-MM-DDThh:mm[:ss[.f+]]`
  * with `Z`, `±hh:mm` or `±hhmm` (none means UTC, not the server's zone), and dates `YYYY-MM-DD`
  * (midnight UTC). Fractions past milliseconds are cut. Anything else, or a day that does not exist
  * (2026-02-30, 24:00), is not an instant.

@@ -1,6 +1,11 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import type { OperationObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type {
+  OperationObject,
+  ParameterObject,
+  ReferenceObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { API_KEY_SECURITY } from './auth/require-permissions.decorator';
 import { NEVER_REPLAYED_EXTENSION } from './context/never-replayed.decorator';
 import { ProblemDetailsDto } from './errors/problem-details.dto';
@@ -30,7 +35,81 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     extraModels: [ProblemDetailsDto],
     operationIdFactory: (_controller, method) => method,
   });
-  return documentCommonResponses(documentIdempotency(documentAnyMethodRoutes(document)));
+  return documentDefaults(
+    documentComponentSchemas(documentCommonResponses(documentIdempotency(documentAnyMethodRoutes(document)))),
+  );
+}
+
+/**
+ * Schemas a class cannot describe (a recursive union, say) are given by the operation that uses them,
+ * with `@ApiExtension(COMPONENT_SCHEMAS_EXTENSION, { Name: schema, ... })`, and referenced as
+ * `#/components/schemas/Name`; they are moved to `components.schemas` here.
+ */
+export const COMPONENT_SCHEMAS_EXTENSION = 'x-component-schemas';
+
+function documentComponentSchemas(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item) as (OperationObject & Record<string, unknown>)[]) {
+      const schemas = operation?.[COMPONENT_SCHEMAS_EXTENSION] as Record<string, SchemaObject> | undefined;
+      if (!schemas) continue;
+      delete operation[COMPONENT_SCHEMAS_EXTENSION];
+      document.components ??= {};
+      document.components.schemas = { ...document.components.schemas, ...schemas };
+    }
+  }
+  return document;
+}
+
+/**
+ * A value with a default may be left out, so it is never required: the swagger plugin marks a DTO property
+ * required when it has no `?`, even with an initializer (`page: number = 1`), and a parameter likewise.
+ *
+ * In `components.schemas`, `default` itself becomes the property's `example` and a sentence of its
+ * description: openapi-typescript (with its default options) types a property that has a `default`
+ * in a component schema as always present, which is true of a response but not of a request, and a
+ * request body's schema is a component too. Request parameters keep their `default` (it types them
+ * correctly).
+ */
+function documentDefaults(document: OpenAPIObject): OpenAPIObject {
+  const visit = (schema: SchemaObject | ReferenceObject | undefined, component: boolean): void => {
+    if (!schema || '$ref' in schema) return;
+    for (const [name, property] of Object.entries(schema.properties ?? {})) {
+      if ('$ref' in property) continue;
+      if (property.default !== undefined) {
+        schema.required = schema.required?.filter((required) => required !== name);
+        if (!schema.required?.length) delete schema.required;
+        if (component) {
+          const value =
+            typeof property.default === 'string' ? property.default : JSON.stringify(property.default);
+          if (!/\bdefault\b/i.test(property.description ?? ''))
+            property.description = `${property.description ? `${property.description} ` : ''}Default: \`${value}\`.`;
+          property.example ??= property.default;
+          delete property.default;
+        }
+      }
+      visit(property, component);
+    }
+    for (const key of ['items', 'additionalProperties'] as const)
+      if (typeof schema[key] === 'object') visit(schema[key], component);
+    for (const key of ['allOf', 'oneOf', 'anyOf'] as const)
+      for (const member of schema[key] ?? []) visit(member, component);
+  };
+  for (const schema of Object.values(document.components?.schemas ?? {})) visit(schema, true);
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item) as OperationObject[]) {
+      if (typeof operation !== 'object' || !operation || !('responses' in operation)) continue;
+      for (const parameter of (operation.parameters ?? []) as ParameterObject[]) {
+        const schema = parameter.schema as SchemaObject | undefined;
+        if (schema && schema.default !== undefined && parameter.in !== 'path') parameter.required = false;
+      }
+      for (const content of Object.values(
+        (operation.requestBody as { content?: Record<string, { schema?: SchemaObject }> } | undefined)
+          ?.content ?? {},
+      ))
+        visit(content.schema, false);
+    }
+  }
+  return document;
 }
 
 /**
@@ -118,12 +197,29 @@ function documentIdempotency(document: OpenAPIObject): OpenAPIObject {
   return document;
 }
 
+/** Where the document is served (without a key); the Swagger UI at /docs loads it from there. */
+export const OPENAPI_JSON_URL = '/openapi.json';
+
+/**
+ * What the Swagger UI's init script embeds as the document: nothing. The swagger module writes the
+ * document it is given into /docs/swagger-ui-init.js with String.prototype.replace, where `$&`, `` $` ``,
+ * `$'` and `$1` in any description are replacement patterns, so the script stops parsing (a blank page).
+ * An empty document makes the UI fetch `swaggerUrl` instead, so no text of the document is ever in the
+ * script.
+ */
+const LOADED_BY_URL = {} as OpenAPIObject;
+
 /** Swagger UI at /docs and the document at /openapi.json, both without a key. */
 export function setupOpenApi(app: INestApplication): OpenAPIObject {
   const document = buildOpenApiDocument(app);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'openapi.json',
-    yamlDocumentUrl: undefined,
+  SwaggerModule.setup('openapi', app, document, {
+    ui: false,
+    raw: ['json'],
+    jsonDocumentUrl: OPENAPI_JSON_URL,
+  });
+  SwaggerModule.setup('docs', app, LOADED_BY_URL, {
+    raw: false,
+    swaggerUrl: OPENAPI_JSON_URL,
     customSiteTitle: OPENAPI_INFO.title,
     swaggerOptions: { persistAuthorization: true },
   });

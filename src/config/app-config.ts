@@ -139,8 +139,8 @@ export class AppConfig {
   CORS_ORIGINS?: string;
 
   /**
-   * Destinations the outbound policy lets through although their address is not public (contract
-   * section 12): comma-separated host names, IP addresses or CIDR ranges (`127.0.0.1,10.0.0.0/8,echo.local`).
+   * Destinations the outbound policy lets through although their address is not public:
+   * comma-separated host names, IP addresses or CIDR ranges (`127.0.0.1,10.0.0.0/8,echo.local`).
    */
   @IsOptional()
   @Transform(emptyToUndefined)
@@ -151,7 +151,7 @@ export class AppConfig {
   OUTBOUND_ALLOWED_HOSTS?: string;
 
   /**
-   * Where vendor adapters send their calls instead of the vendor's own endpoints (contract section 14):
+   * Where vendor adapters send their calls instead of the vendor's own endpoints:
    * comma-separated `<formula>=<base URL>` such as `stripe-card=http://127.0.0.1:12111`. A base URL
    * replaces what precedes the operation's path. Operator configuration: not subject to the outbound policy.
    */
@@ -179,7 +179,7 @@ export class AppConfig {
   WEBHOOK_DELIVERY_ENABLED = true;
 
   /**
-   * Delays in seconds between a webhook delivery's attempts (contract section 13): after the last one,
+   * Delays in seconds between a webhook delivery's attempts: after the last one,
    * the delivery is `failed`.
    */
   @Matches(/^\d{1,6}(,\d{1,6})*$/, {

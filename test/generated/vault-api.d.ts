@@ -799,7 +799,7 @@ export interface components {
             /**
              * @description `mask` (default), `redact` (neither mask nor data) or `reveal` (data in clear on reads, never the CVC;
              *     private applications and sessions only, every revealed token is audited).
-             * @default mask
+             * @example mask
              * @enum {string}
              */
             transform?: "mask" | "redact" | "reveal";
@@ -931,7 +931,7 @@ export interface components {
             /** @description The id given at tokenize (1 to 400 letters, digits, `_` and `-`; unique in the tenant), or a uuid. */
             id: string;
             tenant_id: string;
-            /** @description Card tokens (but through a `redact` rule): the card's details (contract section 16). */
+            /** @description Card tokens (but through a `redact` rule): the card's BIN, last four digits and scheme. */
             enrichments?: components["schemas"]["TokenEnrichmentsDto"];
             search_indexes?: string[];
             fingerprint: string;
@@ -959,22 +959,22 @@ export interface components {
              *     (or `-` before a term) and parentheses, applied left to right. Fields: `id`, `type`, `fingerprint`,
              *     `container` (a prefix of one of the token's containers), `metadata.<name>`, `data` (an exact search
              *     index value), and the ranges `created_at:[from TO to]` and `expires_at:[from TO to]` (`{}` excludes
-             *     a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or other
-             *     characters than letters, digits and `_-.@#$`. At most 100 terms and 10 levels of nesting; a
+             *     a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or characters
+             *     other than letters, digits, `_-.@#` and the dollar sign. At most 100 terms and 10 levels of nesting; a
              *     malformed query is a 400 naming the character where it fails.
              * @example (type:card OR type:bank) AND metadata.customer_id:cust_1 AND created_at:[2026-01-01 TO *]
              */
             query: string;
             /**
-             * @description Page number, from 1.
-             * @default 1
+             * @description Page number, from 1. Default: `1`.
+             * @example 1
              */
-            page: number;
+            page?: number;
             /**
-             * @description Results per page, 1 to 100.
-             * @default 20
+             * @description Results per page, 1 to 100. Default: `20`.
+             * @example 20
              */
-            size: number;
+            size?: number;
         };
         TokenCursorPaginationDto: {
             page_size: number;
@@ -993,8 +993,11 @@ export interface components {
             query: string;
             /** @description `pagination.next` of the previous page. */
             start?: string;
-            /** @default 20 */
-            size: number;
+            /**
+             * @description Default: `20`.
+             * @example 20
+             */
+            size?: number;
         };
         UpdateTokenDto: {
             /**
@@ -1117,7 +1120,7 @@ export interface components {
             /**
              * @description `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
              *     endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`).
-             * @default sandbox
+             * @example sandbox
              * @enum {string}
              */
             environment?: "sandbox" | "test" | "live";
@@ -1159,12 +1162,13 @@ export interface components {
             token: string;
             /**
              * @description `authorize` (default; capture later) or `capture` (at once).
-             * @default authorize
+             * @example authorize
              * @enum {string}
              */
             intent?: "authorize" | "capture";
             /**
-             * @default ecommerce
+             * @description Default: `ecommerce`.
+             * @example ecommerce
              * @enum {string}
              */
             payment_source?: "ecommerce" | "card_on_file" | "recurring";
@@ -1496,6 +1500,10 @@ export interface components {
             /** @description 500 only: the trace id to quote when reporting the failure. */
             trace_id?: string;
         };
+        /** @description Where the request had a string: the id of the `token` token made of it; a token request element: the token object; an object or an array: the same for each of its members. */
+        TokenizedValue: string | components["schemas"]["TokenObjectDto"] | {
+            [key: string]: components["schemas"]["TokenizedValue"];
+        } | components["schemas"]["TokenizedValue"][];
     };
     responses: never;
     parameters: never;
@@ -1507,7 +1515,7 @@ export type $defs = Record<string, never>;
 export interface operations {
     listApplications: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Only these applications (repeat the parameter for several). */
                 id?: string[];
                 /** @description Only applications of these types (repeat the parameter for several). */
@@ -1515,9 +1523,9 @@ export interface operations {
                 /** @description `pagination.after` of the previous page: continue from there (instead of `page`). */
                 start?: string;
                 /** @description Page number, from 1. */
-                page: number;
+                page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path?: never;
@@ -2717,8 +2725,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenObjectDto"] | {
-                        [key: string]: unknown;
-                    } | unknown[];
+                        [key: string]: components["schemas"]["TokenizedValue"];
+                    } | components["schemas"]["TokenizedValue"][];
                 };
             };
             /** @description Invalid input: `errors` names each bad field. */
@@ -3603,7 +3611,7 @@ export interface operations {
     };
     listLogs: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
                 entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
                 /** @description Only logs of this entity (a token id may be 400 characters long). */
@@ -3617,7 +3625,7 @@ export interface operations {
                 /** @description Page number, for clients that page by number (costlier than `start` on deep pages). */
                 page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path?: never;
@@ -4184,14 +4192,14 @@ export interface operations {
     };
     listTransactions: {
         parameters: {
-            query: {
+            query?: {
                 status?: "processing" | "buyer_approval_pending" | "authorization_succeeded" | "authorization_failed" | "authorization_declined" | "capture_pending" | "capture_succeeded" | "authorization_void_pending" | "authorization_voided";
                 connection_id?: string;
                 external_identifier?: string;
                 /** @description Page number, from 1. */
-                page: number;
+                page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path?: never;
@@ -4616,11 +4624,11 @@ export interface operations {
     };
     listRefunds: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page number, from 1. */
-                page: number;
+                page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path: {
@@ -4796,15 +4804,15 @@ export interface operations {
     };
     listProxies: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Only these proxies (repeat the parameter for several). */
                 id?: string[];
                 /** @description Only proxies whose name contains this text (case-insensitive). */
                 name?: string;
                 /** @description Page number, from 1. */
-                page: number;
+                page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path?: never;
@@ -6340,11 +6348,11 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query: {
+            query?: {
                 /** @description The cursor from `pagination.next` of the previous page. */
                 start?: string;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path?: never;
@@ -6780,11 +6788,11 @@ export interface operations {
     };
     listWebhookDeliveries: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page number, from 1. */
-                page: number;
+                page?: number;
                 /** @description Results per page, 1 to 100. */
-                size: number;
+                size?: number;
             };
             header?: never;
             path: {

@@ -1,9 +1,24 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
 import request from 'supertest';
 import { startApp, TestApp } from '../support/app';
 
 const COMMITTED = join(__dirname, '..', '..', 'openapi.json');
+
+interface Schema {
+  properties?: Record<string, Schema>;
+  required?: string[];
+  default?: unknown;
+  items?: Schema;
+  allOf?: Schema[];
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+}
+interface Operation {
+  parameters?: { name: string; required?: boolean; schema?: Schema }[];
+  requestBody?: { content?: Record<string, { schema?: Schema }> };
+}
 
 /** The committed openapi.json must be exactly what the running service serves. */
 describe('OpenAPI document', () => {
@@ -80,8 +95,65 @@ describe('OpenAPI document', () => {
     expect(operations).toBeGreaterThan(35);
   });
 
-  it('serves the Swagger UI at /docs', async () => {
+  it('serves the Swagger UI at /docs, its init script parses and loads the document from /openapi.json', async () => {
     const res = await request(t.http).get('/docs').redirects(1).expect(200);
     expect(res.text).toContain('swagger-ui');
+    const init = await request(t.http).get('/docs/swagger-ui-init.js').expect(200);
+    expect(() => new Script(init.text, { filename: 'swagger-ui-init.js' })).not.toThrow();
+    expect(init.text).toContain('"swaggerUrl": "/openapi.json"');
+  });
+
+  it('requires no value that has a default, and keeps `default` out of component schemas', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    const wrong: string[] = [];
+    const visit = (schema: Schema | undefined, where: string, component: boolean): void => {
+      if (!schema || typeof schema !== 'object') return;
+      for (const [name, property] of Object.entries(schema.properties ?? {})) {
+        if (property.default !== undefined && schema.required?.includes(name))
+          wrong.push(`${where}.${name} required`);
+        if (property.default !== undefined && component) wrong.push(`${where}.${name} default`);
+        visit(property, `${where}.${name}`, component);
+      }
+      visit(schema.items, `${where}[]`, component);
+      for (const member of [...(schema.allOf ?? []), ...(schema.oneOf ?? []), ...(schema.anyOf ?? [])])
+        visit(member, where, component);
+    };
+    for (const [name, schema] of Object.entries(body.components.schemas as Record<string, Schema>))
+      visit(schema, name, true);
+    for (const [path, item] of Object.entries(body.paths as Record<string, Record<string, Operation>>))
+      for (const [method, operation] of Object.entries(item)) {
+        for (const parameter of operation.parameters ?? [])
+          if (parameter.schema?.default !== undefined && parameter.required)
+            wrong.push(`${method} ${path} ${parameter.name} required`);
+        for (const content of Object.values(operation.requestBody?.content ?? {}))
+          visit(content.schema, `${method} ${path} body`, false);
+      }
+    expect(wrong).toEqual([]);
+    expect(body.components.schemas.SearchTokensDto.required).toEqual(['query']);
+    expect(body.components.schemas.SearchTokensDto.properties.page).toMatchObject({ example: 1 });
+  });
+
+  it('describes the tokenize answer: a token object, or the request shape of token ids and token objects', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    const answer = body.paths['/tokenize'].post.responses['201'].content['application/json'].schema;
+    expect(answer.anyOf).toEqual([
+      { $ref: '#/components/schemas/TokenObjectDto' },
+      { type: 'object', additionalProperties: { $ref: '#/components/schemas/TokenizedValue' } },
+      { type: 'array', items: { $ref: '#/components/schemas/TokenizedValue' } },
+    ]);
+    expect(body.components.schemas.TokenizedValue.anyOf).toContainEqual({ type: 'string' });
+    expect(JSON.stringify(body)).not.toContain('x-component-schemas');
+  });
+
+  it('cites no document outside the repository', async () => {
+    const { body } = await request(t.http).get('/openapi.json').expect(200);
+    const text = JSON.stringify(body);
+    for (const citation of [/contract/i, /\bsections? \d/i, /interface document/i, /shared\//i]) {
+      const found = citation.exec(text);
+      expect({
+        citation: String(citation),
+        found: found && text.slice(found.index - 60, found.index + 40),
+      }).toEqual({ citation: String(citation), found: null });
+    }
   });
 });

@@ -1,4 +1,4 @@
-/** The entity types the service writes logs for (contract section 6), with their display names. */
+/** The entity types the service writes logs for, with their display names. */
 export const ENTITY_TYPES = {
   token: 'Token',
   application: 'Application',
@@ -12,7 +12,7 @@ export const ENTITY_TYPES = {
 export type EntityType = keyof typeof ENTITY_TYPES;
 
 /**
- * What the `entity_type` filter of `GET /logs` takes (contract section 13): every type the service
+ * What the `entity_type` filter of `GET /logs` takes: every type the service
  * writes, and `card` and `bank`, which select the rows of tokens of that type (rows carry `token`).
  */
 export const LOG_ENTITY_TYPES = {
@@ -34,7 +34,7 @@ export type AuditTokenType = 'token' | 'card' | 'bank';
 
 /**
  * `use`: a proxy request went out; `reveal`: one row per token read in clear through a reveal rule,
- * besides the read's (contract section 12).
+ * besides the read's.
  */
 export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'use', 'reveal'] as const;
 export type Operation = (typeof OPERATIONS)[number];

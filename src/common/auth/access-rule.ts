@@ -1,5 +1,5 @@
 /**
- * What a read through a rule shows of a token's data (contract sections 5 and 12): `mask`, `redact`
+ * What a read through a rule shows of a token's data: `mask`, `redact`
  * (nothing) or `reveal` (the data in clear; private applications and sessions only).
  */
 export const RULE_TRANSFORMS = ['mask', 'redact', 'reveal'] as const;
@@ -14,7 +14,7 @@ export interface RuleCondition {
   value: string;
 }
 
-/** An access rule (contract section 5), as stored on applications and sessions. */
+/** An access rule, as stored on applications and sessions. */
 export interface AccessRule {
   description?: string;
   priority: number;
@@ -26,7 +26,7 @@ export interface AccessRule {
 
 /**
  * A container path: `/` (the root, which a rule covers every container from) or `/name/`, `/name/child/`
- * and so on. A rule on a container covers it and every container below it (contract sections 5 and 16).
+ * and so on. A rule on a container covers it and every container below it.
  */
 export const CONTAINER_PATTERN = /^\/([a-z0-9_-]+\/)*$/;
 export const CONTAINER_FORMAT =

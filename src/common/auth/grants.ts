@@ -12,7 +12,7 @@ function checkPermission(errors: FieldErrors, path: string, permission: string, 
 }
 
 /**
- * Checks permissions and rules against what an application type may hold (contract sections 2 and 5).
+ * Checks permissions and rules against what an application type may hold.
  * `conditions` are allowed only where the caller says so (session rules).
  */
 export function checkGrants(
@@ -112,7 +112,7 @@ function revealsOnContainer(holder: Holdings, permission: string, container = '/
 }
 
 /**
- * Privilege escalation check for a session (contract sections 4 and 12): every permission granted,
+ * Privilege escalation check for a session: every permission granted,
  * flat or through a rule, must be held by the authorizing application at least as widely. Flat grants
  * need the permission flat; a rule confined to a container needs it on that whole container. A rule
  * with `reveal` needs the application to read that whole container in clear with each of the rule's

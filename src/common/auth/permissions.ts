@@ -7,7 +7,7 @@ export interface PermissionDefinition {
   application_types: ApplicationType[];
 }
 
-/** The permission catalog (contract section 2): which application types may hold each permission. */
+/** The permission catalog: which application types may hold each permission. */
 export const PERMISSIONS: readonly PermissionDefinition[] = [
   {
     type: 'token:create',

@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { ClsServiceManager } from 'nestjs-cls';
 
 /**
- * The resource a request with `BT-IDEMPOTENCY-KEY` creates before it calls a vendor (contract section 8).
+ * The resource a request with `BT-IDEMPOTENCY-KEY` creates before it calls a vendor.
  *
  * A handler that commits its resource and then calls a processor can die between the two (kill -9):
  * the client never gets an answer, and its retry takes over the stale claim. Processed as new, the

@@ -9,7 +9,7 @@ export const NEVER_REPLAYED_METADATA = 'vault:never-replayed';
 /**
  * The handler answers with a credential, and the key it is called with may be shared (a public key
  * sits in every browser of a shop): the idempotency interceptor ignores `BT-IDEMPOTENCY-KEY` here,
- * so that every call makes its own, and no holder is ever sent another's (contract section 15).
+ * so that every call makes its own, and no holder is ever sent another's.
  */
 export const NeverReplayed = (): MethodDecorator =>
   applyDecorators(SetMetadata(NEVER_REPLAYED_METADATA, true), ApiExtension(NEVER_REPLAYED_EXTENSION, true));
@@ -24,7 +24,7 @@ export function isNeverReplayed(reflector: Reflector, context: ExecutionContext)
 const WITHHELD_KEY = 'idempotency:withheld';
 
 /**
- * The current response shows token data in clear (a read through a reveal rule, contract section 12):
+ * The current response shows token data in clear (a read through a reveal rule):
  * the idempotency interceptor keeps no record of it and gives the key back, so a retry reads again
  * (under the rules as they are then) and clear data never rests in an idempotency record.
  */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export const TRACE_HEADER = 'BT-TRACE-ID';
-/** Contract section 15: what is echoed and written on log lines is plain (no quotes, markup, escapes). */
+/** What is echoed and written on log lines is plain (no quotes, markup, escapes). */
 const ACCEPTED = /^[A-Za-z0-9._:-]{1,128}$/;
 
 type WithTraceId = IncomingMessage & { traceId?: string };

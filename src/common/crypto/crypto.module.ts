@@ -23,7 +23,7 @@ export class CryptoModule {
       providers: [
         MasterKeyChecksRepository,
         {
-          // The server and the CLI both stop here when their keys do not fit the database (section 15).
+          // The server and the CLI both stop here when their keys do not fit the database.
           provide: MasterKeyRing,
           inject: [AppConfig, DataSource, TransactionHost, MasterKeyChecksRepository, TenantKeyStore],
           useFactory: async (

@@ -21,7 +21,7 @@ export interface MasterKeyCheckDeps {
 }
 
 /**
- * Contract section 15: a process whose master keys do not match the database stops at start, naming
+ * A process whose master keys do not match the database stops at start, naming
  * the versions, instead of answering 500 later or wrapping new tenant keys that other processes cannot
  * open. Checks, under an advisory lock so that instances starting together record once:
  * - every configured version already recorded has the recorded check value;

@@ -1,5 +1,5 @@
 /**
- * The events a change reports to webhooks (contract section 13). Services record them through this
+ * The events a change reports to webhooks. Services record them through this
  * port in the database transaction of the change itself (a transactional outbox): no event without
  * its change, no change without its event. The webhooks module implements it; common/ knows nothing
  * of webhooks.

@@ -39,7 +39,7 @@ const refused = (): OutboundError =>
 
 /**
  * Sends the HTTP requests whose destination a tenant chose (the proxy, webhooks), under the outbound
- * policy of contract section 12. The policy is enforced where the connection is made, not on the URL:
+ * policy. The policy is enforced where the connection is made, not on the URL:
  * an IP-literal host is judged before connecting, a name's resolved addresses are filtered before
  * connecting (a name that resolves only to refused addresses gets no connection), and the address
  * actually connected is judged again before a byte of the request is written. So a name that

@@ -43,7 +43,7 @@ function isPublic(address: Address): boolean {
 }
 
 /**
- * Which destinations the service may send to (contract section 12, outbound policy), built from
+ * Which destinations the service may send to (the outbound policy), built from
  * OUTBOUND_ALLOWED_HOSTS. Pure: it resolves nothing; the caller checks every address a name resolves
  * to and the address it actually connected to.
  */

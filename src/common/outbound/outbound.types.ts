@@ -1,6 +1,6 @@
 /**
  * The one way the service sends HTTP to a destination a tenant chose (the proxy now, webhooks next).
- * Contract section 12, outbound policy: only http and https; a destination whose address is loopback,
+ * The outbound policy: only http and https; a destination whose address is loopback,
  * private, link-local, unique-local, multicast or unspecified (or otherwise not public unicast) is
  * refused, checked on the address actually connected so that DNS rebinding and numeric host forms
  * cannot bypass it, unless its host or address is listed in OUTBOUND_ALLOWED_HOSTS.

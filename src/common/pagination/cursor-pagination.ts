@@ -30,7 +30,7 @@ export function encodeCursor(values: string[]): string {
  */
 export function decodeCursor(cursor: string, patterns: RegExp[]): string[] {
   const bad = () => invalidField('start', 'start is not a cursor returned by this list');
-  // Room for a timestamp and a token id of 400 characters (section 16), base64url-encoded JSON.
+  // Room for a timestamp and a token id of 400 characters, base64url-encoded JSON.
   if (!/^[A-Za-z0-9_-]{1,1000}$/.test(cursor)) throw bad();
   let values: unknown;
   try {

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Contract section 15: a session ends with the application that authorized it (a foreign key that
+ * A session ends with the application that authorized it (a foreign key that
  * cascades; sessions whose authorizer is already gone are removed), and one check value per master
  * key version, so that a process started with other keys stops instead of failing later.
  */

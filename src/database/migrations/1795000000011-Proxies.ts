@@ -4,10 +4,9 @@ import { grantToBootstrapApplications, revokeFromManagementApplications } from '
 const PROXY_PERMISSIONS = ['proxy:create', 'proxy:read', 'proxy:update', 'proxy:delete'];
 
 /**
- * Pre-configured proxies (contract section 12): one row per proxy, found by its key (`key_prx_...`, an
+ * Pre-configured proxies: one row per proxy, found by its key (`key_prx_...`, an
  * address rather than a credential, shown on every read) when a request names it in `BT-PROXY-KEY`.
- * The management application each tenant was created with holds every management permission (contract
- * section 2), so it is granted the new `proxy:*` ones here.
+ * The management application each tenant was created with holds every management permission, so it is granted the new `proxy:*` ones here.
  */
 export class Proxies1795000000011 implements MigrationInterface {
   name = 'Proxies1795000000011';

@@ -4,11 +4,11 @@ import { grantToBootstrapApplications, revokeFromManagementApplications } from '
 const WEBHOOK_PERMISSIONS = ['webhook:create', 'webhook:read', 'webhook:update', 'webhook:delete'];
 
 /**
- * Webhooks (contract section 13): the webhooks themselves (their signing secret sealed with the tenant's
+ * Webhooks: the webhooks themselves (their signing secret sealed with the tenant's
  * key), a transactional outbox of events (written in the transaction of the change they report), and
  * one delivery per event and subscribed webhook, fanned out when the event is recorded. Deliveries are
  * claimed by workers with `FOR UPDATE SKIP LOCKED` and a lease, in `seq` order per webhook and entity.
- * The bootstrap management application of each tenant is granted `webhook:*` (contract section 2).
+ * The bootstrap management application of each tenant is granted `webhook:*`.
  */
 export class Webhooks1795000000012 implements MigrationInterface {
   name = 'Webhooks1795000000012';

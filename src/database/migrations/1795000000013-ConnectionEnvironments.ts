@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Connection environments (contract section 14): `sandbox` (the built-in simulator, what every existing
+ * Connection environments: `sandbox` (the built-in simulator, what every existing
  * connection is), `test` (the vendor's test endpoints) or `live` (its production endpoints).
  */
 export class ConnectionEnvironments1795000000013 implements MigrationInterface {

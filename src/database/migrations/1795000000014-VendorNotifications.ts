@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Vendor notifications and redirects (contract section 14). A vendor's notification names a transaction
+ * Vendor notifications and redirects. A vendor's notification names a transaction
  * by its reconciliation id only (no tenant): `transactions_id_idx` finds it by id across tenants, as the
  * approval link's index does for the approval page. `vendor_action` keeps, sealed with the tenant's key,
  * the 3-D Secure page a vendor that gives no way to ask for it later (Adyen) sent the buyer to.

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Idempotency of requests that call a vendor (contract section 8): `resource_id` pins, in the transaction
+ * Idempotency of requests that call a vendor: `resource_id` pins, in the transaction
  * that creates it, the resource a claimed request made before it called the vendor (a transaction). When
  * its process dies, the retry that takes over the stale claim answers that resource instead of creating
  * (and charging) a second one. An id only: no data of the resource rests in the record.

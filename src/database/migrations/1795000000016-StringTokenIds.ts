@@ -29,7 +29,7 @@ const FOREIGN_KEYS: TokenForeignKey[] = [
 ];
 
 /**
- * Token ids become strings (contract section 16): a client may give any id of 1 to 400 letters, digits,
+ * Token ids become strings: a client may give any id of 1 to 400 letters, digits,
  * `_` and `-`, unique within its tenant; generated ids stay uuids. Every column holding a token id turns
  * from uuid into `varchar(400) COLLATE "C"`: byte order, in which the existing ids (lower-case uuids)
  * sort as they did as uuids, so keyset pages keep their order. Existing values keep their text form.

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Token search (contract section 16): `metadata.<name>:<value>` terms compile to `metadata @> {name: value}`,
+ * Token search: `metadata.<name>:<value>` terms compile to `metadata @> {name: value}`,
  * which this GIN index serves (jsonb_path_ops: containment only, smaller than the default operator
  * class). Without it, a metadata search or list filter reads every token of the tenant.
  */

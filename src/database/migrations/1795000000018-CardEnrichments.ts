@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Card enrichments (contract section 16): the BIN of a card token, kept at tokenize (the first 6 or 8
+ * Card enrichments: the BIN of a card token, kept at tokenize (the first 6 or 8
  * digits, which PCI DSS allows shown with the last four). Tokens made before have none: their objects
  * carry no `enrichments`.
  */

@@ -13,7 +13,7 @@ const appendOnly = (columns: string) => `
 const COLUMNS = 'id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at';
 
 /**
- * Log entity types `card` and `bank` (contract section 13): rows of tokens carry `token`, and now the
+ * Log entity types `card` and `bank`: rows of tokens carry `token`, and now the
  * token's type in `token_type`, so that the filters select them (deleted tokens' rows too). The
  * append-only trigger covers the new column (sealing may set `seq` and the hashes only), and the chain
  * hash covers it when set (rows written before keep their hash).

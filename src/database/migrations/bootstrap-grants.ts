@@ -1,7 +1,7 @@
 import type { QueryRunner } from 'typeorm';
 
 /**
- * Contract section 2: the management application each tenant was created with (`created_by` null)
+ * The management application each tenant was created with (`created_by` null)
  * holds every management permission, including those added later; a migration that adds some grants
  * them to it (and to no application made through the API), and takes them back on the way down.
  */

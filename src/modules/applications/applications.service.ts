@@ -46,7 +46,7 @@ export interface NewApplication {
 /** What administers a tenant: an application holding both may create applications and keys. */
 const ADMINISTRATION = ['application:create', 'application:update'];
 
-/** The management permissions (contract section 15) among an application's permissions and rules. */
+/** The management permissions among an application's permissions and rules. */
 function managementPermissions(permissions: string[] = [], rules: AccessRule[] = []): string[] {
   const all = [...permissions, ...rules.flatMap((rule) => rule.permissions)];
   return [...new Set(all.filter((permission) => isPermissionAllowedFor(permission, 'management')))];
@@ -56,7 +56,7 @@ const administers = (app: { permissions: string[] }): boolean =>
   ADMINISTRATION.every((permission) => app.permissions.includes(permission));
 
 /**
- * Nobody grants what they do not hold (contract section 15): 403 unless the caller holds every
+ * Nobody grants what they do not hold: 403 unless the caller holds every
  * management permission in `needed` outright.
  */
 function assertHolds(who: Principal, needed: string[], doing: string): void {
@@ -96,7 +96,7 @@ export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearK
 
 /**
  * Applications and their keys, always within the caller's tenant. Each change records its event
- * (contract section 13) in its transaction: `application:created` (the tenant's first management
+ * in its transaction: `application:created` (the tenant's first management
  * application too), `application:updated` (also when a key is added or deleted: the application object
  * lists its keys), `application:deleted`; `data` is the application as GET answers it, never a clear key.
  */

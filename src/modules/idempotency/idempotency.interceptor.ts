@@ -44,7 +44,7 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
 }
 
 /**
- * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH (contract section 8). The key is claimed before the
+ * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH. The key is claimed before the
  * handler runs; its 2xx response is stored in the transaction the service method declares, so a change
  * is never committed without its record; a failure releases the key. The header is ignored on other
  * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`);

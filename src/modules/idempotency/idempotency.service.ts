@@ -41,7 +41,7 @@ export type ClaimOutcome =
   | { kind: 'replay'; response: StoredResponse };
 
 /**
- * Storage of idempotency records (contract section 8). A key is claimed with one atomic
+ * Storage of idempotency records. A key is claimed with one atomic
  * `INSERT ... ON CONFLICT` on the (tenant, caller, key) primary key, so the rules hold across instances;
  * a claim past its timeout, or a record past its lifetime, is taken over by the same statement.
  */

@@ -1,5 +1,5 @@
 /**
- * Token expressions in a proxied request (contract section 12): `{{ <id> }}` or `{{ token: <id> }}`,
+ * Token expressions in a proxied request: `{{ <id> }}` or `{{ token: <id> }}`,
  * each optionally followed by `| json: '<path>'` with a path `$`, `$.a`, `$.a.b`. Pure functions: the
  * service finds the expressions, loads what they name, then renders the request with the values.
  */

@@ -1,6 +1,6 @@
 import { DomainErrorKind, DomainException } from '../../common/errors/domain.exception';
 
-/** Why the proxy refuses a request; the values are the problems' `code` on the wire (contract section 12). */
+/** Why the proxy refuses a request; the values are the problems' `code` on the wire. */
 export enum ProxiesErrorCode {
   /** No such proxy for the tenant, or no proxy with the key a request names. */
   NotFound = 'not_found',

@@ -9,7 +9,7 @@ import { ProxiesService } from './proxies.service';
 import { ProxyRequestController } from './proxy-request.controller';
 import { ProxyRequestService } from './proxy-request.service';
 
-/** Getting data out on purpose (contract section 12): pre-configured proxies and the proxy itself. */
+/** Getting data out on purpose: pre-configured proxies and the proxy itself. */
 @Module({
   imports: [DatabaseModule.forFeature([ProxyEntity]), TokensModule, OutboundModule],
   controllers: [ProxiesController, ProxyRequestController],

@@ -33,7 +33,7 @@ export function proxyDto(proxy: ProxyEntity): ProxyDto {
   };
 }
 
-/** Pre-configured proxies (contract section 12), always within the caller's tenant. */
+/** Pre-configured proxies, always within the caller's tenant. */
 @Injectable()
 export class ProxiesService {
   constructor(
@@ -103,7 +103,7 @@ export class ProxiesService {
     return proxy;
   }
 
-  /** The destination as it will be used, or a 400 naming `destination_url` (contract section 12). */
+  /** The destination as it will be used, or a 400 naming `destination_url`. */
   private async checkedDestination(url: string): Promise<string> {
     try {
       const checked = await this.outbound.checkDestination(url);

@@ -6,7 +6,7 @@ export const PROXY_ERROR_HEADER = 'BT-PROXY-ERROR';
 
 /**
  * Every error the proxy answers itself (as opposed to the destination's own answers) carries
- * `BT-PROXY-ERROR: true`, so that a client can tell the two apart (contract section 12).
+ * `BT-PROXY-ERROR: true`, so that a client can tell the two apart.
  */
 @Catch()
 export class ProxyErrorFilter extends ProblemDetailsFilter {

@@ -85,7 +85,7 @@ interface Route {
 }
 
 /**
- * The detokenizing proxy (contract section 12): routes a request to `BT-PROXY-URL` or the destination of
+ * The detokenizing proxy: routes a request to `BT-PROXY-URL` or the destination of
  * the proxy `BT-PROXY-KEY` names, replaces token expressions by the data the caller may use, sends it
  * through the outbound component and hands the destination's answer back as it is.
  */
@@ -268,7 +268,7 @@ export class ProxyRequestService {
     return values;
   }
 
-  /** The value a token yields in the proxy: a card with its CVC while it is retained (contract section 12). */
+  /** The value a token yields in the proxy: a card with its CVC while it is retained. */
   private async usableValue(who: Principal, id: string): Promise<unknown> {
     let token;
     try {

@@ -19,7 +19,7 @@ import { SessionsRepository } from './sessions.repository';
 export const SESSION_LIFETIME_MS = 3 * 60_000;
 export const MAX_SESSION_LIFETIME_MS = 24 * 60 * 60_000;
 
-/** Sessions (contract section 4): created by a public application, authorized by a private one. */
+/** Sessions: created by a public application, authorized by a private one. */
 @Injectable()
 export class SessionsService implements OnModuleInit {
   constructor(

@@ -150,7 +150,7 @@ class ExpressionWorker {
 }
 
 /**
- * Evaluates fingerprint and search-index expressions (contract section 15) without ever running Liquid
+ * Evaluates fingerprint and search-index expressions without ever running Liquid
  * on the event loop: the default expressions and others of their shape are answered here directly
  * (`evaluateSimple`), every other one in a pool of worker threads with a time budget per request, a
  * hard time-out that terminates a worker that overruns, and a heap limit per worker. Validation

@@ -1,6 +1,6 @@
 import { Liquid, Output, Template } from 'liquidjs';
 
-/** Contract sections 3 and 15: the bounds every expression lives within. */
+/** The bounds every expression lives within. */
 export const MAX_TEMPLATE_LENGTH = 1_000;
 export const MAX_RESULT_BYTES = 4_096;
 export const EXPRESSION_TIME_LIMIT_MS = 50;
@@ -34,7 +34,7 @@ const text = (value: unknown): string =>
   value === null || value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
 
 /**
- * Basis Theory's filters (contract section 3). Sizes are clamped before anything is allocated, so a
+ * Basis Theory's filters. Sizes are clamped before anything is allocated, so a
  * pad of a million characters never builds one.
  */
 const CUSTOM_FILTERS: Record<string, (value: unknown, ...args: unknown[]) => unknown> = {
@@ -91,8 +91,8 @@ type FilterHandler = (this: unknown, value: unknown, ...args: unknown[]) => unkn
 type FilterOptions = FilterHandler | { handler: FilterHandler; raw: boolean };
 
 /**
- * Liquid over a token's `data`, limited to what a fingerprint or a search index needs (contract
- * section 15): `{{ ... }}` output with filters only (any tag is refused when parsed), at most
+ * Liquid over a token's `data`, limited to what a fingerprint or a search index needs:
+ * `{{ ... }}` output with filters only (any tag is refused when parsed), at most
  * 1,000 characters, no variable but `data`, no file system. Every filter result and the output are at
  * most 4 KiB (refused, never truncated), and one render stops after 50 ms. Rendering runs in a worker
  * thread (expression-evaluator.ts), which bounds time and memory hard; this class is what both

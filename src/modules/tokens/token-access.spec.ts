@@ -77,7 +77,7 @@ describe('decide', () => {
   });
 });
 
-describe('the root container / (contract section 16)', () => {
+describe('the root container /', () => {
   const inRoot = { id: 'my-token_1', type: 'token', containers: ['/'] };
   const rootRule = { priority: 1, container: '/', permissions: ['token:read'] };
 

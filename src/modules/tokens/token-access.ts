@@ -86,7 +86,7 @@ export function decide(
 }
 
 /**
- * Contract section 15: evaluating an expression over a token's stored data (a PATCH of its
+ * Evaluating an expression over a token's stored data (a PATCH of its
  * `fingerprint_expression` or `search_indexes`) is reading it in clear, so it needs the rule deciding
  * `token:read` for the token to carry `reveal`. Flat permissions never reveal.
  */

@@ -2,7 +2,7 @@ import type { PipeTransform } from '@nestjs/common';
 import { TokensException } from './tokens.errors';
 
 /**
- * Token ids (contract section 16): any string of 1 to 400 letters, digits, `_` and `-`, unique within its
+ * Token ids: any string of 1 to 400 letters, digits, `_` and `-`, unique within its
  * tenant (the same id may exist in another tenant). Ids the vault generates are uuids. The alphabet
  * leaves out `:`, which keeps the additional authenticated data of sealed values (`tenant:id:data`)
  * unambiguous, and every character a URL path, a proxy expression or a search query would treat apart.

@@ -60,7 +60,7 @@ export const EXPIRES_AT_FORMAT =
 export const SEARCH_INDEXES_FORMAT = 'search_indexes must be an array of at most 20 non-empty expressions';
 export const FINGERPRINT_EXPRESSION_FORMAT = 'fingerprint_expression must be a non-empty expression';
 
-/** An ISO 8601 date-time or date as the contract takes it (section 16; see parseInstant). */
+/** An ISO 8601 date-time or date: see parseInstant. */
 export const isDateTime = isInstant;
 
 export const isExpression = (value: unknown): value is string =>

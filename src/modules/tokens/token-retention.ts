@@ -7,8 +7,8 @@ import { TokenRetentionRepository } from './token-retention.repository';
  * The vault's retention policies, run by RetentionJob every minute: expired tokens, and CVCs, which are
  * kept one hour at most (they are also deleted on first use in an authorization).
  *
- * Purging an expired token records no `token:deleted` event (the contract names none for expiry, and
- * Basis Theory sends none): the token ended at its `expires_at`, which its `token:created` or
+ * Purging an expired token records no `token:deleted` event (Basis Theory names none for expiry and
+ * sends none): the token ended at its `expires_at`, which its `token:created` or
  * `token:updated` event already carried, and the purge stays one set-based statement whatever it deletes.
  * `token:deleted` reports a DELETE /tokens/{id}.
  */

@@ -32,7 +32,7 @@ export const TYPE_DEFAULTS: Record<TokenType, TypeDefaults> = {
   },
 };
 
-/** The masked form of a card or bank (contract section 3): strings and numbers, never the clear number. */
+/** The masked form of a card or bank: strings and numbers, never the clear number. */
 export type TokenMask = Record<string, string | number>;
 
 /** What validation keeps of a token's data: the value to seal, its mask, and facts orchestration needs. */
@@ -186,7 +186,7 @@ function validateBank(value: unknown, path: string, errors: FieldErrors): Valida
 }
 
 /**
- * What a read through a reveal rule shows of a token's stored data (contract section 12): a card's
+ * What a read through a reveal rule shows of a token's stored data: a card's
  * number and expiry (never a CVC, which is not stored with it anyway), a bank's two numbers, a `token`'s
  * JSON value.
  */

@@ -10,8 +10,8 @@ export interface CursorTokenPage {
 }
 
 /**
- * The token object (contract section 3): `mask` alone, `data` (masked) inside a composite response;
- * nothing of the data through a `redact` rule. `revealed` (a read through a `reveal` rule, section 12)
+ * The token object: `mask` alone, `data` (masked) inside a composite response;
+ * nothing of the data through a `redact` rule. `revealed` (a read through a `reveal` rule)
  * puts the clear data in `data` instead of the mask; a `reveal` transform without it (the answer to a
  * create or a PATCH) shows the mask.
  */
@@ -38,7 +38,7 @@ export function tokenDto(
 }
 
 /**
- * `enrichments.card_details` of a card token (contract section 16): the BIN kept at tokenize, the last
+ * `enrichments.card_details` of a card token: the BIN kept at tokenize, the last
  * four of the mask, the brand; nothing for tokens made before BINs were kept. No funding or issuer:
  * the service has no BIN table to know them from.
  */
@@ -55,7 +55,7 @@ function cardEnrichments(row: TokenRow): { card_details: Record<string, string> 
 }
 
 /**
- * A `token:*` event (contract section 13): the token as GET /tokens/{id} shows it through flat
+ * A `token:*` event: the token as GET /tokens/{id} shows it through flat
  * permissions, its `mask` and never its data, whoever made the change and through whatever rule.
  */
 export function tokenEvent(type: EventType & `token:${string}`, row: TokenRow): OutboxEvent {

@@ -219,7 +219,7 @@ export class TokenizeService {
   }
 
   /**
-   * Contract section 15: the live tokens a deduplicating element may be answered with, namely those
+   * The live tokens a deduplicating element may be answered with, namely those
    * of its type and fingerprint that the caller may read (rules-aware), found under the deduplication
    * lock of each (type, fingerprint). The containers are compared by the caller.
    */

@@ -1,12 +1,22 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiCreatedResponse,
+  ApiExtension,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { COMPONENT_SCHEMAS_EXTENSION } from '../../common/openapi';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
-import { TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
+import { TOKENIZED_VALUE, TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
 import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
 import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './token-id';
 import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './token-search';
@@ -59,13 +69,14 @@ export class TokensController {
       'The request shape with each value replaced by a token id or a token object; a single element gives the ' +
       'token object itself.',
     schema: {
-      oneOf: [
-        { $ref: '#/components/schemas/TokenObjectDto' },
-        { type: 'object', additionalProperties: true },
-        { type: 'array', items: {} },
+      anyOf: [
+        { $ref: getSchemaPath(TokenObjectDto) },
+        { type: 'object', additionalProperties: { $ref: '#/components/schemas/TokenizedValue' } },
+        { type: 'array', items: { $ref: '#/components/schemas/TokenizedValue' } },
       ],
     },
   })
+  @ApiExtension(COMPONENT_SCHEMAS_EXTENSION, { TokenizedValue: TOKENIZED_VALUE })
   tokenize(@Principal() who: Principal, @Body() body: unknown): Promise<unknown> {
     return this.tokenizer.tokenize(who, body);
   }

@@ -187,7 +187,7 @@ export class TokensRepository {
   }
 
   /**
-   * Contract section 15: a transaction-scoped advisory lock per (tenant, type, fingerprint), taken in
+   * A transaction-scoped advisory lock per (tenant, type, fingerprint), taken in
    * one order, so that concurrent identical deduplicating requests wait for each other and exactly one
    * of them creates the token.
    */

@@ -96,8 +96,7 @@ export class TokensService {
   }
 
   /**
-   * Token objects of a list or search, each as its own deciding rule shows it (contract sections 5 and
-   * 12): the data of those read through a reveal rule is fetched and opened, and only theirs.
+   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read through a reveal rule is fetched and opened, and only theirs.
    */
   private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
     const decisions = rows.map((row) => decide(who, permission, row));
@@ -120,7 +119,7 @@ export class TokensService {
   }
 
   /**
-   * Opens the data of tokens read through a reveal rule, in the shape section 12 gives (never a CVC),
+   * Opens the data of tokens read through a reveal rule, in the shape reads reveal (never a CVC),
    * records one `reveal` audit row per token (its message names the type, never data), and keeps the
    * response out of idempotency records.
    */
@@ -160,7 +159,7 @@ export class TokensService {
 
   /**
    * PATCH: metadata merged (a null value removes a key); search indexes, fingerprint expression, expiry
-   * replaced. Contract section 15: new expressions are evaluated over the stored data, so changing them
+   * replaced. New expressions are evaluated over the stored data, so changing them
    * needs a reveal rule over the token; an expiry added or moved earlier is a delete, so it needs
    * `token:delete`.
    */
@@ -235,7 +234,7 @@ export class TokensService {
       }
       await this.tokens.update(who.tenantId, row.id, next);
       await this.outbox.record(tokenEvent('token:updated', next));
-      // The answer to a PATCH is masked even through a reveal rule: only reads reveal (section 12).
+      // The answer to a PATCH is masked even through a reveal rule: only reads reveal.
       return tokenDto(next, { transform });
     });
   }

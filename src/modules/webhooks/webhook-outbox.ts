@@ -12,7 +12,7 @@ import { WebhookEntity } from './entities/webhook.entity';
 import { DeliveryNudge } from './delivery/delivery-nudge';
 
 /**
- * The outbox (contract section 13): the event row and one pending delivery per webhook of the tenant
+ * The outbox: the event row and one pending delivery per webhook of the tenant
  * that is enabled and subscribed to the type now, in the caller's transaction (or the one statement of a
  * `@OneStatement()` method), as one statement. After
  * the transaction commits, this process's delivery worker is nudged so that delivery does not wait for

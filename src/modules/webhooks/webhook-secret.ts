@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { open, seal } from '../../common/crypto/aead';
 
 /**
- * A webhook's signing secret (contract section 13): `whsec_<base64 of 32 random bytes>`, shown once in
+ * A webhook's signing secret: `whsec_<base64 of 32 random bytes>`, shown once in
  * the create response; stored sealed under the tenant's key, bound to the tenant and the webhook.
  */
 export const generateWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;

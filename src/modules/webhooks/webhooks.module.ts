@@ -9,7 +9,7 @@ import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 
 /**
- * Webhooks (contract section 13): their management API, and the workers that deliver what the outbox
+ * Webhooks: their management API, and the workers that deliver what the outbox
  * (WebhookOutboxModule, given to every module through EventsModule) records.
  */
 @Module({

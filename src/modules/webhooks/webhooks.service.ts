@@ -63,7 +63,7 @@ export function deliveryDto(delivery: WebhookDeliveryEntity): WebhookDeliveryDto
   };
 }
 
-/** The webhooks management API (contract section 13), always within the caller's tenant. */
+/** The webhooks management API, always within the caller's tenant. */
 @Injectable()
 export class WebhooksService {
   constructor(

@@ -12,7 +12,7 @@ import {
 } from '../../../common/audit/audit.types';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../common/pagination/offset-pagination.dto';
 
-/** An ISO 8601 date-time or date as the contract takes it (section 16): see parseInstant. */
+/** An ISO 8601 date-time or date: see parseInstant. */
 const IsInstant = (field: string): PropertyDecorator =>
   ValidateBy({
     name: 'isInstant',

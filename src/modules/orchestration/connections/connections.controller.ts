@@ -70,7 +70,7 @@ export class ConnectionsController {
     return this.connections.update(who, id, body);
   }
 
-  /** The interface document's sample updates with POST; it is accepted as PUT. */
+  /** Basis Theory's own samples update a connection with POST; it is accepted as PUT. */
   @Post(':id')
   @HttpCode(200)
   @RequirePermissions('orchestration:connections:update')

@@ -50,7 +50,7 @@ export function connectionDto(row: ConnectionEntity, options: { withMethod: bool
 }
 
 /**
- * `connection:updated` (contract section 13), reported when a connection's status changes: an update
+ * `connection:updated`, reported when a connection's status changes: an update
  * (which sets it `pending` again) and its verification's outcome. Creating one (there is no created
  * event; its verification reports it) and deleting one report nothing. `data` is the connection as GET
  * answers it: secret field values are `********`.
@@ -65,7 +65,7 @@ function updatedEvent(row: ConnectionEntity): OutboxEvent {
 }
 
 /**
- * Checks a connection request against its formula (contract section 7) and returns the field values,
+ * Checks a connection request against its formula and returns the field values,
  * every error named by its path.
  */
 function validateAgainstFormula(

@@ -5,7 +5,7 @@ import { ConnectionFormulaDto } from './formula.dto';
 import { FORMULAS } from './formulas';
 
 /**
- * The formula catalog. The interface document shows it under two paths and two methods; all four
+ * The formula catalog. Basis Theory's clients know it under two paths and two methods; all four
  * answer the same array (the documented one is `GET /orchestration/connection_formulas`).
  */
 @ApiTags('Orchestration')

@@ -33,7 +33,7 @@ const system = (tenantId: string) => ({ tenantId, applicationId: null });
 const REFUSED = 'The notification could not be verified.';
 
 /**
- * Adyen's notifications (contract section 14) at `POST /orchestration/vendors/adyen/notifications`.
+ * Adyen's notifications at `POST /orchestration/vendors/adyen/notifications`.
  * Each item's merchant reference is a transaction's reconciliation id (a refund's adds its own), so
  * the transaction, its connection and that connection's `hmac_key` are found first; every item of the
  * batch must carry a valid signature under its own connection's key, else the whole batch is refused

@@ -40,7 +40,7 @@ export const SANDBOX_ASYNC_MS = 2_000;
 
 const ASYNC_CARD_LAST4 = '0259';
 
-/** What the sandbox decides for a test card number (contract section 7). */
+/** What the sandbox decides for a test card number. */
 interface CardBehaviour {
   decline?: { errorCode: string; authResponseCode: string };
   failure?: string;

@@ -28,7 +28,7 @@ export const actorOf = (who: AuditActor): AuditActor => ({
 /**
  * What requests, the approval page and the settlement job all do to a transaction: every write that
  * changes it (its creation, each state machine transition, a settled refund) with the event that
- * reports it (contract section 13: `transaction:created`, then `transaction:updated` for every change,
+ * reports it (`transaction:created`, then `transaction:updated` for every change,
  * `data` the transaction as GET answers it then), recorded in the change's own database transaction;
  * its audit rows; the request every processor operation starts from. Nothing else writes a
  * transaction, so no change goes without its event.

@@ -2,7 +2,7 @@ import type { AuthorizeResult, OperationResult } from '../processors/processor.p
 import type { TransactionStatus } from './transaction.dto';
 
 /**
- * The transaction state machine (contract section 7), pure: given a transaction as it stands, what
+ * The transaction state machine, pure: given a transaction as it stands, what
  * happened to it (an operation begun, a processor's answer, a settlement, an expired approval) and the
  * time, it answers the next status and the columns that change. It reads no clock and writes nothing;
  * the services and the settlement job apply its answer with a conditional update (`from`).

@@ -6,7 +6,7 @@ import type { TransactionRow } from './transactions.repository';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** The transaction object (contract section 7); `approvalUrl` only while the buyer has to approve. */
+/** The transaction object; `approvalUrl` only while the buyer has to approve. */
 export function transactionDto(row: TransactionRow, approvalUrl: string | null): TransactionDto {
   return {
     type: 'transaction',

@@ -171,7 +171,7 @@ function assignments(patch: TransactionPatch, approval: IssuedApproval | undefin
   return out;
 }
 
-/** Transactions (contract section 7): every statement on the `transactions` table. */
+/** Transactions: every statement on the `transactions` table. */
 @Injectable()
 export class TransactionsRepository {
   constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}

@@ -39,7 +39,7 @@ const UNANSWERED = Symbol('unanswered');
 export const STUCK_AFTER_MS = 60_000;
 
 /**
- * Transactions (contract section 7). Every processor call happens outside any database transaction:
+ * Transactions. Every processor call happens outside any database transaction:
  * the row is committed as `processing` first (a crash leaves a record the job settles), the call is
  * made holding no lock, and the outcome is written in a second transaction with its audit log. Each
  * method therefore declares its transactions itself, around the steps before and after the call.

@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-/** A pre-configured proxy (contract section 12): requests naming its key go to its destination. */
+/** A pre-configured proxy: requests naming its key go to its destination. */
 @Entity({ name: 'proxies' })
 @Index('proxies_tenant_created_idx', ['tenantId', 'createdAt', 'id'])
 @Index('proxies_key_key', ['key', 'tenantId'], { unique: true })

@@ -12,8 +12,8 @@ export class SearchTokensDto extends OffsetPaginationQueryDto {
    * (or `-` before a term) and parentheses, applied left to right. Fields: `id`, `type`, `fingerprint`,
    * `container` (a prefix of one of the token's containers), `metadata.<name>`, `data` (an exact search
    * index value), and the ranges `created_at:[from TO to]` and `expires_at:[from TO to]` (`{}` excludes
-   * a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or other
-   * characters than letters, digits and `_-.@#$`. At most 100 terms and 10 levels of nesting; a
+   * a bound, `*` leaves it open; ISO 8601 dates or date-times). Quote values with spaces or characters
+   * other than letters, digits, `_-.@#` and the dollar sign. At most 100 terms and 10 levels of nesting; a
    * malformed query is a 400 naming the character where it fails.
    * @example "(type:card OR type:bank) AND metadata.customer_id:cust_1 AND created_at:[2026-01-01 TO *]"
    */

@@ -1,4 +1,5 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { OffsetPaginationDto } from '../../../common/pagination/offset-pagination.dto';
 
 /** The masked form of a card or bank: never the clear number. */
@@ -30,7 +31,7 @@ export class TokenEnrichmentsDto {
   card_details: CardDetailsDto;
 }
 
-/** A token (contract section 3). Its data is returned in clear only when read through a reveal rule. */
+/** A token. Its data is returned in clear only when read through a reveal rule. */
 @ApiExtraModels(TokenMaskDto)
 export class TokenObjectDto {
   /** The id given at tokenize (1 to 400 letters, digits, `_` and `-`; unique in the tenant), or a uuid. */
@@ -58,7 +59,7 @@ export class TokenObjectDto {
     ],
   })
   data?: unknown;
-  /** Card tokens (but through a `redact` rule): the card's details (contract section 16). */
+  /** Card tokens (but through a `redact` rule): the card's BIN, last four digits and scheme. */
   enrichments?: TokenEnrichmentsDto;
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
   metadata?: Record<string, string>;
@@ -90,3 +91,19 @@ export class TokenCursorPageDto {
   @ApiProperty({ type: [TokenObjectDto] })
   data: TokenObjectDto[];
 }
+
+/**
+ * One value of a tokenize response, where the request had: a string, the id of the `token` token made of
+ * it; a token request element, the token object; an object or an array, the same of its members.
+ */
+export const TOKENIZED_VALUE: SchemaObject = {
+  description:
+    'Where the request had a string: the id of the `token` token made of it; a token request element: the ' +
+    'token object; an object or an array: the same for each of its members.',
+  anyOf: [
+    { type: 'string' },
+    { $ref: getSchemaPath(TokenObjectDto) },
+    { type: 'object', additionalProperties: { $ref: '#/components/schemas/TokenizedValue' } },
+    { type: 'array', items: { $ref: '#/components/schemas/TokenizedValue' } },
+  ],
+};

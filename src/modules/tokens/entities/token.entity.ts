@@ -4,7 +4,7 @@ import type { TokenMask, TokenType } from '../token-types';
 /** A token: its data sealed with the tenant's key (`data`), the rest in the clear for lists and rules. */
 @Entity({ name: 'tokens' })
 export class TokenEntity {
-  /** A client's id or a generated uuid (contract section 16); byte order (`COLLATE "C"`). */
+  /** A client's id or a generated uuid; byte order (`COLLATE "C"`). */
   @PrimaryColumn({ type: 'varchar', length: 400, collation: 'C' })
   id: string;
 

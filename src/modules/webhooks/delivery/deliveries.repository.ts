@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 
-/** A webhook is disabled when this many of its deliveries in a row ended `failed` (contract section 13). */
+/** A webhook is disabled when this many of its deliveries in a row ended `failed`. */
 export const DISABLE_AFTER_FAILURES = 100;
 
 /** A delivery a worker holds under lease: what it needs to send it, and how many attempts it has had. */

@@ -17,7 +17,7 @@ import { openWebhookSecret } from '../webhook-secret';
 import { ClaimedDelivery, DeliveriesRepository } from './deliveries.repository';
 import { DeliveryNudge } from './delivery-nudge';
 
-/** A receiver has this long, from connecting to the last byte of its answer, to answer 2xx (contract section 13). */
+/** A receiver has this long, from connecting to the last byte of its answer, to answer 2xx. */
 export const SEND_TIMEOUT_MS = 10_000;
 /** Deliveries claimed by one statement. */
 const BATCH = 20;
@@ -27,7 +27,7 @@ const MAX_IN_FLIGHT = 256;
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
- * Delivers the outbox's deliveries (contract section 13). On every instance with jobs enabled, it
+ * Delivers the outbox's deliveries. On every instance with jobs enabled, it
  * claims due deliveries every WEBHOOK_POLL_MS, and at once when this process commits new ones
  * (DeliveryNudge) or finishes a send (the next event of that entity may now go). Claims are leased
  * (`FOR UPDATE SKIP LOCKED`, see DeliveriesRepository), so instances share the work without sending a

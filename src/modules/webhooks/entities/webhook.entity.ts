@@ -2,7 +2,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 export type WebhookStatus = 'enabled' | 'disabled';
 
-/** A tenant's webhook (contract section 13); its signing secret sealed with the tenant's key. */
+/** A tenant's webhook; its signing secret sealed with the tenant's key. */
 @Entity({ name: 'webhooks' })
 @Index('webhooks_tenant_created_idx', ['tenantId', 'createdAt', 'id'])
 export class WebhookEntity {

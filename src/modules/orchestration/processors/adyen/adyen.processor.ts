@@ -55,7 +55,7 @@ export const adyenTechnicalCancelReference = (reconciliationId: string): string 
   `${reconciliationId}.cancel`;
 
 /**
- * adyen-card against Adyen's Checkout API v71 (contract section 14), over plain HTTP: the official
+ * adyen-card against Adyen's Checkout API v71, over plain HTTP: the official
  * library's services are fixed to a later API version and host, while this adapter must speak v71 and
  * honour VENDOR_BASE_URLS. Authorizations answer synchronously; captures, cancels and refunds answer
  * `received` and are settled by Adyen's notifications (see AdyenNotificationsService), or marked

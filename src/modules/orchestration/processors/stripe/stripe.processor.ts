@@ -42,7 +42,7 @@ const latestCharge = (intent: Stripe.PaymentIntent): Stripe.Charge | null =>
   typeof intent.latest_charge === 'object' ? intent.latest_charge : null;
 
 /**
- * stripe-card against Stripe's PaymentIntents API (contract section 14), through the official package.
+ * stripe-card against Stripe's PaymentIntents API, through the official package.
  * One client per call (the merchant's secret key is the connection's); the package retries nothing
  * (`maxNetworkRetries: 0`): our idempotent requests and the settlement job handle failures. Every POST
  * carries an `Idempotency-Key` derived from the transaction's reconciliation id and the operation, so a
