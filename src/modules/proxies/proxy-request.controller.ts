@@ -14,7 +14,7 @@ import { RequirePermissions, API_KEY_SECURITY } from '../../common/auth/require-
 import { ANY_METHOD_EXTENSION } from '../../common/openapi';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
-import { HOP_BY_HOP_HEADERS } from '../../common/outbound/outbound.types';
+import { copyDestinationHeaders } from './proxy-answer-headers';
 import { ProxyErrorFilter, PROXY_ERROR_HEADER } from './proxy-error.filter';
 import { ProxyRequestService } from './proxy-request.service';
 
@@ -111,10 +111,7 @@ export class ProxyRequestController {
       http: req,
     });
     res.removeHeader(PROXY_ERROR_HEADER);
-    for (const [name, value] of Object.entries(answer.headers)) {
-      if (HOP_BY_HOP_HEADERS.has(name) || (name === 'content-length' && req.method !== 'HEAD')) continue;
-      res.setHeader(name, value);
-    }
+    copyDestinationHeaders(res, answer.headers, req.method);
     res.status(answer.status).end(answer.body);
   }
 }
