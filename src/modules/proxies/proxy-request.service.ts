@@ -234,7 +234,8 @@ export class ProxyRequestService {
         : bodyText !== undefined
           ? sizes.bytes(bodyText)
           : (request.body?.length ?? 0);
-    checkSizes(sizes, headers, bodySize, queryRendered ? sizes.query(query) : request.query.length);
+    const querySize = expressions.size && queryRendered ? sizes.query(query) : request.query.length;
+    checkSizes(sizes, headers, bodySize, querySize);
     if (!expressions.size) return unchanged;
 
     for (const [name, value] of Object.entries(headers))
