@@ -12,6 +12,7 @@ import { httpMetricsMiddleware } from './common/metrics/http-metrics';
 import { Metrics } from './common/metrics/metrics';
 import { setupOpenApi } from './common/openapi';
 import { AppConfig } from './config/app-config';
+import { proxyAnswerHeaders } from './modules/proxies/proxy-answer-headers';
 
 /** Nest's own start-up listings (each module, each route: about a hundred lines) are debug, not info. */
 const STARTUP_CONTEXTS = new Set([
@@ -74,6 +75,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(traceIdMiddleware);
+  // Every proxy answer carries the service's own content policy, whatever the destination sends.
+  app.use('/proxy', proxyAnswerHeaders);
   // The proxy forwards any body: read as bytes, its errors marked as the proxy's own.
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
   app.use(jsonBodyParser());

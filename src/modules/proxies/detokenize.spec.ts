@@ -2,6 +2,8 @@ import {
   ExpressionError,
   findExpressions,
   MAX_EXPRESSIONS,
+  RenderedSizes,
+  renderBytes,
   renderJson,
   renderText,
   select,
@@ -84,5 +86,64 @@ describe('proxy detokenization', () => {
     const out = renderJson(body, valuesFor([...stringsOf(body)], 'v')) as Record<string, unknown>;
     expect(Object.hasOwn(out, '__proto__')).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  describe('sizes computed before rendering', () => {
+    // Values chosen for every way a size can differ from a length: multi-byte UTF-8, JSON escapes
+    // (short, \u00XX, quotes inside an object's JSON text), surrogate pairs, characters URL-encoding
+    // keeps, turns into '+' or into %XX.
+    const VALUES: unknown[] = [
+      'plain',
+      'é and 漢字 and 😀',
+      'quote " backslash \\ newline \n tab \t bell \u0007',
+      { nested: 'x"y\\z', n: [1, 2, null], e: 'é' },
+      12.5,
+      null,
+      true,
+      'a-b_c.d*e f+g&h=i%j/k?',
+    ];
+    const TEMPLATES = (id: string) => [
+      `{{ ${id} }}`,
+      `before {{ ${id} }} after é "q"`,
+      `{{ ${id} }}{{ token: ${id} }} twice`,
+      `{{ ${id} | json: '$.nested' }}`,
+      `x {{ ${id} | json: '$.nested' }} y`,
+      `{{ unknown-token }} stays`,
+      'no expression at all \\ "',
+    ];
+
+    it.each(VALUES.map((value) => [JSON.stringify(value), value]))(
+      'match the rendered request exactly for %s',
+      (_, value) => {
+        const templates = TEMPLATES(ID);
+        const values = valuesFor(templates, value);
+        values.delete('{{ unknown-token }}');
+        const sizes = new RenderedSizes(values);
+        const body = { list: templates, nested: { deep: templates[0], n: 3 }, k: templates[4] };
+        expect(sizes.json(body)).toBe(Buffer.byteLength(JSON.stringify(renderJson(body, values))));
+        for (const text of templates) {
+          expect(sizes.text(text)).toBe(Buffer.byteLength(renderText(text, values)));
+          const latin1 = Buffer.from(text, 'utf8').toString('latin1');
+          expect(sizes.bytes(latin1)).toBe(renderBytes(latin1, values).length);
+        }
+        const pairs = templates.map((text, i): [string, string] => [`k${i} ${text}`, text]);
+        const rendered = new URLSearchParams(
+          pairs.map(([k, v]): [string, string] => [renderText(k, values), renderText(v, values)]),
+        ).toString();
+        expect(sizes.query(pairs)).toBe(rendered.length);
+      },
+    );
+
+    it('measure a value once however often it is named', () => {
+      const big = 'a'.repeat(64 * 1024);
+      const text = Array.from({ length: 1000 }, () => `{{ ${ID} }}`).join(',');
+      const sizes = new RenderedSizes(valuesFor([text], big));
+      const started = performance.now();
+      expect(sizes.text(text)).toBe(1000 * big.length + 999);
+      expect(sizes.json({ all: Array.from({ length: 1000 }, () => `{{ ${ID} }}`) })).toBe(
+        1000 * (big.length + 2) + 999 + '{"all":[]}'.length,
+      );
+      expect(performance.now() - started).toBeLessThan(100);
+    });
   });
 });

@@ -8,6 +8,8 @@ export enum ProxiesErrorCode {
   DestinationNotAllowed = 'destination_not_allowed',
   /** A header, expression or URL of the request is unusable. */
   Invalid = 'invalid_proxy_request',
+  /** Once detokenized, the body, a header value or the query string would be over its limit. */
+  RequestTooLarge = 'request_too_large',
   /** A pre-configured proxy with `require_auth` and no valid key. */
   Unauthenticated = 'unauthorized',
   /** The key may not use the proxy (wrong kind, unauthorized session). */
@@ -23,6 +25,7 @@ const KIND: Record<ProxiesErrorCode, DomainErrorKind> = {
   [ProxiesErrorCode.NotFound]: 'not_found',
   [ProxiesErrorCode.DestinationNotAllowed]: 'invalid',
   [ProxiesErrorCode.Invalid]: 'invalid',
+  [ProxiesErrorCode.RequestTooLarge]: 'invalid',
   [ProxiesErrorCode.Unauthenticated]: 'unauthenticated',
   [ProxiesErrorCode.Forbidden]: 'forbidden',
   [ProxiesErrorCode.Unreachable]: 'bad_gateway',

@@ -14,7 +14,7 @@ import { RequirePermissions, API_KEY_SECURITY } from '../../common/auth/require-
 import { ANY_METHOD_EXTENSION } from '../../common/openapi';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
-import { HOP_BY_HOP_HEADERS } from '../../common/outbound/outbound.types';
+import { copyDestinationHeaders } from './proxy-answer-headers';
 import { ProxyErrorFilter, PROXY_ERROR_HEADER } from './proxy-error.filter';
 import { ProxyRequestService } from './proxy-request.service';
 
@@ -23,9 +23,14 @@ const DESCRIPTION =
   '`BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after ' +
   "replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the " +
   'query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` ' +
-  "headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body " +
-  'come back as they are (redirects are returned, not followed). Errors of the proxy itself are ' +
-  'problem+json with `BT-PROXY-ERROR: true`.';
+  'headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most ' +
+  '10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; ' +
+  'over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\\`, an ' +
+  'encoded `/` or `\\`, and dot segments in any encoding are refused. ' +
+  "The destination's status, headers and body come back as they are (redirects are returned, not " +
+  "followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's " +
+  "`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. " +
+  'Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.';
 
 /** The OpenAPI description shared by every method of the proxy (it takes any body and answers anything). */
 const ProxyOperation = () =>
@@ -60,7 +65,8 @@ const ProxyOperation = () =>
       status: 400,
       description:
         'Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination ' +
-        '(`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use.',
+        '(`destination_not_allowed`), a path leaving the destination, an expression naming a token that does ' +
+        'not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`).',
       content: problemContent(),
     }),
     ApiResponse({
@@ -111,10 +117,7 @@ export class ProxyRequestController {
       http: req,
     });
     res.removeHeader(PROXY_ERROR_HEADER);
-    for (const [name, value] of Object.entries(answer.headers)) {
-      if (HOP_BY_HOP_HEADERS.has(name) || (name === 'content-length' && req.method !== 'HEAD')) continue;
-      res.setHeader(name, value);
-    }
+    copyDestinationHeaders(res, answer.headers, req.method);
     res.status(answer.status).end(answer.body);
   }
 }

@@ -19,6 +19,8 @@ import {
   ExpressionError,
   findExpressions,
   MAX_TOKENS,
+  RenderedSizes,
+  renderBytes,
   renderJson,
   renderText,
   select,
@@ -26,6 +28,7 @@ import {
   TokenExpression,
   Values,
 } from './detokenize';
+import { destinationUrl, pathProblem } from './proxy-path';
 import { ProxyEntity } from './entities/proxy.entity';
 import { ProxiesErrorCode, ProxiesException } from './proxies.errors';
 import { ProxiesRepository } from './proxies.repository';
@@ -45,9 +48,17 @@ export interface ProxiedRequest {
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
-const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
-/** Once detokenized, a request body may not exceed this (values can be longer than their expressions). */
-const MAX_RENDERED_BODY_BYTES = DEFAULT_MAX_RESPONSE_BYTES;
+
+/**
+ * What the proxy sends at most, once detokenized (values can be far longer than the expressions naming
+ * them): checked on sizes computed beforehand, so that a request over them is refused before anything
+ * is built.
+ */
+export const MAX_RENDERED = {
+  bodyBytes: 10 * 1024 * 1024,
+  headerBytes: 16 * 1024,
+  queryLength: 8 * 1024,
+} as const;
 
 const invalid = (detail: string, errors?: Record<string, string[]>): ProxiesException =>
   new ProxiesException(ProxiesErrorCode.Invalid, detail, errors);
@@ -100,13 +111,15 @@ export class ProxyRequestService {
   ) {}
 
   async forward(request: ProxiedRequest): Promise<OutboundResponse> {
-    if (DOT_SEGMENT.test(request.path))
-      throw invalid('The proxied path may not hold "." or ".." segments.', {
-        path: ['must not hold "." or ".." segments'],
-      });
+    const problem = pathProblem(request.path);
+    if (problem) throw invalid(`The proxied path ${problem}.`, { path: [problem] });
     const route = await this.route(request);
     const outgoing = await this.detokenized(request, route.who);
-    const destination = withPathAndQuery(route.base, request.path, outgoing.query);
+    const destination = destinationUrl(route.base, request.path, outgoing.query);
+    if (!destination)
+      throw invalid('The proxied path does not stay under the destination URL.', {
+        path: ['must stay under the destination URL'],
+      });
     const method = request.method.toUpperCase();
     const host = destination.host;
     try {
@@ -188,7 +201,9 @@ export class ProxyRequestService {
 
   /**
    * The headers, body and query string to send: `BT-*`, hop-by-hop and framing headers removed, and
-   * expressions replaced when there is a caller (an anonymous request sends them as they are).
+   * expressions replaced when there is a caller (an anonymous request sends them as they are). Their
+   * sizes once detokenized are computed first and checked against MAX_RENDERED: a request over them is
+   * refused before anything is built.
    */
   private async detokenized(
     request: ProxiedRequest,
@@ -196,18 +211,32 @@ export class ProxyRequestService {
   ): Promise<{ headers: Record<string, string | string[]>; body?: Buffer; query: string }> {
     const headers = forwardedHeaders(request.headers);
     const unchanged = { headers, body: request.body, query: request.query };
-    if (!who) return unchanged;
+    if (!who) {
+      checkSizes(new RenderedSizes(new Map()), headers, request.body?.length ?? 0, request.query.length);
+      return unchanged;
+    }
     const json = request.body !== undefined && JSON_TYPE.test(single(request.headers['content-type']) ?? '');
     const parsed = json ? parseJson(request.body!) : undefined;
     const bodyText = request.body !== undefined && !json ? request.body.toString('latin1') : undefined;
     const query: [string, string][] = request.query ? [...new URLSearchParams(request.query)] : [];
+    const queryRendered = query.some(([name, value]) => name.includes('{{') || value.includes('{{'));
 
     const texts: string[] = [...Object.values(headers).flat(), ...query.flat()];
     if (parsed !== undefined) texts.push(...stringsOf(parsed.value));
     if (bodyText !== undefined) texts.push(bodyText);
     const expressions = this.expressionsOf(texts);
+    const values = expressions.size ? await this.values(who, expressions) : new Map<string, unknown>();
+
+    const sizes = new RenderedSizes(values);
+    const bodySize =
+      parsed !== undefined && expressions.size
+        ? sizes.json(parsed.value)
+        : bodyText !== undefined
+          ? sizes.bytes(bodyText)
+          : (request.body?.length ?? 0);
+    const querySize = expressions.size && queryRendered ? sizes.query(query) : request.query.length;
+    checkSizes(sizes, headers, bodySize, querySize);
     if (!expressions.size) return unchanged;
-    const values = await this.values(who, expressions);
 
     for (const [name, value] of Object.entries(headers))
       headers[name] = Array.isArray(value)
@@ -216,9 +245,7 @@ export class ProxyRequestService {
     let body = request.body;
     if (parsed !== undefined) body = Buffer.from(JSON.stringify(renderJson(parsed.value, values)), 'utf8');
     else if (bodyText !== undefined) body = renderBytes(bodyText, values);
-    if (body && body.length > MAX_RENDERED_BODY_BYTES)
-      throw invalid('The detokenized request body is over the 10 MiB limit.');
-    const rendered = query.some(([name, value]) => name.includes('{{') || value.includes('{{'))
+    const rendered = queryRendered
       ? new URLSearchParams(
           query.map(([name, value]): [string, string] => [
             renderText(name, values),
@@ -297,15 +324,6 @@ function actorOf(who: Principal): AuditActor {
   return { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId };
 }
 
-/** `base` with the proxied path appended to its path and the request's query string to its own. */
-function withPathAndQuery(base: URL, path: string, query: string): URL {
-  const url = new URL(base.toString());
-  if (path && path !== '/') url.pathname = url.pathname.replace(/\/+$/, '') + path;
-  else if (path === '/' && !url.pathname.endsWith('/')) url.pathname += '/';
-  if (query) url.search = url.search ? `${url.search.slice(1)}&${query}` : query;
-  return url;
-}
-
 function forwardedHeaders(incoming: IncomingHttpHeaders): Record<string, string | string[]> {
   const named = new Set(
     (single(incoming.connection) ?? '')
@@ -335,17 +353,26 @@ function parseJson(body: Buffer): { value: unknown } {
   return { value };
 }
 
-/** Replaces expressions in a body read byte for byte (latin1), inserting values as UTF-8. */
-function renderBytes(latin1: string, values: Values): Buffer {
-  const parts: Buffer[] = [];
-  let last = 0;
-  const pattern = /\{\{[^{}]*\}\}/g;
-  for (const match of latin1.matchAll(pattern)) {
-    if (!values.has(match[0])) continue;
-    parts.push(Buffer.from(latin1.slice(last, match.index), 'latin1'));
-    parts.push(Buffer.from(renderText(match[0], values), 'utf8'));
-    last = match.index + match[0].length;
-  }
-  parts.push(Buffer.from(latin1.slice(last), 'latin1'));
-  return Buffer.concat(parts);
+/** Refuses a request whose body, a header value or query string would be over MAX_RENDERED once detokenized. */
+function checkSizes(
+  sizes: RenderedSizes,
+  headers: Record<string, string | string[]>,
+  bodyBytes: number,
+  queryLength: number,
+): void {
+  const over: Record<string, string[]> = {};
+  if (bodyBytes > MAX_RENDERED.bodyBytes) over.body = ['must be at most 10 MiB once detokenized'];
+  for (const [name, value] of Object.entries(headers))
+    if ([value].flat().some((v) => sizes.text(v) > MAX_RENDERED.headerBytes))
+      over[name] = ['must be at most 16 KiB once detokenized'];
+  if (queryLength > MAX_RENDERED.queryLength) over.query = ['must be at most 8 KiB once detokenized'];
+  const names = Object.keys(over);
+  if (names.length)
+    throw new ProxiesException(
+      ProxiesErrorCode.RequestTooLarge,
+      names.length === 1
+        ? `The request is too large once detokenized: ${names[0]} ${over[names[0]][0]}.`
+        : `The request is too large once detokenized: ${names.join(', ')} over their limits.`,
+      over,
+    );
 }

@@ -7,6 +7,20 @@ import { isTokenId, normalizeTokenId, TOKEN_ID_FORMAT } from './token-id';
 import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
 
 export const MAX_TOKENS_PER_REQUEST = 100;
+/**
+ * Token data is at most this many bytes as JSON (UTF-8): the proxy inserts it into requests, possibly
+ * many times, so its size bounds what one request can make the server build.
+ */
+export const MAX_DATA_BYTES = 64 * 1024;
+export const DATA_SIZE_FORMAT = 'data must be at most 64 KiB as JSON';
+
+/** Whether a value's JSON text is over MAX_DATA_BYTES bytes of UTF-8. */
+export function isOversizedData(data: unknown): boolean {
+  const json = JSON.stringify(data) as string | undefined;
+  // A string is at least as many bytes as characters, at most three per UTF-16 unit.
+  if (json === undefined || json.length * 3 <= MAX_DATA_BYTES) return false;
+  return json.length > MAX_DATA_BYTES || Buffer.byteLength(json, 'utf8') > MAX_DATA_BYTES;
+}
 const MAX_DEPTH = 32;
 const ELEMENT_FIELDS = [
   'type',
@@ -255,7 +269,11 @@ export function parseElement(
     add(errors, childPath(path, 'type'), `type must be one of ${TOKEN_TYPES.join(', ')}`);
     return undefined;
   }
-  const validated = validateData(type, element.data, childPath(path, 'data'), now, errors);
+  const oversized = isOversizedData(element.data);
+  if (oversized) add(errors, childPath(path, 'data'), DATA_SIZE_FORMAT);
+  const validated = oversized
+    ? undefined
+    : validateData(type, element.data, childPath(path, 'data'), now, errors);
   let id: string | undefined;
   if (element.id !== undefined) {
     if (!isTokenId(element.id)) add(errors, childPath(path, 'id'), TOKEN_ID_FORMAT);

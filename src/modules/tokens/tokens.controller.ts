@@ -31,7 +31,8 @@ const REVEAL_NOTE =
 const FREE_FORM = {
   description:
     'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
-    '`token` token) and token request elements, nested to any depth. At most 100 tokens.',
+    '`token` token) and token request elements, nested to any depth. At most 100 tokens, each `data` at most ' +
+    '64 KiB as JSON.',
   schema: {
     oneOf: [
       { type: 'object', additionalProperties: true },
@@ -105,7 +106,7 @@ export class TokensController {
         },
         data: {
           description:
-            'A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`.',
+            'A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`. At most 64 KiB as JSON (UTF-8).',
         },
       },
       example: {
