@@ -112,6 +112,16 @@ export class AppConfig {
   @Min(1)
   RATE_LIMIT_PER_MINUTE = 6000;
 
+  /**
+   * Failed authentications (a `BT-API-KEY` that is malformed, unknown, revoked or expired) one client
+   * address may make per minute on each instance; past it the address gets 429 until the minute ends,
+   * even with a valid key. IPv6 addresses count per /64.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  AUTH_FAILURES_PER_MINUTE = 60;
+
   /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
   @Transform(toInteger)
   @IsInt()

@@ -1,36 +1,63 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
+import { Reflector } from '@nestjs/core';
+import {
+  InjectThrottlerOptions,
+  InjectThrottlerStorage,
+  ThrottlerGuard,
+  ThrottlerLimitDetail,
+  type ThrottlerModuleOptions,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
 import { createHash } from 'node:crypto';
-import type { Request } from 'express';
+import { ApiKeyAuthenticator, hasApiKey, isPublicRoute, keyIsOptional } from '../auth/api-key.guard';
+import type { RequestWithPrincipal } from '../auth/principal';
 import { ProblemException } from '../errors/problem.exception';
 
+const single = (header: string | string[] | undefined): string | undefined =>
+  (Array.isArray(header) ? header[0] : header) || undefined;
+
 /**
- * The key a request is counted under: its API key, or else the proxy key it names (an anonymous request
- * through a pre-configured proxy without `require_auth`, which would otherwise be an unmetered relay).
+ * What a request is counted under: the API key it authenticated with, or else (an anonymous request
+ * through a pre-configured proxy without `require_auth`, which would otherwise be an unmetered relay)
+ * the proxy key it names.
  */
-function trackedKey(req: Request): string | undefined {
-  for (const name of ['bt-api-key', 'bt-proxy-key']) {
-    const header = req.headers[name];
-    const key = Array.isArray(header) ? header[0] : header;
-    if (key) return key;
-  }
-  return undefined;
+function trackedKey(req: RequestWithPrincipal): string | undefined {
+  return req.principal ? single(req.headers['bt-api-key']) : single(req.headers['bt-proxy-key']);
 }
 
 /**
- * Rate limit per API key (RATE_LIMIT_PER_MINUTE), across all routes and instances; an anonymous proxy
- * request counts against its proxy key. The key is tracked by its SHA-256 digest, never in clear;
- * requests without either (health, docs, the approval page) are not limited here.
+ * Rate limit per principal (RATE_LIMIT_PER_MINUTE), across all routes and instances. A request is
+ * authenticated before it is counted: a `BT-API-KEY` that is not a valid key is a 401 (limited per
+ * client address by the authenticator) and is counted for no key, so random header values neither pass
+ * the limit nor leave a counter each. An anonymous proxy request counts against its proxy key. Keys are
+ * tracked by their SHA-256 digest, never in clear; routes without a key (health, docs, the approval
+ * page) are not limited here.
  */
 @Injectable()
 export class ApiKeyThrottlerGuard extends ThrottlerGuard {
+  constructor(
+    @InjectThrottlerOptions() options: ThrottlerModuleOptions,
+    @InjectThrottlerStorage() storage: ThrottlerStorage,
+    reflector: Reflector,
+    private readonly authenticator: ApiKeyAuthenticator,
+  ) {
+    super(options, storage, reflector);
+  }
+
   protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
-    return trackedKey(context.switchToHttp().getRequest<Request>()) === undefined;
+    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    if (isPublicRoute(this.reflector, context)) {
+      if (!keyIsOptional(this.reflector, context)) return true;
+      if (!hasApiKey(req)) return single(req.headers['bt-proxy-key']) === undefined;
+    }
+    // Throws 401 (or 429 for an address past its failures) before anything is counted.
+    await this.authenticator.authenticate(req);
+    return false;
   }
 
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
     return createHash('sha256')
-      .update(trackedKey(req as unknown as Request) ?? '')
+      .update(trackedKey(req as unknown as RequestWithPrincipal) ?? '')
       .digest('hex');
   }
 

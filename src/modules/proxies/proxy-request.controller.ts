@@ -30,7 +30,7 @@ const DESCRIPTION =
 /** The OpenAPI description shared by every method of the proxy (it takes any body and answers anything). */
 const ProxyOperation = () =>
   applyDecorators(
-    RequirePermissions([], { public: true }),
+    RequirePermissions([], { public: true, keyOptional: true }),
     NeverReplayed(),
     UseFilters(ProxyErrorFilter),
     ApiOperation({ summary: 'Send a request through the proxy', description: DESCRIPTION }),
