@@ -12,6 +12,7 @@ import {
   MinLength,
   validateSync,
 } from 'class-validator';
+import { availableParallelism } from 'node:os';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -121,6 +122,17 @@ export class AppConfig {
   @IsInt()
   @Min(1)
   AUTH_FAILURES_PER_MINUTE = 60;
+
+  /**
+   * Worker threads that evaluate custom expressions (fingerprint and search-index expressions other than
+   * the default shapes), shared fairly between tenants. At least 2, so that one request spending its
+   * whole time budget never holds them all; by default one fewer than the cores, from 2 to 4.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(2)
+  @Max(64)
+  EXPRESSION_WORKERS = Math.max(2, Math.min(4, availableParallelism() - 1));
 
   /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
   @Transform(toInteger)
