@@ -121,3 +121,32 @@ describe('abuse: rate limits still hold per key and per proxy key', () => {
     expect(byProxy).toEqual([200, 200, 200, 200, 200, 429]);
   });
 });
+
+describe('abuse: random proxy keys are failed authentications, not counters', () => {
+  let t: TestApp;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT_PER_MINUTE: '5', AUTH_FAILURES_PER_MINUTE: '10' });
+    db = t.app.get(DataSource);
+  });
+  afterAll(() => t.close());
+
+  it('anonymous requests naming unknown proxy keys are 404s that leave no row each; past the failures of the address a 429', async () => {
+    await awayFromMinuteEdge();
+    const keys = Array.from({ length: 10 }, () => `key_prx_${randomBytes(32).toString('hex').slice(0, 43)}`);
+    const statuses: number[] = [];
+    for (const key of keys)
+      statuses.push((await request(t.http).get('/proxy').set('BT-PROXY-KEY', key)).status);
+    const counted = (await db.query<{ key: string }[]>('SELECT key FROM rate_limits')).map((r) => r.key);
+    const rowsForKeys = keys.filter((key) => counted.includes(`default:${digest(key)}`)).length;
+    const next = await request(t.http).get('/proxy').set('BT-PROXY-KEY', keys[0]);
+    process.stdout.write(
+      `10 random proxy keys: statuses ${[...new Set(statuses)].join(',')}, ${rowsForKeys} rate_limits rows for them; 11th: ${next.status}\n`,
+    );
+    expect(statuses).toEqual(Array(10).fill(404));
+    expect(rowsForKeys).toBe(0);
+    expectProblem(next, 429);
+    expect(next.headers['bt-proxy-error']).toBe('true');
+  });
+});

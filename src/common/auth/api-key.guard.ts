@@ -37,20 +37,12 @@ export class ApiKeyAuthenticator {
     if (req.principal) return req.principal;
     const header = req.headers['bt-api-key'];
     if (header === undefined || header === '') throw unauthorized('The BT-API-KEY header is required.');
-    const address = req.ip ?? req.socket?.remoteAddress ?? 'unknown';
-    const now = this.clock.now().getTime();
-    const blockedFor = this.failures.blockedFor(address, now);
-    if (blockedFor !== undefined)
-      throw new ProblemException(
-        429,
-        `Too many failed authentications from this address; retry in ${blockedFor} seconds.`,
-        { code: 'rate_limited', headers: { 'Retry-After': String(blockedFor) } },
-      );
+    this.refuseIfBlocked(req);
     const key = Array.isArray(header) ? header[0] : header;
     const kind = keyKindOf(key);
     const resolution = kind ? await this.resolvers.resolve(key, kind) : undefined;
     if (resolution === undefined || resolution === 'expired') {
-      this.failures.record(address, now);
+      this.recordFailure(req);
       throw unauthorized(
         resolution === 'expired' ? 'The session key has expired.' : 'The API key is not valid.',
       );
@@ -59,7 +51,26 @@ export class ApiKeyAuthenticator {
     if (this.cls.isActive()) this.cls.set(PRINCIPAL_CLS_KEY, resolution);
     return resolution;
   }
+
+  /** 429 when the client address has used up its failed authentications this minute. */
+  refuseIfBlocked(req: RequestWithPrincipal): void {
+    const blockedFor = this.failures.blockedFor(addressOf(req), this.clock.now().getTime());
+    if (blockedFor !== undefined)
+      throw new ProblemException(
+        429,
+        `Too many failed authentications from this address; retry in ${blockedFor} seconds.`,
+        { code: 'rate_limited', headers: { 'Retry-After': String(blockedFor) } },
+      );
+  }
+
+  /** Counts a failed authentication of the client address (an unknown key of any kind). */
+  recordFailure(req: RequestWithPrincipal): void {
+    this.failures.record(addressOf(req), this.clock.now().getTime());
+  }
 }
+
+/** The client address (Express's `req.ip`: the peer, or what `trust proxy` lets it take from the proxy). */
+const addressOf = (req: RequestWithPrincipal): string => req.ip ?? req.socket?.remoteAddress ?? 'unknown';
 
 /**
  * Authenticates `BT-API-KEY` on every route not marked public, and on public routes marked `keyOptional`

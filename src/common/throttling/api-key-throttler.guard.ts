@@ -11,27 +11,15 @@ import {
 import { createHash } from 'node:crypto';
 import { ApiKeyAuthenticator, hasApiKey, isPublicRoute, keyIsOptional } from '../auth/api-key.guard';
 import type { RequestWithPrincipal } from '../auth/principal';
-import { ProblemException } from '../errors/problem.exception';
-
-const single = (header: string | string[] | undefined): string | undefined =>
-  (Array.isArray(header) ? header[0] : header) || undefined;
-
-/**
- * What a request is counted under: the API key it authenticated with, or else (an anonymous request
- * through a pre-configured proxy without `require_auth`, which would otherwise be an unmetered relay)
- * the proxy key it names.
- */
-function trackedKey(req: RequestWithPrincipal): string | undefined {
-  return req.principal ? single(req.headers['bt-api-key']) : single(req.headers['bt-proxy-key']);
-}
+import { rateLimited } from './rate-limiter';
 
 /**
  * Rate limit per principal (RATE_LIMIT_PER_MINUTE), across all routes and instances. A request is
  * authenticated before it is counted: a `BT-API-KEY` that is not a valid key is a 401 (limited per
  * client address by the authenticator) and is counted for no key, so random header values neither pass
- * the limit nor leave a counter each. An anonymous proxy request counts against its proxy key. Keys are
- * tracked by their SHA-256 digest, never in clear; routes without a key (health, docs, the approval
- * page) are not limited here.
+ * the limit nor leave a counter each. Keys are tracked by their SHA-256 digest, never in clear. Requests
+ * without a key are not limited here: routes that need none (health, docs, the approval page), and the
+ * anonymous proxy, which counts a request against its proxy key once it knows the proxy (RateLimiter).
  */
 @Injectable()
 export class ApiKeyThrottlerGuard extends ThrottlerGuard {
@@ -46,18 +34,17 @@ export class ApiKeyThrottlerGuard extends ThrottlerGuard {
 
   protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
-    if (isPublicRoute(this.reflector, context)) {
-      if (!keyIsOptional(this.reflector, context)) return true;
-      if (!hasApiKey(req)) return single(req.headers['bt-proxy-key']) === undefined;
-    }
+    if (isPublicRoute(this.reflector, context) && !(keyIsOptional(this.reflector, context) && hasApiKey(req)))
+      return true;
     // Throws 401 (or 429 for an address past its failures) before anything is counted.
     await this.authenticator.authenticate(req);
     return false;
   }
 
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
+    const header = (req as unknown as RequestWithPrincipal).headers['bt-api-key'];
     return createHash('sha256')
-      .update(trackedKey(req as unknown as RequestWithPrincipal) ?? '')
+      .update((Array.isArray(header) ? header[0] : header) ?? '')
       .digest('hex');
   }
 
@@ -69,10 +56,6 @@ export class ApiKeyThrottlerGuard extends ThrottlerGuard {
     _context: ExecutionContext,
     detail: ThrottlerLimitDetail,
   ): Promise<void> {
-    throw new ProblemException(
-      429,
-      `This key made more than ${detail.limit} requests this minute; retry in ${detail.timeToBlockExpire} seconds.`,
-      { code: 'rate_limited', headers: { 'Retry-After': String(detail.timeToBlockExpire) } },
-    );
+    throw rateLimited(detail.limit, detail.timeToBlockExpire);
   }
 }
