@@ -47,7 +47,9 @@ const ProxyOperation = () =>
       name: 'BT-PROXY-KEY',
       required: false,
       description:
-        'Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false.',
+        'Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. ' +
+        'A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against ' +
+        "it; without one, against the proxy key's rate limit.",
     }),
     ApiConsumes('*/*'),
     ApiBody({ required: false, description: 'Any body; token expressions in it are replaced.', schema: {} }),
