@@ -248,7 +248,8 @@ function documentCommonResponses(document: OpenAPIObject): OpenAPIObject {
         operation.responses['404'] ??= errorResponse('No such resource in your tenant.');
       if (operation.security.length)
         operation.responses['429'] ??= errorResponse(
-          'Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After.',
+          'Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed ' +
+            'authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After.',
         );
       operation.responses['500'] ??= errorResponse('Unexpected error; the body says nothing of internals.');
     }

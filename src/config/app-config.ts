@@ -12,6 +12,7 @@ import {
   MinLength,
   validateSync,
 } from 'class-validator';
+import { availableParallelism } from 'node:os';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -111,6 +112,27 @@ export class AppConfig {
   @IsInt()
   @Min(1)
   RATE_LIMIT_PER_MINUTE = 6000;
+
+  /**
+   * Failed authentications (a `BT-API-KEY` that is malformed, unknown, revoked or expired) one client
+   * address may make per minute on each instance; past it the address gets 429 until the minute ends,
+   * even with a valid key. IPv6 addresses count per /64.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  AUTH_FAILURES_PER_MINUTE = 60;
+
+  /**
+   * Worker threads that evaluate custom expressions (fingerprint and search-index expressions other than
+   * the default shapes), shared fairly between tenants. At least 2, so that one request spending its
+   * whole time budget never holds them all; by default one fewer than the cores, from 2 to 4.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(2)
+  @Max(64)
+  EXPRESSION_WORKERS = Math.max(2, Math.min(4, availableParallelism() - 1));
 
   /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
   @Transform(toInteger)

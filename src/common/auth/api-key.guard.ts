@@ -1,11 +1,14 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ClsService } from 'nestjs-cls';
-import { unauthorized } from '../errors/problem.exception';
+import { AppConfig } from '../../config/app-config';
+import { ProblemException, unauthorized } from '../errors/problem.exception';
+import { Clock } from '../jobs/clock';
 import { keyKindOf } from './api-key';
+import { AuthFailureCounter } from './auth-failures';
 import type { Principal, RequestWithPrincipal } from './principal';
 import { PrincipalResolvers } from './principal-resolver';
-import { PUBLIC_METADATA } from './require-permissions.decorator';
+import { KEY_OPTIONAL_METADATA, PUBLIC_METADATA } from './require-permissions.decorator';
 
 export const PRINCIPAL_CLS_KEY = 'principal';
 
@@ -13,31 +16,66 @@ export const PRINCIPAL_CLS_KEY = 'principal';
  * Resolves `BT-API-KEY` to its principal (401 when missing, malformed, unknown, revoked or expired) and
  * attaches it to the request. The guard below uses it for every route; a route whose authentication
  * depends on the request itself (the proxy: `require_auth` of the proxy its `BT-PROXY-KEY` names) is
- * public to the guards and calls it when it must.
+ * public to the guards and calls it when it must. A request is authenticated once, whoever asks first
+ * (this guard, the rate limit's, the proxy). Failed authentications are counted per client address:
+ * past AUTH_FAILURES_PER_MINUTE the address gets 429 before its key is even looked up.
  */
 @Injectable()
 export class ApiKeyAuthenticator {
+  private readonly failures: AuthFailureCounter;
+
   constructor(
     private readonly resolvers: PrincipalResolvers,
     private readonly cls: ClsService,
-  ) {}
+    private readonly clock: Clock,
+    config: AppConfig,
+  ) {
+    this.failures = new AuthFailureCounter(config.AUTH_FAILURES_PER_MINUTE);
+  }
 
   async authenticate(req: RequestWithPrincipal): Promise<Principal> {
+    if (req.principal) return req.principal;
     const header = req.headers['bt-api-key'];
     if (header === undefined || header === '') throw unauthorized('The BT-API-KEY header is required.');
+    this.refuseIfBlocked(req);
     const key = Array.isArray(header) ? header[0] : header;
     const kind = keyKindOf(key);
-    if (!kind) throw unauthorized('The API key is not valid.');
-    const resolution = await this.resolvers.resolve(key, kind);
-    if (resolution === 'expired') throw unauthorized('The session key has expired.');
-    if (!resolution) throw unauthorized('The API key is not valid.');
+    const resolution = kind ? await this.resolvers.resolve(key, kind) : undefined;
+    if (resolution === undefined || resolution === 'expired') {
+      this.recordFailure(req);
+      throw unauthorized(
+        resolution === 'expired' ? 'The session key has expired.' : 'The API key is not valid.',
+      );
+    }
     req.principal = resolution;
     if (this.cls.isActive()) this.cls.set(PRINCIPAL_CLS_KEY, resolution);
     return resolution;
   }
+
+  /** 429 when the client address has used up its failed authentications this minute. */
+  refuseIfBlocked(req: RequestWithPrincipal): void {
+    const blockedFor = this.failures.blockedFor(addressOf(req), this.clock.now().getTime());
+    if (blockedFor !== undefined)
+      throw new ProblemException(
+        429,
+        `Too many failed authentications from this address; retry in ${blockedFor} seconds.`,
+        { code: 'rate_limited', headers: { 'Retry-After': String(blockedFor) } },
+      );
+  }
+
+  /** Counts a failed authentication of the client address (an unknown key of any kind). */
+  recordFailure(req: RequestWithPrincipal): void {
+    this.failures.record(addressOf(req), this.clock.now().getTime());
+  }
 }
 
-/** Authenticates `BT-API-KEY` on every route not marked public. */
+/** The client address (Express's `req.ip`: the peer, or what `trust proxy` lets it take from the proxy). */
+const addressOf = (req: RequestWithPrincipal): string => req.ip ?? req.socket?.remoteAddress ?? 'unknown';
+
+/**
+ * Authenticates `BT-API-KEY` on every route not marked public, and on public routes marked `keyOptional`
+ * when the request carries one.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(
@@ -46,9 +84,31 @@ export class ApiKeyGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_METADATA, targets)) return true;
-    await this.authenticator.authenticate(context.switchToHttp().getRequest<RequestWithPrincipal>());
+    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    if (isPublicRoute(this.reflector, context) && !(keyIsOptional(this.reflector, context) && hasApiKey(req)))
+      return true;
+    await this.authenticator.authenticate(req);
     return true;
   }
+}
+
+/** Whether the request carries a `BT-API-KEY` header at all (valid or not). */
+export function hasApiKey(req: RequestWithPrincipal): boolean {
+  const header = req.headers['bt-api-key'];
+  return header !== undefined && header !== '';
+}
+
+export function isPublicRoute(reflector: Reflector, context: ExecutionContext): boolean {
+  return (
+    reflector.getAllAndOverride<boolean>(PUBLIC_METADATA, [context.getHandler(), context.getClass()]) === true
+  );
+}
+
+export function keyIsOptional(reflector: Reflector, context: ExecutionContext): boolean {
+  return (
+    reflector.getAllAndOverride<boolean>(KEY_OPTIONAL_METADATA, [
+      context.getHandler(),
+      context.getClass(),
+    ]) === true
+  );
 }

@@ -9,6 +9,7 @@ export const PERMISSIONS_METADATA = 'vault:permissions';
 export const KEY_KINDS_METADATA = 'vault:key-kinds';
 export const PUBLIC_METADATA = 'vault:public';
 export const PER_TOKEN_METADATA = 'vault:per-token';
+export const KEY_OPTIONAL_METADATA = 'vault:key-optional';
 
 export interface AuthOptions {
   /**
@@ -21,6 +22,12 @@ export interface AuthOptions {
   keyKinds?: KeyKind[];
   /** No key at all (health, documentation, the buyer approval page); no permission may be listed. */
   public?: boolean;
+  /**
+   * With `public`: the route needs no key, but a `BT-API-KEY` given is authenticated before the handler
+   * runs (401 when it is not valid) and the request counts against it (the proxy, which decides itself
+   * whether it needs a key).
+   */
+  keyOptional?: boolean;
 }
 
 /**
@@ -33,10 +40,13 @@ export function RequirePermissions(
   options: AuthOptions = {},
 ): MethodDecorator & ClassDecorator {
   const list = Array.isArray(permissions) ? permissions : [permissions];
+  if (options.keyOptional && !options.public) throw new Error('keyOptional is an option of public routes');
   if (options.public) {
     if (list.length || options.keyKinds || options.perToken)
       throw new Error('a public route takes no permission, key kind or per-token check');
-    return SetMetadata(PUBLIC_METADATA, true);
+    return options.keyOptional
+      ? applyDecorators(SetMetadata(PUBLIC_METADATA, true), SetMetadata(KEY_OPTIONAL_METADATA, true))
+      : SetMetadata(PUBLIC_METADATA, true);
   }
   const needs = list.length
     ? `Requires the permission${list.length > 1 ? 's' : ''} ${list.join(', ')}.`

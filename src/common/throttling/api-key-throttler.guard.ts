@@ -1,36 +1,50 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
+import { Reflector } from '@nestjs/core';
+import {
+  InjectThrottlerOptions,
+  InjectThrottlerStorage,
+  ThrottlerGuard,
+  ThrottlerLimitDetail,
+  type ThrottlerModuleOptions,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
 import { createHash } from 'node:crypto';
-import type { Request } from 'express';
-import { ProblemException } from '../errors/problem.exception';
+import { ApiKeyAuthenticator, hasApiKey, isPublicRoute, keyIsOptional } from '../auth/api-key.guard';
+import type { RequestWithPrincipal } from '../auth/principal';
+import { rateLimited } from './rate-limiter';
 
 /**
- * The key a request is counted under: its API key, or else the proxy key it names (an anonymous request
- * through a pre-configured proxy without `require_auth`, which would otherwise be an unmetered relay).
- */
-function trackedKey(req: Request): string | undefined {
-  for (const name of ['bt-api-key', 'bt-proxy-key']) {
-    const header = req.headers[name];
-    const key = Array.isArray(header) ? header[0] : header;
-    if (key) return key;
-  }
-  return undefined;
-}
-
-/**
- * Rate limit per API key (RATE_LIMIT_PER_MINUTE), across all routes and instances; an anonymous proxy
- * request counts against its proxy key. The key is tracked by its SHA-256 digest, never in clear;
- * requests without either (health, docs, the approval page) are not limited here.
+ * Rate limit per principal (RATE_LIMIT_PER_MINUTE), across all routes and instances. A request is
+ * authenticated before it is counted: a `BT-API-KEY` that is not a valid key is a 401 (limited per
+ * client address by the authenticator) and is counted for no key, so random header values neither pass
+ * the limit nor leave a counter each. Keys are tracked by their SHA-256 digest, never in clear. Requests
+ * without a key are not limited here: routes that need none (health, docs, the approval page), and the
+ * anonymous proxy, which counts a request against its proxy key once it knows the proxy (RateLimiter).
  */
 @Injectable()
 export class ApiKeyThrottlerGuard extends ThrottlerGuard {
+  constructor(
+    @InjectThrottlerOptions() options: ThrottlerModuleOptions,
+    @InjectThrottlerStorage() storage: ThrottlerStorage,
+    reflector: Reflector,
+    private readonly authenticator: ApiKeyAuthenticator,
+  ) {
+    super(options, storage, reflector);
+  }
+
   protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
-    return trackedKey(context.switchToHttp().getRequest<Request>()) === undefined;
+    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    if (isPublicRoute(this.reflector, context) && !(keyIsOptional(this.reflector, context) && hasApiKey(req)))
+      return true;
+    // Throws 401 (or 429 for an address past its failures) before anything is counted.
+    await this.authenticator.authenticate(req);
+    return false;
   }
 
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
+    const header = (req as unknown as RequestWithPrincipal).headers['bt-api-key'];
     return createHash('sha256')
-      .update(trackedKey(req as unknown as Request) ?? '')
+      .update((Array.isArray(header) ? header[0] : header) ?? '')
       .digest('hex');
   }
 
@@ -42,10 +56,6 @@ export class ApiKeyThrottlerGuard extends ThrottlerGuard {
     _context: ExecutionContext,
     detail: ThrottlerLimitDetail,
   ): Promise<void> {
-    throw new ProblemException(
-      429,
-      `This key made more than ${detail.limit} requests this minute; retry in ${detail.timeToBlockExpire} seconds.`,
-      { code: 'rate_limited', headers: { 'Retry-After': String(detail.timeToBlockExpire) } },
-    );
+    throw rateLimited(detail.limit, detail.timeToBlockExpire);
   }
 }

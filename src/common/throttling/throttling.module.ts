@@ -1,4 +1,4 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfig } from '../../config/app-config';
@@ -6,6 +6,7 @@ import { LOCK_KEYS } from '../../database/data-source';
 import { RetentionJob } from '../jobs/retention.job';
 import { ApiKeyThrottlerGuard } from './api-key-throttler.guard';
 import { PgThrottlerStorage } from './pg-throttler.storage';
+import { RateLimiter } from './rate-limiter';
 import { RateLimitsRepository } from './rate-limits.repository';
 
 /**
@@ -30,9 +31,14 @@ class ThrottlerStorageModule implements OnModuleInit {
   }
 }
 
-/** Per-key rate limits shared through PostgreSQL; 429 problem with Retry-After past the limit. */
+/**
+ * Per-key rate limits shared through PostgreSQL; 429 problem with Retry-After past the limit. Global, so
+ * that a handler counting a key only it can recognise (the anonymous proxy) gets the RateLimiter.
+ */
+@Global()
 @Module({
   imports: [
+    ThrottlerStorageModule,
     ThrottlerModule.forRootAsync({
       imports: [ThrottlerStorageModule],
       inject: [AppConfig, PgThrottlerStorage],
@@ -43,6 +49,7 @@ class ThrottlerStorageModule implements OnModuleInit {
       }),
     }),
   ],
-  providers: [{ provide: APP_GUARD, useClass: ApiKeyThrottlerGuard }],
+  providers: [{ provide: APP_GUARD, useClass: ApiKeyThrottlerGuard }, RateLimiter],
+  exports: [RateLimiter],
 })
 export class ThrottlingModule {}

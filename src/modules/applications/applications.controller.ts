@@ -9,6 +9,7 @@ import {
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
+import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { ApplicationsService } from './applications.service';
@@ -22,6 +23,9 @@ const AppId = () => Param('id', new ParseIdPipe('Application'));
 const GRANTS =
   'The caller must hold every management permission it grants, and every management permission the ' +
   'application it acts on holds (else 403).';
+const NOT_REPLAYED =
+  'BT-IDEMPOTENCY-KEY is ignored here: every call makes a new key, so that no other holder of a key of ' +
+  'the calling application is ever sent it, and no idempotency record keeps it.';
 const LastAdministrator = (what: string) =>
   ApiConflictResponse({
     description: `${what} would leave the tenant without an application holding application:create and application:update (with a key).`,
@@ -36,10 +40,12 @@ export class ApplicationsController {
   @Post()
   @RequirePermissions('application:create')
   @Audited('application', 'create')
+  // The answer holds the new key: no idempotency record may keep it for a replay.
+  @NeverReplayed()
   @ApiOperation({
     operationId: 'createApplication',
     summary: 'Create an application',
-    description: `The response holds the new key in clear; it is never shown again. ${GRANTS}`,
+    description: `The response holds the new key in clear; it is never shown again. ${NOT_REPLAYED} ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApplicationDto })
   create(@Principal() who: Principal, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
@@ -136,10 +142,12 @@ export class ApplicationsController {
   @Audited('application', 'update', {
     message: (_req, result) => `Application key ${(result as ApiKeyDto).id} created`,
   })
+  // The answer holds the new key: no idempotency record may keep it for a replay.
+  @NeverReplayed()
   @ApiOperation({
     operationId: 'createApplicationKey',
     summary: 'Create a key (rotation)',
-    description: `Old keys keep working until deleted. ${GRANTS}`,
+    description: `The response holds the new key in clear; it is never shown again. Old keys keep working until deleted. ${NOT_REPLAYED} ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApiKeyDto })
   createKey(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto> {

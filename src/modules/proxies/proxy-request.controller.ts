@@ -35,7 +35,7 @@ const DESCRIPTION =
 /** The OpenAPI description shared by every method of the proxy (it takes any body and answers anything). */
 const ProxyOperation = () =>
   applyDecorators(
-    RequirePermissions([], { public: true }),
+    RequirePermissions([], { public: true, keyOptional: true }),
     NeverReplayed(),
     UseFilters(ProxyErrorFilter),
     ApiOperation({ summary: 'Send a request through the proxy', description: DESCRIPTION }),
@@ -52,7 +52,9 @@ const ProxyOperation = () =>
       name: 'BT-PROXY-KEY',
       required: false,
       description:
-        'Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false.',
+        'Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. ' +
+        'A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against ' +
+        "it; without one, against the proxy key's rate limit.",
     }),
     ApiConsumes('*/*'),
     ApiBody({ required: false, description: 'Any body; token expressions in it are replaced.', schema: {} }),

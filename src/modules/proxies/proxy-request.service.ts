@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiKeyAuthenticator } from '../../common/auth/api-key.guard';
+import { RateLimiter } from '../../common/throttling/rate-limiter';
 import type { Principal, RequestWithPrincipal } from '../../common/auth/principal';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AuditActor } from '../../common/audit/audit.types';
@@ -105,6 +106,7 @@ export class ProxyRequestService {
   constructor(
     private readonly proxies: ProxiesRepository,
     private readonly authenticator: ApiKeyAuthenticator,
+    private readonly limits: RateLimiter,
     private readonly tokens: TokensService,
     private readonly outbound: OutboundHttp,
     private readonly audit: AuditTrail,
@@ -169,9 +171,20 @@ export class ProxyRequestService {
     };
   }
 
+  /**
+   * A request without a `BT-API-KEY` is identified by its proxy key alone: an unknown one counts as a
+   * failed authentication of the client address (429 past AUTH_FAILURES_PER_MINUTE), a known one counts
+   * against the proxy key's rate limit. A request with a key was authenticated and counted by the guards.
+   */
   private async configuredRoute(request: ProxiedRequest, key: string): Promise<Route> {
+    const anonymous = !request.http.principal;
+    if (anonymous) this.authenticator.refuseIfBlocked(request.http);
     const proxy: ProxyEntity | null = PROXY_KEY_FORMAT.test(key) ? await this.proxies.findByKey(key) : null;
-    if (!proxy) throw new ProxiesException(ProxiesErrorCode.NotFound, 'No proxy has this key.');
+    if (!proxy) {
+      if (anonymous) this.authenticator.recordFailure(request.http);
+      throw new ProxiesException(ProxiesErrorCode.NotFound, 'No proxy has this key.');
+    }
+    if (anonymous) await this.limits.consume(key);
     const base = new URL(proxy.destinationUrl);
     if (!proxy.requireAuth)
       return {

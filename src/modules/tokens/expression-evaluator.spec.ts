@@ -2,6 +2,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULT_LIMITS, ExpressionEvaluator, ExpressionOutcome } from './expression-evaluator';
 import { ExpressionError } from './expressions';
 
+const TENANT = 'tenant-a';
+
 const reasonOf = (outcome: ExpressionOutcome): string | undefined =>
   outcome instanceof ExpressionError ? outcome.reason : undefined;
 
@@ -14,10 +16,16 @@ describe('ExpressionEvaluator (worker threads)', () => {
   afterAll(() => evaluator.onModuleDestroy());
 
   it('evaluates in a worker and keeps each batch in its place', async () => {
-    const outcomes = await evaluator.evaluate([
-      { data: { number: '4242424242424242' }, templates: ['{{ data.number }}', '{{ data.number | last4 }}'] },
-      { data: 'abc', templates: ['{{ data | upcase }}', '{{ data.nope }}', '{{ data | size }}'] },
-    ]);
+    const outcomes = await evaluator.evaluate(
+      [
+        {
+          data: { number: '4242424242424242' },
+          templates: ['{{ data.number }}', '{{ data.number | last4 }}'],
+        },
+        { data: 'abc', templates: ['{{ data | upcase }}', '{{ data.nope }}', '{{ data | size }}'] },
+      ],
+      TENANT,
+    );
     expect(outcomes[0]).toEqual(['4242424242424242', '4242']);
     expect(outcomes[1][0]).toBe('ABC');
     expect(reasonOf(outcomes[1][1])).toBe('unknown_variable');
@@ -26,10 +34,13 @@ describe('ExpressionEvaluator (worker threads)', () => {
 
   it('answers the default expressions without a worker', async () => {
     const fresh = new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 });
-    const outcomes = await fresh.evaluate([
-      { data: { number: '4242424242424242' }, templates: ['{{ data.number }}'] },
-      { data: { a: 1 }, templates: ['{{ data | stringify }}'] },
-    ]);
+    const outcomes = await fresh.evaluate(
+      [
+        { data: { number: '4242424242424242' }, templates: ['{{ data.number }}'] },
+        { data: { a: 1 }, templates: ['{{ data | stringify }}'] },
+      ],
+      TENANT,
+    );
     expect(outcomes).toEqual([['4242424242424242'], ['{"a":1}']]);
     await fresh.onModuleDestroy();
   });
@@ -38,7 +49,7 @@ describe('ExpressionEvaluator (worker threads)', () => {
     const tight = new ExpressionEvaluator({ ...DEFAULT_LIMITS, budgetMs: 5, workers: 1 });
     const slow = '{{ data | split: "" | sort | reverse | join: "" | split: "" | sort | join: "" | size }}';
     const batches = Array.from({ length: 400 }, () => ({ data: 'z'.repeat(1300), templates: [slow] }));
-    const outcomes = (await tight.evaluate(batches)).map((o) => o[0]);
+    const outcomes = (await tight.evaluate(batches, TENANT)).map((o) => o[0]);
     const stoppedAt = outcomes.findIndex((o) => reasonOf(o) === 'too_slow');
     expect(stoppedAt).toBeGreaterThanOrEqual(0);
     expect(outcomes.slice(0, stoppedAt).every((o) => o === '1300')).toBe(true);
@@ -52,25 +63,29 @@ describe('ExpressionEvaluator (worker threads)', () => {
     const limits = { ...DEFAULT_LIMITS, budgetMs: 1000, graceMs: -995, workers: 1 };
     const hard = new ExpressionEvaluator(limits);
     const pool = hard as unknown as { all: Set<unknown> };
-    const [[outcome]] = await hard.evaluate([
-      { data: 'x'.repeat(2_000_000), templates: ['{{ data | split: "" | size }}'] },
-    ]);
+    const [[outcome]] = await hard.evaluate(
+      [{ data: 'x'.repeat(2_000_000), templates: ['{{ data | split: "" | size }}'] }],
+      TENANT,
+    );
     expect(reasonOf(outcome)).toBe('too_slow');
     expect(pool.all.size).toBe(0);
     // The next request gets a new worker (with ordinary limits, so that a slow machine cannot fail it).
     limits.graceMs = DEFAULT_LIMITS.graceMs;
-    expect(await hard.evaluate([{ data: 'x', templates: ['{{ data | upcase }}'] }])).toEqual([['X']]);
+    expect(await hard.evaluate([{ data: 'x', templates: ['{{ data | upcase }}'] }], TENANT)).toEqual([['X']]);
     expect(pool.all.size).toBe(1);
     await hard.onModuleDestroy();
   });
 
   it('refuses an expression that takes a worker past its heap limit, and replaces the worker', async () => {
     const small = new ExpressionEvaluator({ ...DEFAULT_LIMITS, maxHeapMb: 48, workers: 1 });
-    const [[outcome]] = await small.evaluate([
-      { data: 'x'.repeat(4_000_000), templates: ['{{ data | split: "" | size }}'] },
-    ]);
+    const [[outcome]] = await small.evaluate(
+      [{ data: 'x'.repeat(4_000_000), templates: ['{{ data | split: "" | size }}'] }],
+      TENANT,
+    );
     expect(reasonOf(outcome)).toBe('memory');
-    expect(await small.evaluate([{ data: 'x', templates: ['{{ data | upcase }}'] }])).toEqual([['X']]);
+    expect(await small.evaluate([{ data: 'x', templates: ['{{ data | upcase }}'] }], TENANT)).toEqual([
+      ['X'],
+    ]);
     await small.onModuleDestroy();
   });
 
@@ -87,7 +102,7 @@ describe('ExpressionEvaluator (worker threads)', () => {
     }));
     const histogram = monitorEventLoopDelay({ resolution: 5 });
     histogram.enable();
-    const outcomes = await evaluator.evaluate(batches);
+    const outcomes = await evaluator.evaluate(batches, TENANT);
     histogram.disable();
     expect(outcomes.flat().some((o) => o instanceof ExpressionError)).toBe(true);
     expect(histogram.max / 1e6).toBeLessThan(100);

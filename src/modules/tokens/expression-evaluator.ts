@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { evaluateSimple, ExpressionEngine, ExpressionError, ExpressionFailure } from './expressions';
+import { FairQueue } from './fair-queue';
 
 /** One template to render over `data[data]` (data values are sent once per job, not once per template). */
 export interface EvaluationItem {
@@ -36,6 +37,7 @@ export interface EvaluatorLimits {
   graceMs: number;
   /** Heap of a worker; past it the worker dies and its expression is refused (memory). */
   maxHeapMb: number;
+  /** Worker threads in the pool (EXPRESSION_WORKERS). */
   workers: number;
   /** Start a worker when the application starts, so that no request waits for one (about 100 ms). */
   warm: boolean;
@@ -44,11 +46,17 @@ export interface EvaluatorLimits {
 // Under ts-node or ts-jest this module is TypeScript, and so is its worker: the worker registers ts-node.
 const SCRIPT_EXTENSION = extname(__filename);
 
+/**
+ * At least 2, so that one request that spends its whole budget never holds every worker; at most 4, and
+ * fewer than the cores when there are more than 3, so that the event loop keeps a core of its own.
+ */
+export const DEFAULT_WORKERS = Math.max(2, Math.min(4, availableParallelism() - 1));
+
 export const DEFAULT_LIMITS: EvaluatorLimits = {
   budgetMs: 250,
   graceMs: 250,
   maxHeapMb: 96,
-  workers: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  workers: DEFAULT_WORKERS,
   // Compiled, a worker starts in about 100 ms; under ts-node (tests) in about a second, so only on demand.
   warm: SCRIPT_EXTENSION === '.js',
 };
@@ -58,6 +66,12 @@ const WORKER_EXEC_ARGV =
   SCRIPT_EXTENSION === '.ts' ? ['--require', require.resolve('ts-node/register/transpile-only')] : [];
 
 class WorkerDied extends Error {}
+
+/** A request waiting for a worker. */
+interface Waiter {
+  resolve: (worker: ExpressionWorker) => void;
+  reject: (error: Error) => void;
+}
 
 /** One worker thread, running one job at a time. */
 class ExpressionWorker {
@@ -154,7 +168,8 @@ class ExpressionWorker {
  * on the event loop: the default expressions and others of their shape are answered here directly
  * (`evaluateSimple`), every other one in a pool of worker threads with a time budget per request, a
  * hard time-out that terminates a worker that overruns, and a heap limit per worker. Validation
- * (parsing) is bounded by the template length and stays here.
+ * (parsing) is bounded by the template length and stays here. Requests waiting for a worker queue per
+ * tenant (`FairQueue`): a tenant that keeps every worker busy delays its own requests, not another's.
  */
 @Injectable()
 export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDestroy {
@@ -162,7 +177,7 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
   private readonly engine = new ExpressionEngine();
   private readonly idle: ExpressionWorker[] = [];
   private readonly all = new Set<ExpressionWorker>();
-  private readonly waiting: ((worker: ExpressionWorker) => void)[] = [];
+  private readonly waiting = new FairQueue<Waiter>();
   private nextId = 1;
   private closed = false;
 
@@ -170,10 +185,16 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
 
   onApplicationBootstrap(): void {
     if (this.limits.warm)
-      void this.acquire().then(
-        (worker) => this.release(worker),
-        (error: unknown) => this.logger.error(`the expression worker did not start: ${String(error)}`),
-      );
+      for (let i = 0; i < this.limits.workers; i++)
+        void this.spawn().then(
+          (worker) => this.release(worker),
+          (error: unknown) => this.logger.error(`the expression worker did not start: ${String(error)}`),
+        );
+  }
+
+  /** Requests waiting for a worker now. */
+  get queued(): number {
+    return this.waiting.size;
   }
 
   /** Throws ExpressionError when `template` is not an allowed expression. */
@@ -181,7 +202,8 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
     this.engine.parse(template);
   }
 
-  async evaluate(batches: ExpressionBatch[]): Promise<ExpressionOutcome[][]> {
+  /** Evaluates the batches of one request of `tenant` (whose requests queue behind its own only). */
+  async evaluate(batches: ExpressionBatch[], tenant: string): Promise<ExpressionOutcome[][]> {
     const outcomes: ExpressionOutcome[][] = batches.map(
       (batch) => new Array<ExpressionOutcome>(batch.templates.length),
     );
@@ -203,7 +225,10 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
       });
     });
     if (!items.length) return outcomes;
-    const results = await this.run({ id: this.nextId++, items, data, budgetMs: this.limits.budgetMs });
+    const results = await this.run(
+      { id: this.nextId++, items, data, budgetMs: this.limits.budgetMs },
+      tenant,
+    );
     results.forEach((result, k) => {
       const [b, i] = places[k];
       outcomes[b][i] =
@@ -212,32 +237,56 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
     return outcomes;
   }
 
-  private async run(job: EvaluationJob): Promise<EvaluationResult[]> {
-    const worker = await this.acquire();
+  private async run(job: EvaluationJob, tenant: string): Promise<EvaluationResult[]> {
+    const worker = await this.acquire(tenant);
     try {
       return await worker.run(job);
     } finally {
+      this.waiting.done(tenant);
       this.release(worker);
     }
   }
 
-  private async acquire(): Promise<ExpressionWorker> {
+  /** A worker for a job of `tenant`, counted as serving it (until `waiting.done`). */
+  private async acquire(tenant: string): Promise<ExpressionWorker> {
     if (this.closed) throw new Error('the expression evaluator is closed');
     const idle = this.idle.pop();
-    if (idle) return idle;
-    if (this.all.size < this.limits.workers) {
-      const worker = new ExpressionWorker(this.limits, (dead) => this.forget(dead));
-      this.all.add(worker);
-      await worker.ready;
-      return worker;
+    if (idle) {
+      this.waiting.started(tenant);
+      return idle;
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    if (this.all.size < this.limits.workers) {
+      this.waiting.started(tenant);
+      try {
+        return await this.spawn();
+      } catch (error) {
+        this.waiting.done(tenant);
+        throw error;
+      }
+    }
+    return new Promise((resolve, reject) =>
+      this.waiting.push(tenant, {
+        resolve,
+        reject: (error) => {
+          this.waiting.done(tenant);
+          reject(error);
+        },
+      }),
+    );
   }
 
+  private async spawn(): Promise<ExpressionWorker> {
+    const worker = new ExpressionWorker(this.limits, (dead) => this.forget(dead));
+    this.all.add(worker);
+    await worker.ready;
+    return worker;
+  }
+
+  /** A free worker goes to the request whose tenant is served least now (FairQueue), else waits idle. */
   private release(worker: ExpressionWorker): void {
     if (worker.dead) return;
-    const next = this.waiting.shift();
-    if (next) next(worker);
+    const next = this.waiting.take();
+    if (next) next.resolve(worker);
     else this.idle.push(worker);
   }
 
@@ -247,15 +296,14 @@ export class ExpressionEvaluator implements OnApplicationBootstrap, OnModuleDest
     const index = this.idle.indexOf(worker);
     if (index >= 0) this.idle.splice(index, 1);
     this.logger.warn('an expression worker was terminated (time or memory limit) and is replaced');
-    const next = this.waiting.shift();
-    if (next && !this.closed)
-      void this.acquire().then(next, () => {
-        /* closed meanwhile */
-      });
+    if (this.closed) return;
+    const next = this.waiting.take();
+    if (next) void this.spawn().then(next.resolve, next.reject);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
+    for (const waiter of this.waiting.drain()) waiter.reject(new Error('the expression evaluator is closed'));
     await Promise.all([...this.all].map((worker) => worker.terminate()));
     this.all.clear();
     this.idle.length = 0;

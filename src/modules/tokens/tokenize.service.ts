@@ -111,7 +111,7 @@ export class TokenizeService {
     );
     if (refused.length)
       throw TokensException.forbidden(`token:create is not granted on ${refused.join(', ')}.`);
-    const outcomes = await this.expressions.evaluate(parsed.map(expressionBatch));
+    const outcomes = await this.expressions.evaluate(parsed.map(expressionBatch), who.tenantId);
     parsed.forEach((el, i) => Object.assign(el, applyEvaluation(outcomes[i], el.path, errors)));
     if (Object.keys(errors).length) throw new ValidationException(errors);
     const ids = parsed.map((el) => el.id).filter((id): id is string => !!id);

@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
 import { DatabaseModule } from '../../database/database.module';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
-import { ExpressionEvaluator } from './expression-evaluator';
+import { DEFAULT_LIMITS, ExpressionEvaluator } from './expression-evaluator';
 import { TokenRetention } from './token-retention';
 import { TokenRetentionRepository } from './token-retention.repository';
 import { TokenSearchRepository } from './token-search.repository';
@@ -15,7 +16,8 @@ import { TokensService } from './tokens.service';
 @Module({
   imports: [DatabaseModule.forFeature([TokenEntity, TokenSearchIndexEntity, TokenCvcEntity])],
   controllers: [TokensController],
-  // A factory: the evaluator's constructor takes limits (tests pass their own), not providers.
+  // A factory: the evaluator's constructor takes limits (tests pass their own), not providers; the pool
+  // size comes from EXPRESSION_WORKERS.
   providers: [
     TokenizeService,
     TokensService,
@@ -23,7 +25,12 @@ import { TokensService } from './tokens.service';
     TokenSearchRepository,
     TokenRetentionRepository,
     TokenRetention,
-    { provide: ExpressionEvaluator, useFactory: () => new ExpressionEvaluator() },
+    {
+      provide: ExpressionEvaluator,
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) =>
+        new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: config.EXPRESSION_WORKERS }),
+    },
   ],
   exports: [TokensService],
 })

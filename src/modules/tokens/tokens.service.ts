@@ -219,13 +219,16 @@ export class TokensService {
         modified_at: now,
       };
       if (recompute) {
-        const [outcomes] = await this.expressions.evaluate([
-          expressionBatch({
-            validated: { data: openData(keys, row) },
-            fingerprintExpression,
-            searchIndexes: next.search_indexes,
-          }),
-        ]);
+        const [outcomes] = await this.expressions.evaluate(
+          [
+            expressionBatch({
+              validated: { data: openData(keys, row) },
+              fingerprintExpression,
+              searchIndexes: next.search_indexes,
+            }),
+          ],
+          who.tenantId,
+        );
         const evaluated = applyEvaluation(outcomes, '', errors);
         if (Object.keys(errors).length) throw new ValidationException(errors);
         next.fingerprint = hmacBase62(keys.fingerprint, evaluated.fingerprintInput);
