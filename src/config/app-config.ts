@@ -112,6 +112,15 @@ export class AppConfig {
   @Min(1)
   RATE_LIMIT_PER_MINUTE = 6000;
 
+  /**
+   * Distinct card numbers sharing their first 6 and last 4 digits that the keys receiving fingerprints
+   * may together tokenize per tenant in 24 hours; past it a tokenize is a 429 `card_enumeration_suspected`.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  CARD_ENUMERATION_LIMIT = 10;
+
   /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
   @Transform(toInteger)
   @IsInt()

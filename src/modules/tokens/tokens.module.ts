@@ -3,6 +3,8 @@ import { DatabaseModule } from '../../database/database.module';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
+import { CardEnumerationRepository } from './card-enumeration.repository';
+import { CardEnumerationGuard } from './card-enumeration.service';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { TokenRetention } from './token-retention';
 import { TokenRetentionRepository } from './token-retention.repository';
@@ -23,6 +25,8 @@ import { TokensService } from './tokens.service';
     TokenSearchRepository,
     TokenRetentionRepository,
     TokenRetention,
+    CardEnumerationGuard,
+    CardEnumerationRepository,
     { provide: ExpressionEvaluator, useFactory: () => new ExpressionEvaluator() },
   ],
   exports: [TokensService],
