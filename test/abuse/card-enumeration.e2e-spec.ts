@@ -1,6 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { RetentionJob } from '../../src/common/jobs/retention.job';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
 import { authorizedSession, cardData, patchToken, tokenize } from '../support/attacker';
 
@@ -286,6 +287,30 @@ describe('abuse: card-number oracle', () => {
     expect(await tokenCount(other.tenantId)).toBe(10);
   });
 
+  it('a refused request with an idempotency key stores no response: the key is released, a retry is refused again', async () => {
+    const numbers = groupNumbers(freshGroup(), 11);
+    const body = numbers.map((n) => card(n, { containers: ['/attacker/'] }));
+    const send = () =>
+      request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', reader)
+        .set('BT-IDEMPOTENCY-KEY', `enumeration-${numbers[0].slice(-8)}`)
+        .send(body);
+    const before = await tokenCount();
+    const first = await send();
+    expect(first.status).toBe(429);
+    expect(first.body.code).toBe('card_enumeration_suspected');
+    const [{ n }] = await db.query(
+      `SELECT count(*)::int AS n FROM idempotency_records WHERE tenant_id = $1 AND response_status IS NOT NULL`,
+      [tenant.tenantId],
+    );
+    expect(n).toBe(0);
+    const again = await send();
+    expect(again.status).toBe(429);
+    expect(again.headers['bt-idempotency-replayed']).toBeUndefined();
+    expect(await tokenCount()).toBe(before);
+  });
+
   it('20 concurrent requests of distinct numbers at limit 10: exactly 10 succeed', async () => {
     const numbers = groupNumbers(freshGroup(), 20);
     const before = await tokenCount();
@@ -328,11 +353,48 @@ describe('abuse: card-number oracle', () => {
       .send({ query: `id:${created.body.id}` })
       .expect(200);
     expect(v2.body.data[0].enrichments.card_details.bin).toBe('424242');
+    expect(v2.body.data[0].fingerprint).toEqual(expect.any(String));
+    // A key that may search but not read gets the tokens without their fingerprint.
+    const searcher = (
+      await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:search'] })
+    ).key;
+    const searched = await request(t.http)
+      .post('/tokens/search')
+      .set('BT-API-KEY', searcher)
+      .send({ query: `id:${created.body.id}` })
+      .expect(200);
+    expect(searched.body.data[0].enrichments.card_details.bin).toBe('424242');
+    expect(searched.body.data[0]).not.toHaveProperty('fingerprint');
     const [event]: { data: { enrichments: { card_details: { bin: string } } } }[] = await db.query(
       `SELECT data FROM webhook_events WHERE tenant_id = $1 AND entity_id = $2 AND type = 'token:created'`,
       [tenant.tenantId, created.body.id],
     );
     expect(event.data.enrichments.card_details.bin).toBe('424242');
     expect(pubId).toEqual(expect.any(String));
+  });
+
+  it('the counting state holds digests only, and the retention job deletes it after 24 hours', async () => {
+    const [number] = groupNumbers(freshGroup(), 1);
+    await tokenize(t, reader, card(number, { containers: ['/attacker/'] })).expect(201);
+    const rows: Record<string, unknown>[] = await db.query(
+      `SELECT * FROM card_enumeration_counts WHERE tenant_id = $1`,
+      [tenant.tenantId],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    const dump = JSON.stringify(
+      rows.map((r) => Object.values(r).map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : v))),
+    );
+    expect(dump).not.toContain(number);
+    expect(dump).not.toContain(number.slice(0, 6) + number.slice(-4));
+    await db.query(
+      `UPDATE card_enumeration_counts SET created_at = now() - interval '25 hours' WHERE tenant_id = $1`,
+      [tenant.tenantId],
+    );
+    await t.app.get(RetentionJob).runNow('card-enumeration-counts');
+    const [{ n }] = await db.query(
+      `SELECT count(*)::int AS n FROM card_enumeration_counts WHERE tenant_id = $1`,
+      [tenant.tenantId],
+    );
+    expect(n).toBe(0);
   });
 });
