@@ -14,10 +14,7 @@ export class TokenMaskDto {
 
 /** What a card token shows of its card beyond the mask: never more of the number than BIN and last four. */
 export class CardDetailsDto {
-  /**
-   * The first 6 digits, whatever the scheme (8 with the last four would leave a 16-digit number only 4
-   * unknown digits). @example "424242"
-   */
+  /** The first 6 digits, whatever the scheme (never 8, which with the last four narrows the number too far). @example "424242" */
   bin: string;
   /** @example "4242" */
   last4: string;
