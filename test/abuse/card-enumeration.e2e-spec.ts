@@ -248,6 +248,31 @@ describe('abuse: card-number oracle', () => {
     expect(res.body.code).toBe('card_enumeration_suspected');
   });
 
+  it('a key that may search (not read) its new tokens is counted too: searching fingerprint: would tell the candidate', async () => {
+    const seeker = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        rules: [{ priority: 1, container: '/seeker/', permissions: ['token:create', 'token:search'] }],
+      })
+    ).key;
+    const numbers = groupNumbers(freshGroup(), 11);
+    const before = await tokenCount();
+    const res = await tokenize(
+      t,
+      seeker,
+      numbers.map((n, i) => card(n, { containers: ['/seeker/'], metadata: { candidate: String(i) } })),
+    );
+    expect(res.status).toBe(429);
+    expect(res.body.code).toBe('card_enumeration_suspected');
+    expect(await tokenCount()).toBe(before);
+    const ten = await tokenize(
+      t,
+      seeker,
+      numbers.slice(0, 10).map((n) => card(n, { containers: ['/seeker/'] })),
+    ).expect(201);
+    expect(ten.body[0]).not.toHaveProperty('fingerprint');
+  });
+
   it('numbers already stored do not count again; the limit is per tenant', async () => {
     const group = freshGroup();
     const numbers = groupNumbers(group, 11);

@@ -28,10 +28,11 @@ export class CardEnumerationRefused extends ProblemException {
 
 /**
  * The card enumeration guard. A fingerprint answered for each candidate number would tell which
- * candidate a masked card (BIN and last four) is, so the callers that receive fingerprints may together
- * tokenize at most CARD_ENUMERATION_LIMIT distinct numbers of one group (same first 6 and last 4
- * digits) per tenant and 24 hours. Callers that receive none (public keys, keys without token:read) are
- * never counted. The counting state holds digests only (see `card-enumeration.ts`).
+ * candidate a masked card (BIN and last four) is, so the callers that learn fingerprints (they may read
+ * the tokens they make, or search them by `fingerprint:`) may together tokenize at most
+ * CARD_ENUMERATION_LIMIT distinct numbers of one group (same first 6 and last 4 digits) per tenant and
+ * 24 hours. Callers that learn none (public keys, keys without token:read or token:search on the new
+ * token) are never counted. The counting state holds digests only (see `card-enumeration.ts`).
  */
 @Injectable()
 export class CardEnumerationGuard {
@@ -44,7 +45,7 @@ export class CardEnumerationGuard {
   ) {}
 
   /**
-   * Counts `numbers` (those of tokens whose answer will carry a fingerprint), in the caller's
+   * Counts `numbers` (those of tokens whose fingerprint the caller learns), in the caller's
    * transaction, which must also hold the write: the groups stay locked until it commits, so concurrent
    * requests never pass the limit together. Throws `CardEnumerationRefused` (writing nothing) past it.
    */

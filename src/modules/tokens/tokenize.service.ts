@@ -35,8 +35,8 @@ export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
 /**
  * A create request validated and its expressions evaluated, at `now`. `numbers[i]`: the card numbers
- * the card enumeration guard counts for element i if its answer carries a fingerprint (none for a
- * caller that holds no token:read at all, which never gets one).
+ * the card enumeration guard counts for element i if the caller may read or search the token it makes
+ * (none for a caller that holds neither token:read nor token:search anywhere).
  */
 interface Prepared {
   parsed: ParsedElement[];
@@ -132,7 +132,7 @@ export class TokenizeService {
     if (new Set(ids).size !== ids.length)
       throw TokensException.badRequest('The request gives the same token id twice.');
 
-    const counted = mayHoldPermission(who, 'token:read');
+    const counted = mayHoldPermission(who, 'token:read') || mayHoldPermission(who, 'token:search');
     return { parsed, now, numbers: parsed.map((el) => (counted ? enumerableNumbers(el) : [])) };
   }
 
@@ -182,7 +182,8 @@ export class TokenizeService {
 
   /**
    * The writes of a create request (in a transaction, or gathered into one statement, where `numbers`
-   * is empty). The card numbers of the tokens it makes whose answer carries a fingerprint are counted
+   * is empty). The card numbers of the tokens it makes that the caller may read or search (whose
+   * fingerprint it learns, from the answer or by searching for it) are counted
    * by the enumeration guard before anything is written.
    */
   private async write(
@@ -235,7 +236,9 @@ export class TokenizeService {
       if (el.deduplicate && read.allowed) seen.push(row);
       fresh.push({ row, element: el });
       created.push({ row, transform: 'mask', readable: read.allowed });
-      if (read.allowed) counted.push(...(numbers[i] ?? []));
+      // Counted when the caller learns the fingerprint: from the answer, or by searching `fingerprint:`.
+      if (numbers[i]?.length && (read.allowed || decide(who, 'token:search', row).allowed))
+        counted.push(...numbers[i]);
     });
     await this.enumeration.count(who, keys, counted, now);
     const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
