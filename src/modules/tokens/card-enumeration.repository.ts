@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../database/data-source';
-import type { CountedRow } from './card-enumeration';
+import type { CountedRow, CountedSoFar } from './card-enumeration';
 
 /** The lock key of one (tenant, group): the first 31 bits of SHA-256. */
 const groupKey = (tenantId: string, group: Buffer): number =>
@@ -29,19 +29,40 @@ export class CardEnumerationRepository {
     );
   }
 
-  /** The rows of these groups counted after `since`. */
-  async findCounted(tenantId: string, groups: Buffer[], since: Date): Promise<CountedRow[]> {
-    const rows: { group_digest: Buffer; number_digest: Buffer; counted_by: string }[] =
-      await this.db.tx.query(
-        `SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
-        WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3`,
-        [tenantId, groups, since],
-      );
-    return rows.map((row) => ({
-      group: row.group_digest,
-      number: row.number_digest,
-      countedBy: row.counted_by,
-    }));
+  /** The numbers of these groups counted after `since`, each once, and whether `countedBy` counted it. */
+  async findCounted(
+    tenantId: string,
+    groups: Buffer[],
+    since: Date,
+    countedBy: string,
+  ): Promise<CountedSoFar[]> {
+    const rows: { group_digest: Buffer; number_digest: Buffer; mine: boolean }[] = await this.db.tx.query(
+      `SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
+        WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
+        GROUP BY group_digest, number_digest`,
+      [tenantId, groups, since, countedBy],
+    );
+    return rows.map((row) => ({ group: row.group_digest, number: row.number_digest, mine: row.mine }));
+  }
+
+  /**
+   * Live tokens holding these fingerprints, as access rules see them: at most 20 per fingerprint (a
+   * vault may hold a test card a million times; one the caller may read is enough, and missing one only
+   * counts a number it could have been spared).
+   */
+  async findStored(
+    tenantId: string,
+    fingerprints: string[],
+    now: Date,
+  ): Promise<{ id: string; type: string; containers: string[]; fingerprint: string }[]> {
+    return this.db.tx.query(
+      `SELECT t.id, t.type, t.containers, f.fingerprint
+         FROM unnest($2::text[]) AS f(fingerprint),
+         LATERAL (SELECT id, type, containers FROM tokens
+                   WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND (expires_at IS NULL OR expires_at > $3)
+                   LIMIT 20) AS t`,
+      [tenantId, fingerprints, now],
+    );
   }
 
   /** Records numbers as counted at `now` (a row counted earlier, past the window, starts again). */

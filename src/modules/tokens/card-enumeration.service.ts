@@ -8,7 +8,6 @@ import { AppConfig } from '../../config/app-config';
 import { countedNumber, countNumbers } from './card-enumeration';
 import { CardEnumerationRepository } from './card-enumeration.repository';
 import { decide } from './token-access';
-import { TokensRepository } from './tokens.repository';
 
 export const CARD_ENUMERATION_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CARD_ENUMERATION_CODE = 'card_enumeration_suspected';
@@ -38,7 +37,6 @@ export class CardEnumerationRefused extends ProblemException {
 export class CardEnumerationGuard {
   constructor(
     private readonly counts: CardEnumerationRepository,
-    private readonly tokens: TokensRepository,
     private readonly audit: AuditTrail,
     private readonly metrics: Metrics,
     private readonly config: AppConfig,
@@ -55,9 +53,10 @@ export class CardEnumerationGuard {
     const groups = [...new Map(wanted.map((w) => [w.group.toString('hex'), w.group])).values()];
     await this.counts.lockGroups(who.tenantId, groups);
     const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
-    const existing = await this.counts.findCounted(who.tenantId, groups, since);
+    const countedBy = who.sessionId ?? who.applicationId;
+    const existing = await this.counts.findCounted(who.tenantId, groups, since, countedBy);
     // Numbers stored in a token this caller may read are no news to it: they do not count.
-    const stored = await this.tokens.findLiveByFingerprints(
+    const stored = await this.counts.findStored(
       who.tenantId,
       wanted.map((w) => w.fingerprint),
       now,
@@ -65,13 +64,7 @@ export class CardEnumerationGuard {
     const readable = new Set(
       stored.filter((row) => decide(who, 'token:read', row).allowed).map((row) => row.fingerprint),
     );
-    const rows = countNumbers(
-      wanted,
-      existing,
-      who.sessionId ?? who.applicationId,
-      readable,
-      this.config.CARD_ENUMERATION_LIMIT,
-    );
+    const rows = countNumbers(wanted, existing, countedBy, readable, this.config.CARD_ENUMERATION_LIMIT);
     if (!rows) throw new CardEnumerationRefused();
     await this.counts.insert(who.tenantId, rows, now);
   }

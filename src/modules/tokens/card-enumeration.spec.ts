@@ -1,4 +1,4 @@
-import { countedNumber, countNumbers, CountedRow, enumerableNumbers } from './card-enumeration';
+import { countedNumber, countNumbers, CountedSoFar, enumerableNumbers } from './card-enumeration';
 
 const KEY = Buffer.alloc(32, 7);
 const element = (type: 'card' | 'token', data: unknown, fingerprintInput: string) => ({
@@ -30,7 +30,10 @@ describe('card enumeration: the numbers an element answers a fingerprint of', ()
 
 describe('card enumeration: counting', () => {
   const n = (number: string) => countedNumber(KEY, number);
-  const row = (number: string, countedBy: string): CountedRow => ({ ...n(number), countedBy });
+  const row = (number: string, countedBy: string): CountedSoFar => ({
+    ...n(number),
+    mine: countedBy === 'me',
+  });
   // Luhn-valid numbers of one group (first 6 and last 4 digits).
   const group = ['4242420000004242', '4242420000184242', '4242420000264242', '4242420000344242'];
 

@@ -44,11 +44,18 @@ export function countedNumber(fingerprintKey: Buffer, number: string): CountedNu
   };
 }
 
-/** One row of the guard's counting state: a number a caller tokenized (and got a fingerprint of). */
+/** One row of the guard's counting state: a number a caller tokenized (and learnt the fingerprint of). */
 export interface CountedRow {
   group: Buffer;
   number: Buffer;
   countedBy: string;
+}
+
+/** A number counted in the window, once however many callers counted it; `mine`: this caller did. */
+export interface CountedSoFar {
+  group: Buffer;
+  number: Buffer;
+  mine: boolean;
 }
 
 /**
@@ -61,7 +68,7 @@ export interface CountedRow {
  */
 export function countNumbers(
   wanted: CountedNumber[],
-  existing: CountedRow[],
+  existing: CountedSoFar[],
   countedBy: string,
   readable: Set<string>,
   limit: number,
@@ -70,9 +77,7 @@ export function countNumbers(
   const fresh = new Map<string, CountedRow>();
   for (const n of wanted) {
     if (readable.has(n.fingerprint)) continue;
-    const mine = existing.some(
-      (row) => row.countedBy === countedBy && row.group.equals(n.group) && row.number.equals(n.number),
-    );
+    const mine = existing.some((row) => row.mine && row.group.equals(n.group) && row.number.equals(n.number));
     if (!mine) fresh.set(`${hex(n.group)}:${hex(n.number)}`, { group: n.group, number: n.number, countedBy });
   }
   const groups = new Set([...fresh.values()].map((row) => hex(row.group)));
