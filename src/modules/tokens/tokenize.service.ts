@@ -183,8 +183,8 @@ export class TokenizeService {
   /**
    * The writes of a create request (in a transaction, or gathered into one statement, where `numbers`
    * is empty). The card numbers of the tokens it makes that the caller may read or search (whose
-   * fingerprint it learns, from the answer or by searching for it) are counted
-   * by the enumeration guard before anything is written.
+   * fingerprint it learns, from the answer or by searching for it) are counted by the enumeration
+   * guard before anything is written.
    */
   private async write(
     who: Principal,
