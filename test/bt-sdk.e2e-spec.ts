@@ -303,7 +303,7 @@ describe('Basis Theory Node SDK against the service', () => {
         type: 'card',
         mask: MASKED_CARD,
         // The SDK reads enrichments (camel-cased) as Basis Theory's own API sends them.
-        enrichments: { cardDetails: { bin: '42424242', last4: '4242', brand: 'visa' } },
+        enrichments: { cardDetails: { bin: '424242', last4: '4242', brand: 'visa' } },
         metadata: { customer: 'c_42' },
         searchIndexes: ['{{ data.number | last4 }}'],
         fingerprint: expect.any(String),

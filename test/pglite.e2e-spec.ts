@@ -6,6 +6,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { BootstrapService } from '../src/modules/tenants/bootstrap.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
+import { RetentionJob } from '../src/common/jobs/retention.job';
 import { newApplication, privatePrincipal, startApp, TestApp } from './support/app';
 import {
   newConnection,
@@ -158,6 +159,42 @@ describe('embedded PGlite database', () => {
     expect(logs.body.data[0]).toMatchObject({ operation: 'create', actor_id: pub.id });
   });
 
+  it('counts card numbers for the enumeration guard on the embedded database (digests, advisory lock, prune)', async () => {
+    const reader = await newApplication(t, managementKey, {
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    });
+    // Eleven Luhn-valid numbers sharing their first 6 and last 4 digits.
+    const numbers: string[] = [];
+    for (let middle = 0; numbers.length < 11; middle++) {
+      const number = `411111${String(middle).padStart(6, '0')}1111`;
+      let sum = 0;
+      for (let i = 0; i < 16; i++) {
+        let d = Number(number[15 - i]);
+        if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+        sum += d;
+      }
+      if (sum % 10 === 0) numbers.push(number);
+    }
+    const card = (number: string) => ({
+      type: 'card',
+      data: { number, expiration_month: 1, expiration_year: 2031 },
+    });
+    const ten = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', reader.key)
+      .send(numbers.slice(0, 10).map(card))
+      .expect(201);
+    expect(ten.body[0].fingerprint).toEqual(expect.any(String));
+    const eleventh = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', reader.key)
+      .send(card(numbers[10]));
+    expect(eleventh.status).toBe(429);
+    expect(eleventh.body.code).toBe('card_enumeration_suspected');
+    await expect(t.app.get(RetentionJob).runNow('card-enumeration-counts')).resolves.toBe(0);
+  });
+
   it('pays through a connection on the embedded database', async () => {
     const app = await newApplication(t, managementKey, {
       type: 'private',
@@ -196,7 +233,7 @@ describe('embedded PGlite database', () => {
     await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
     await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
     const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
-    expect(list.body.pagination.total_items).toBe(5 + 12);
+    expect(list.body.pagination.total_items).toBe(5 + 13);
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
     const token = await t.app

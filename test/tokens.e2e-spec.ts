@@ -40,7 +40,7 @@ describe('token vault', () => {
         tenant_id: tenant.tenantId,
         type: 'card',
         mask: { number: 'XXXXXXXXXXXX4242', expiration_month: 12, expiration_year: 2030 },
-        enrichments: { card_details: { bin: '42424242', last4: '4242', brand: 'visa' } },
+        enrichments: { card_details: { bin: '424242', last4: '4242', brand: 'visa' } },
         fingerprint: expect.stringMatching(/^[0-9A-Za-z]{40,50}$/),
         fingerprint_expression: '{{ data.number }}',
         containers: ['/pci/high/'],

@@ -14,6 +14,7 @@ describe('loadConfig', () => {
       METRICS_ENABLED: false,
       HEAP_GROWTH_PERCENT: 50,
       DB_PREPARED_STATEMENTS: true,
+      CARD_ENUMERATION_LIMIT: 10,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -63,6 +64,8 @@ describe('loadConfig', () => {
     ['PUBLIC_BASE_URL', 'not a url'],
     ['LOG_RETENTION_DAYS', '0'],
     ['RATE_LIMIT_PER_MINUTE', '-5'],
+    ['CARD_ENUMERATION_LIMIT', '0'],
+    ['CARD_ENUMERATION_LIMIT', 'many'],
     ['DB_POOL_SIZE', '1000'],
     ['NODE_ENV', 'staging'],
     ['WEBHOOK_POLL_MS', '5'],

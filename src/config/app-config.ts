@@ -114,6 +114,15 @@ export class AppConfig {
   RATE_LIMIT_PER_MINUTE = 6000;
 
   /**
+   * Distinct card numbers sharing their first 6 and last 4 digits that the keys receiving fingerprints
+   * may together tokenize per tenant in 24 hours; past it a tokenize is a 429 `card_enumeration_suspected`.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  CARD_ENUMERATION_LIMIT = 10;
+
+  /**
    * Failed authentications (a `BT-API-KEY` that is malformed, unknown, revoked or expired) one client
    * address may make per minute on each instance; past it the address gets 429 until the minute ends,
    * even with a valid key. IPv6 addresses count per /64.

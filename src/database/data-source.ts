@@ -22,8 +22,11 @@ export const LOCK_KEYS = {
   jobSettlement: 72_108,
   jobConnectionVerification: 72_109,
   jobWebhookEvents: 72_110,
+  jobCardEnumeration: 72_111,
   /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
   deduplication: 72_201,
+  /** First key of `pg_advisory_xact_lock(cardEnumeration, hash)`: one per tenant and card group (first 6 and last 4 digits). */
+  cardEnumeration: 72_202,
 } as const;
 
 /**

@@ -15,6 +15,7 @@ const PAST: Record<AuditEntry['operation'], string> = {
   search: 'searched',
   use: 'used',
   reveal: 'revealed',
+  refuse: 'refused',
 };
 
 function resultId(result: unknown): string | null {

@@ -34,9 +34,19 @@ export type AuditTokenType = 'token' | 'card' | 'bank';
 
 /**
  * `use`: a proxy request went out; `reveal`: one row per token read in clear through a reveal rule,
- * besides the read's.
+ * besides the read's; `refuse`: a request refused as abuse (a tokenize past the
+ * card enumeration limit), written although the request changed nothing.
  */
-export const OPERATIONS = ['create', 'read', 'update', 'delete', 'search', 'use', 'reveal'] as const;
+export const OPERATIONS = [
+  'create',
+  'read',
+  'update',
+  'delete',
+  'search',
+  'use',
+  'reveal',
+  'refuse',
+] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** One audit log entry before it is written; the message must never hold sensitive data. */

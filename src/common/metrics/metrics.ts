@@ -68,6 +68,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly cardEnumerationRefusalsTotal = new Counter({
+    name: 'vault_card_enumeration_refusals_total',
+    help: 'Tokenize requests refused (429 card_enumeration_suspected) past the card enumeration limit',
+    registers: [this.registry],
+  });
+
   constructor(config: AppConfig, @Inject(DataSource) dataSource: DataSource) {
     const pool = (read: (pool: Pool) => number) =>
       function (this: Gauge) {
@@ -113,6 +119,10 @@ export class Metrics {
   }
 
   /** A transaction entered `status` (its creation, or a transition). */
+  cardEnumerationRefused(): void {
+    this.cardEnumerationRefusalsTotal.inc();
+  }
+
   transactionEntered(status: string): void {
     this.transactionsTotal.inc({ status });
   }

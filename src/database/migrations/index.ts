@@ -20,6 +20,7 @@ import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
 import { ChangeNotifications1795000000020 } from './1795000000020-ChangeNotifications';
 import { WriteRefusals1795000000021 } from './1795000000021-WriteRefusals';
+import { CardEnumeration1795000000022 } from './1795000000022-CardEnumeration';
 import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliveriesNotDue';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
@@ -46,5 +47,6 @@ export const MIGRATIONS = [
   AuditTokenTypes1795000000019,
   ChangeNotifications1795000000020,
   WriteRefusals1795000000021,
+  CardEnumeration1795000000022,
   EndedDeliveriesNotDue1795000000025,
 ];

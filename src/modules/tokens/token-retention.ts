@@ -1,11 +1,13 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { RetentionJob } from '../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../database/data-source';
+import { CardEnumerationGuard } from './card-enumeration.service';
 import { TokenRetentionRepository } from './token-retention.repository';
 
 /**
  * The vault's retention policies, run by RetentionJob every minute: expired tokens, and CVCs, which are
- * kept one hour at most (they are also deleted on first use in an authorization).
+ * kept one hour at most (they are also deleted on first use in an authorization), and the card
+ * enumeration guard's counting rows, kept 24 hours.
  *
  * Purging an expired token records no `token:deleted` event (Basis Theory names none for expiry and
  * sends none): the token ended at its `expires_at`, which its `token:created` or
@@ -17,6 +19,7 @@ export class TokenRetention implements OnModuleInit {
   constructor(
     private readonly retention: RetentionJob,
     private readonly expired: TokenRetentionRepository,
+    private readonly enumeration: CardEnumerationGuard,
   ) {}
 
   onModuleInit(): void {
@@ -31,6 +34,12 @@ export class TokenRetention implements OnModuleInit {
       lockKey: LOCK_KEYS.jobCvcRetention,
       periodMs: 60_000,
       purge: (now) => this.expired.deleteExpiredCvcs(now),
+    });
+    this.retention.register({
+      name: 'card-enumeration-counts',
+      lockKey: LOCK_KEYS.jobCardEnumeration,
+      periodMs: 60_000,
+      purge: (now) => this.enumeration.prune(now),
     });
   }
 }

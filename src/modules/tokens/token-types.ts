@@ -43,7 +43,7 @@ export interface ValidatedData {
   mask?: TokenMask;
   /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
   brand?: string;
-  /** The card's BIN as it may be shown (see binOf). */
+  /** The card's BIN as kept (see binOf); answers and events show its first 6 digits (token.mapper.ts). */
   bin?: string;
 }
 
@@ -51,8 +51,9 @@ export interface ValidatedData {
 const EIGHT_DIGIT_BIN_SCHEMES = new Set(['visa', 'mastercard']);
 
 /**
- * The BIN shown in a card token's enrichments: the first 8 digits of a 16-digit or longer number of a
- * scheme with 8-digit BINs, else the first 6 (PCI DSS allows these with the last four; never more).
+ * The BIN kept with a card token (for routing on BIN ranges): the first 8 digits of a 16-digit or longer
+ * number of a scheme with 8-digit BINs, else the first 6. Only the first 6 are ever shown: 8 with the last
+ * four leave a 16-digit number 4 unknown digits.
  */
 export function binOf(digits: string, brand: string | undefined): string {
   const eight = digits.length >= 16 && brand !== undefined && EIGHT_DIGIT_BIN_SCHEMES.has(brand);

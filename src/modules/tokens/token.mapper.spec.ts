@@ -22,9 +22,12 @@ const row = (changes: Partial<TokenRow> = {}): TokenRow => ({
 });
 
 describe('token objects: enrichments', () => {
-  it('a card with a kept BIN shows bin, last four and brand', () => {
+  it('a card with a kept BIN shows its first 6 digits, the last four and the brand', () => {
     expect(tokenDto(row()).enrichments).toEqual({
-      card_details: { bin: '42424242', last4: '4242', brand: 'visa' },
+      card_details: { bin: '424242', last4: '4242', brand: 'visa' },
+    });
+    expect(tokenDto(row({ card_bin: '378282', card_brand: 'american-express' })).enrichments).toEqual({
+      card_details: { bin: '378282', last4: '4242', brand: 'american-express' },
     });
   });
 
@@ -34,5 +37,13 @@ describe('token objects: enrichments', () => {
     expect(
       tokenDto(row({ type: 'bank', card_bin: null, mask: { account_number: 'XXXX6789' } })).enrichments,
     ).toBeUndefined();
+  });
+});
+
+describe('token objects: fingerprints', () => {
+  it('only for a caller that may read the token', () => {
+    expect(tokenDto(row())).not.toHaveProperty('fingerprint');
+    expect(tokenDto(row(), { readable: false })).not.toHaveProperty('fingerprint');
+    expect(tokenDto(row(), { readable: true }).fingerprint).toBe('fp');
   });
 });

@@ -4,6 +4,9 @@ import type { TokenRow } from './tokens.repository';
 
 export type TokenDto = Record<string, unknown>;
 
+/** The digits of a BIN any answer or event shows. */
+export const SHOWN_BIN_DIGITS = 6;
+
 export interface CursorTokenPage {
   pagination: { page_size: number; next?: string };
   data: TokenDto[];
@@ -13,11 +16,18 @@ export interface CursorTokenPage {
  * The token object: `mask` alone, `data` (masked) inside a composite response;
  * nothing of the data through a `redact` rule. `revealed` (a read through a `reveal` rule)
  * puts the clear data in `data` instead of the mask; a `reveal` transform without it (the answer to a
- * create or a PATCH) shows the mask.
+ * create or a PATCH) shows the mask. `fingerprint` only for a caller that may read the token
+ * (`readable`): a fingerprint answered for a number the caller chose would tell whether it is a stored
+ * card's (the card-number oracle of docs/reliability.md's abuse table).
  */
 export function tokenDto(
   row: TokenRow,
-  options: { composite?: boolean; transform?: RuleTransform; revealed?: { data: unknown } } = {},
+  options: {
+    composite?: boolean;
+    transform?: RuleTransform;
+    revealed?: { data: unknown };
+    readable?: boolean;
+  } = {},
 ): TokenDto {
   const out: TokenDto = { id: row.id, tenant_id: row.tenant_id, type: row.type };
   if (options.revealed) out.data = options.revealed.data;
@@ -26,7 +36,7 @@ export function tokenDto(
   if (enrichments) out.enrichments = enrichments;
   if (row.metadata) out.metadata = row.metadata;
   if (row.search_indexes) out.search_indexes = row.search_indexes;
-  out.fingerprint = row.fingerprint;
+  if (options.readable) out.fingerprint = row.fingerprint;
   out.fingerprint_expression = row.fingerprint_expression;
   out.containers = row.containers;
   if (row.expires_at) out.expires_at = row.expires_at.toISOString();
@@ -38,8 +48,9 @@ export function tokenDto(
 }
 
 /**
- * `enrichments.card_details` of a card token: the BIN kept at tokenize, the last
- * four of the mask, the brand; nothing for tokens made before BINs were kept. No funding or issuer:
+ * `enrichments.card_details` of a card token: the first 6 digits of the BIN kept
+ * at tokenize (it keeps up to 8; 8 with the last four would leave a 16-digit number 4 unknown digits,
+ * about 1,000 candidates), the last four of the mask, the brand; nothing for tokens made before BINs were kept. No funding or issuer:
  * the service has no BIN table to know them from.
  */
 function cardEnrichments(row: TokenRow): { card_details: Record<string, string> } | undefined {
@@ -47,7 +58,7 @@ function cardEnrichments(row: TokenRow): { card_details: Record<string, string> 
   if (row.type !== 'card' || !row.card_bin || typeof number !== 'string') return undefined;
   return {
     card_details: {
-      bin: row.card_bin,
+      bin: row.card_bin.slice(0, SHOWN_BIN_DIGITS),
       last4: number.slice(-4),
       ...(row.card_brand ? { brand: row.card_brand } : {}),
     },
@@ -59,5 +70,10 @@ function cardEnrichments(row: TokenRow): { card_details: Record<string, string> 
  * permissions, its `mask` and never its data, whoever made the change and through whatever rule.
  */
 export function tokenEvent(type: EventType & `token:${string}`, row: TokenRow): OutboxEvent {
-  return { tenantId: row.tenant_id, type, entityId: row.id, data: tokenDto(row, { transform: 'mask' }) };
+  return {
+    tenantId: row.tenant_id,
+    type,
+    entityId: row.id,
+    data: tokenDto(row, { transform: 'mask', readable: true }),
+  };
 }

@@ -6,11 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
 import { EventOutbox } from '../../common/events/event-outbox';
 import type { RuleTransform } from '../../common/auth/access-rule';
-import type { Principal } from '../../common/auth/principal';
+import { mayHoldPermission, type Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { Metrics } from '../../common/metrics/metrics';
+import { enumerableNumbers } from './card-enumeration';
+import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, refusedContainers } from './token-access';
 import { sealCvc, sealData } from './token-crypto';
@@ -31,16 +33,25 @@ import { TokenRow, TokensRepository } from './tokens.repository';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
-/** A create request validated and its expressions evaluated, at `now`. */
+/**
+ * A create request validated and its expressions evaluated, at `now`. `numbers[i]`: the card numbers
+ * the card enumeration guard counts for element i if the caller may read or search the token it makes
+ * (none for a caller that holds neither token:read nor token:search anywhere).
+ */
 interface Prepared {
   parsed: ParsedElement[];
   now: Date;
+  numbers: string[][];
 }
 
-/** A token a create request answers with: one it made, or an existing one it may read (deduplication). */
+/**
+ * A token a create request answers with: one it made, or an existing one it may read (deduplication).
+ * `readable`: the caller may read it, so the answer carries its fingerprint.
+ */
 interface CreatedToken {
   row: TokenRow;
   transform: RuleTransform;
+  readable: boolean;
 }
 
 const sameContainers = (a: string[], b: string[]): boolean =>
@@ -57,6 +68,7 @@ export class TokenizeService {
     private readonly audit: AuditTrail,
     private readonly outbox: EventOutbox,
     private readonly metrics: Metrics,
+    private readonly enumeration: CardEnumerationGuard,
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
@@ -77,8 +89,8 @@ export class TokenizeService {
     return this.create(who, prepared, (created) =>
       rebuild(
         body,
-        created.map(({ row, transform }, i) =>
-          typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform }),
+        created.map(({ row, transform, readable }, i) =>
+          typeof slots[i].raw === 'string' ? row.id : tokenDto(row, { composite: true, transform, readable }),
         ),
       ),
     );
@@ -89,7 +101,9 @@ export class TokenizeService {
     if (!isPlainObject(body))
       throw TokensException.badRequest('The body must be a token request object with type and data.');
     const prepared = await this.prepare(who, [{ path: '', raw: body }]);
-    return this.create(who, prepared, ([created]) => tokenDto(created.row, { transform: created.transform }));
+    return this.create(who, prepared, ([created]) =>
+      tokenDto(created.row, { transform: created.transform, readable: created.readable }),
+    );
   }
 
   /**
@@ -118,7 +132,8 @@ export class TokenizeService {
     if (new Set(ids).size !== ids.length)
       throw TokensException.badRequest('The request gives the same token id twice.');
 
-    return { parsed, now };
+    const counted = mayHoldPermission(who, 'token:read') || mayHoldPermission(who, 'token:search');
+    return { parsed, now, numbers: parsed.map((el) => (counted ? enumerableNumbers(el) : [])) };
   }
 
   /**
@@ -126,13 +141,25 @@ export class TokenizeService {
    * idempotency record commit with. Generated ids and no deduplication: nothing to read or lock, so the
    * writes (with the audit rows and the events) go as one statement. Otherwise a transaction: the
    * deduplication lock and reads, the purge of expired tokens holding a given id, and the insert that
-   * answers which ids were taken.
+   * answers which ids were taken. Card numbers the enumeration guard counts need a transaction too: its
+   * lock and count go before the write, and a refusal writes nothing but its audit row, after the
+   * rollback.
    */
-  private create<T>(who: Principal, prepared: Prepared, answer: (created: CreatedToken[]) => T): Promise<T> {
-    const plain = prepared.parsed.every((el) => el.id === undefined && !el.deduplicate);
-    return plain
-      ? this.createInOneStatement(who, prepared, answer)
-      : this.createInTransaction(who, prepared, answer);
+  private async create<T>(
+    who: Principal,
+    prepared: Prepared,
+    answer: (created: CreatedToken[]) => T,
+  ): Promise<T> {
+    const plain =
+      prepared.parsed.every((el) => el.id === undefined && !el.deduplicate) &&
+      prepared.numbers.every((numbers) => !numbers.length);
+    if (plain) return this.createInOneStatement(who, prepared, answer);
+    try {
+      return await this.createInTransaction(who, prepared, answer);
+    } catch (error) {
+      if (error instanceof CardEnumerationRefused) await this.enumeration.refused(who);
+      throw error;
+    }
   }
 
   @OneStatement()
@@ -147,20 +174,31 @@ export class TokenizeService {
   @Transactional()
   private async createInTransaction<T>(
     who: Principal,
-    { parsed, now }: Prepared,
+    { parsed, now, numbers }: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
-    return answer(await this.write(who, parsed, now));
+    return answer(await this.write(who, parsed, now, numbers));
   }
 
-  /** The writes of a create request (in a transaction, or gathered into one statement). */
-  private async write(who: Principal, parsed: ParsedElement[], now: Date): Promise<CreatedToken[]> {
+  /**
+   * The writes of a create request (in a transaction, or gathered into one statement, where `numbers`
+   * is empty). The card numbers of the tokens it makes that the caller may read or search (whose
+   * fingerprint it learns, from the answer or by searching for it) are counted by the enumeration
+   * guard before anything is written.
+   */
+  private async write(
+    who: Principal,
+    parsed: ParsedElement[],
+    now: Date,
+    numbers: string[][] = [],
+  ): Promise<CreatedToken[]> {
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
     const existing = await this.findDuplicates(who, parsed, fingerprints, now);
 
     const created: CreatedToken[] = [];
     const fresh: { row: TokenRow; element: ParsedElement }[] = [];
+    const counted: string[] = [];
     const seen: TokenRow[] = [];
     parsed.forEach((el, i) => {
       if (el.deduplicate) {
@@ -171,7 +209,7 @@ export class TokenizeService {
         const duplicate =
           existing.find((candidate) => same(candidate.row)) ??
           seen
-            .map((row) => ({ row, transform: decide(who, 'token:read', row).transform }))
+            .map((row) => ({ row, transform: decide(who, 'token:read', row).transform, readable: true }))
             .find((c) => same(c.row));
         if (duplicate) return created.push(duplicate);
       }
@@ -193,11 +231,16 @@ export class TokenizeService {
         modified_by: null,
         modified_at: null,
       };
+      const read = decide(who, 'token:read', row);
       // A token made earlier in this request is a duplicate for the later ones on the same terms.
-      if (el.deduplicate && decide(who, 'token:read', row).allowed) seen.push(row);
+      if (el.deduplicate && read.allowed) seen.push(row);
       fresh.push({ row, element: el });
-      created.push({ row, transform: 'mask' });
+      created.push({ row, transform: 'mask', readable: read.allowed });
+      // Counted when the caller learns the fingerprint: from the answer, or by searching `fingerprint:`.
+      if (numbers[i]?.length && (read.allowed || decide(who, 'token:search', row).allowed))
+        counted.push(...numbers[i]);
     });
+    await this.enumeration.count(who, keys, counted, now);
     const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
     await this.tokens.purgeExpired(who.tenantId, given, now);
     await this.insert(keys, fresh, now);
@@ -241,7 +284,7 @@ export class TokenizeService {
     );
     return rows.flatMap((row) => {
       const decision = decide(who, 'token:read', row);
-      return decision.allowed ? [{ row, transform: decision.transform }] : [];
+      return decision.allowed ? [{ row, transform: decision.transform, readable: true }] : [];
     });
   }
 

@@ -28,6 +28,11 @@ const TokenId = () => Param('id', new ParseTokenIdPipe());
 const REVEAL_NOTE =
   'Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data ' +
   '(`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).';
+const ENUMERATION_NOTE =
+  'Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive ' +
+  'fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing ' +
+  'their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` ' +
+  '`card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.';
 const FREE_FORM = {
   description:
     'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
@@ -62,7 +67,7 @@ export class TokensController {
   @ApiOperation({
     operationId: 'tokenize',
     summary: 'Tokenize one value or a whole structure',
-    description: 'The response has the shape of the request.',
+    description: `The response has the shape of the request. ${ENUMERATION_NOTE}`,
   })
   @ApiBody(FREE_FORM)
   @ApiCreatedResponse({
@@ -85,7 +90,7 @@ export class TokensController {
   @Post('tokens')
   @RequirePermissions('token:create', { perToken: true })
   @Audited('token', 'create', { entries: 'recorded' })
-  @ApiOperation({ operationId: 'createToken', summary: 'Create one token' })
+  @ApiOperation({ operationId: 'createToken', summary: 'Create one token', description: ENUMERATION_NOTE })
   @ApiBody({
     schema: {
       type: 'object',

@@ -5,6 +5,8 @@ import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
 import { DEFAULT_LIMITS, ExpressionEvaluator } from './expression-evaluator';
+import { CardEnumerationRepository } from './card-enumeration.repository';
+import { CardEnumerationGuard } from './card-enumeration.service';
 import { TokenRetention } from './token-retention';
 import { TokenRetentionRepository } from './token-retention.repository';
 import { TokenSearchRepository } from './token-search.repository';
@@ -31,6 +33,8 @@ import { TokensService } from './tokens.service';
       useFactory: (config: AppConfig) =>
         new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: config.EXPRESSION_WORKERS }),
     },
+    CardEnumerationGuard,
+    CardEnumerationRepository,
   ],
   exports: [TokensService],
 })

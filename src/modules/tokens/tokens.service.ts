@@ -92,11 +92,12 @@ export class TokensService {
   async get(who: Principal, id: string): Promise<TokenDto> {
     const { row, transform } = await this.findAccessible(who, id, 'token:read');
     const revealed = transform === 'reveal' ? await this.reveal(who, [row]) : new Map<string, unknown>();
-    return tokenDto(row, { transform, revealed: this.revealedOf(revealed, row.id) });
+    return tokenDto(row, { transform, revealed: this.revealedOf(revealed, row.id), readable: true });
   }
 
   /**
-   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read through a reveal rule is fetched and opened, and only theirs.
+   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read through a reveal rule is fetched and opened, and only theirs. A search
+   * (`token:search`) shows the fingerprint of the tokens the caller may also read, and only theirs.
    */
   private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
     const decisions = rows.map((row) => decide(who, permission, row));
@@ -114,7 +115,11 @@ export class TokensService {
       }),
     );
     return rows.map((row, i) =>
-      tokenDto(row, { transform: decisions[i].transform, revealed: this.revealedOf(revealed, row.id) }),
+      tokenDto(row, {
+        transform: decisions[i].transform,
+        revealed: this.revealedOf(revealed, row.id),
+        readable: permission === 'token:read' ? decisions[i].allowed : decide(who, 'token:read', row).allowed,
+      }),
     );
   }
 
@@ -237,8 +242,9 @@ export class TokensService {
       }
       await this.tokens.update(who.tenantId, row.id, next);
       await this.outbox.record(tokenEvent('token:updated', next));
-      // The answer to a PATCH is masked even through a reveal rule: only reads reveal.
-      return tokenDto(next, { transform });
+      // The answer to a PATCH is masked even through a reveal rule: only reads reveal. Its
+      // fingerprint only to a caller that may read the token.
+      return tokenDto(next, { transform, readable: decide(who, 'token:read', next).allowed });
     });
   }
 

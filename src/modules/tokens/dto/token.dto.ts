@@ -15,7 +15,7 @@ export class TokenMaskDto {
 
 /** What a card token shows of its card beyond the mask: never more of the number than BIN and last four. */
 export class CardDetailsDto {
-  /** The first 6 digits, or 8 for 16-digit and longer Visa and Mastercard numbers. @example "42424242" */
+  /** The first 6 digits, whatever the scheme (never 8, which with the last four narrows the number too far). @example "424242" */
   bin: string;
   /** @example "4242" */
   last4: string;
@@ -64,7 +64,12 @@ export class TokenObjectDto {
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
   metadata?: Record<string, string>;
   search_indexes?: string[];
-  fingerprint: string;
+  /**
+   * Only for a caller that may read the token (`token:read`, rules-aware): absent from a tokenize,
+   * create or PATCH answer to a public key, or to a key or session without `token:read` on it, and from
+   * search results it may not read.
+   */
+  fingerprint?: string;
   fingerprint_expression: string;
   containers: string[];
   expires_at?: string;

@@ -1,0 +1,87 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { LOCK_KEYS } from '../../database/data-source';
+import type { CountedRow, CountedSoFar } from './card-enumeration';
+
+/** The lock key of one (tenant, group): the first 31 bits of SHA-256. */
+const groupKey = (tenantId: string, group: Buffer): number =>
+  createHash('sha256').update(tenantId).update(group).digest().readInt32BE(0);
+
+/** `card_enumeration_counts`, in the caller's transaction (`TransactionHost.tx`). */
+@Injectable()
+export class CardEnumerationRepository {
+  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /**
+   * Locks the groups until the transaction ends (in one order, so two requests never deadlock): the
+   * requests that count numbers of one group are serialized, and none reads the count another is about
+   * to change.
+   */
+  async lockGroups(tenantId: string, groups: Buffer[]): Promise<void> {
+    const keys = [...new Set(groups.map((group) => groupKey(tenantId, group)))];
+    if (!keys.length) return;
+    await this.db.tx.query(
+      `SELECT count(pg_advisory_xact_lock(${LOCK_KEYS.cardEnumeration}, k))
+         FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered`,
+      [keys],
+    );
+  }
+
+  /** The numbers of these groups counted after `since`, each once, and whether `countedBy` counted it. */
+  async findCounted(
+    tenantId: string,
+    groups: Buffer[],
+    since: Date,
+    countedBy: string,
+  ): Promise<CountedSoFar[]> {
+    const rows: { group_digest: Buffer; number_digest: Buffer; mine: boolean }[] = await this.db.tx.query(
+      `SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
+        WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
+        GROUP BY group_digest, number_digest`,
+      [tenantId, groups, since, countedBy],
+    );
+    return rows.map((row) => ({ group: row.group_digest, number: row.number_digest, mine: row.mine }));
+  }
+
+  /**
+   * Live tokens holding these fingerprints, as access rules see them: at most 20 per fingerprint (a
+   * vault may hold a test card a million times; one the caller may read is enough, and missing one only
+   * counts a number it could have been spared).
+   */
+  async findStored(
+    tenantId: string,
+    fingerprints: string[],
+    now: Date,
+  ): Promise<{ id: string; type: string; containers: string[]; fingerprint: string }[]> {
+    return this.db.tx.query(
+      `SELECT t.id, t.type, t.containers, f.fingerprint
+         FROM unnest($2::text[]) AS f(fingerprint),
+         LATERAL (SELECT id, type, containers FROM tokens
+                   WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND (expires_at IS NULL OR expires_at > $3)
+                   LIMIT 20) AS t`,
+      [tenantId, fingerprints, now],
+    );
+  }
+
+  /** Records numbers as counted at `now` (a row counted earlier, past the window, starts again). */
+  async insert(tenantId: string, rows: CountedRow[], now: Date): Promise<void> {
+    if (!rows.length) return;
+    await this.db.tx.query(
+      `INSERT INTO card_enumeration_counts (tenant_id, group_digest, number_digest, counted_by, created_at)
+       SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
+       ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at`,
+      [tenantId, rows.map((r) => r.group), rows.map((r) => r.number), rows.map((r) => r.countedBy), now],
+    );
+  }
+
+  /** Deletes, in every tenant, what was counted at or before `before`; returns how many rows. */
+  async deleteCountedBefore(before: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `DELETE FROM card_enumeration_counts WHERE created_at <= $1`,
+      [before],
+    );
+    return count;
+  }
+}

@@ -1,0 +1,90 @@
+import luhn10 from 'card-validator/dist/luhn-10';
+import { hmac, hmacBase62 } from '../../common/crypto/tenant-keys.service';
+import type { ParsedElement } from './token-request';
+
+/** Runs of digits; those of 13 to 19 (the lengths of card numbers) are looked at. */
+const DIGIT_RUNS = /\d+/g;
+
+/**
+ * The card numbers an element would answer a fingerprint of: a card's number, and any Luhn-valid run of
+ * 13 to 19 digits in its evaluated fingerprint input (a `token` whose `fingerprint_expression` is
+ * `{{ data }}` over a bare number has the fingerprint that number's card token has). Cheap: a regular
+ * expression over a string the request evaluated anyway.
+ */
+export function enumerableNumbers(
+  el: Pick<ParsedElement, 'type' | 'validated' | 'fingerprintInput'>,
+): string[] {
+  const numbers = new Set<string>();
+  if (el.type === 'card') {
+    const number = (el.validated.data as { number?: unknown }).number;
+    if (typeof number === 'string') numbers.add(number);
+  }
+  for (const [run] of el.fingerprintInput.matchAll(DIGIT_RUNS))
+    if (run.length >= 13 && run.length <= 19 && luhn10(run)) numbers.add(run);
+  return [...numbers];
+}
+
+/**
+ * What the enumeration guard keeps of one number, never the number itself: the group (an HMAC of its
+ * first 6 and last 4 digits under the tenant's fingerprint key), the number's own HMAC (both
+ * domain-separated from fingerprints), and the fingerprint a token holding exactly that number has, to
+ * find it among stored tokens.
+ */
+export interface CountedNumber {
+  group: Buffer;
+  number: Buffer;
+  fingerprint: string;
+}
+
+export function countedNumber(fingerprintKey: Buffer, number: string): CountedNumber {
+  return {
+    group: hmac(fingerprintKey, `card-enumeration:group:${number.slice(0, 6)}:${number.slice(-4)}`),
+    number: hmac(fingerprintKey, `card-enumeration:number:${number}`),
+    fingerprint: hmacBase62(fingerprintKey, number),
+  };
+}
+
+/** One row of the guard's counting state: a number a caller tokenized (and learnt the fingerprint of). */
+export interface CountedRow {
+  group: Buffer;
+  number: Buffer;
+  countedBy: string;
+}
+
+/** A number counted in the window, once however many callers counted it; `mine`: this caller did. */
+export interface CountedSoFar {
+  group: Buffer;
+  number: Buffer;
+  mine: boolean;
+}
+
+/**
+ * The decision, per group: refused when the distinct numbers already counted in the window plus the
+ * numbers this caller adds would pass `limit`. A number this caller counted before, or one stored in a
+ * token it may read, adds nothing. A number only another caller counted adds one all the same: whether
+ * a request passes must never depend on which numbers other callers tokenized (else, at the limit, a
+ * pass would tell that a candidate is a stored card). Answers the rows to insert, or undefined when
+ * refused.
+ */
+export function countNumbers(
+  wanted: CountedNumber[],
+  existing: CountedSoFar[],
+  countedBy: string,
+  readable: Set<string>,
+  limit: number,
+): CountedRow[] | undefined {
+  const hex = (b: Buffer) => b.toString('hex');
+  const fresh = new Map<string, CountedRow>();
+  for (const n of wanted) {
+    if (readable.has(n.fingerprint)) continue;
+    const mine = existing.some((row) => row.mine && row.group.equals(n.group) && row.number.equals(n.number));
+    if (!mine) fresh.set(`${hex(n.group)}:${hex(n.number)}`, { group: n.group, number: n.number, countedBy });
+  }
+  const groups = new Set([...fresh.values()].map((row) => hex(row.group)));
+  for (const group of groups) {
+    const counted = new Set(existing.filter((row) => hex(row.group) === group).map((row) => hex(row.number)));
+    const adding = [...fresh.values()].filter((row) => hex(row.group) === group).length;
+    if (counted.size + adding > limit) return undefined;
+  }
+  return [...fresh.values()];
+}
