@@ -96,8 +96,9 @@ export class TokensService {
   }
 
   /**
-   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read through a reveal rule is fetched and opened, and only theirs. A search
-   * (`token:search`) shows the fingerprint of the tokens the caller may also read, and only theirs.
+   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read
+   * through a reveal rule is fetched and opened, and only theirs. A search (`token:search`) shows the
+   * fingerprint of the tokens the caller may also read, and only theirs.
    */
   private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
     const decisions = rows.map((row) => decide(who, permission, row));
