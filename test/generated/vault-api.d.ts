@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Create an application
-         * @description The response holds the new key in clear; it is never shown again. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
+         * @description The response holds the new key in clear; it is never shown again. BT-IDEMPOTENCY-KEY is ignored here: every call makes a new key, so that no other holder of a key of the calling application is ever sent it, and no idempotency record keeps it. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
          */
         post: operations["createApplication"];
         delete?: never;
@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Create a key (rotation)
-         * @description Old keys keep working until deleted. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
+         * @description The response holds the new key in clear; it is never shown again. Old keys keep working until deleted. BT-IDEMPOTENCY-KEY is ignored here: every call makes a new key, so that no other holder of a key of the calling application is ever sent it, and no idempotency record keeps it. The caller must hold every management permission it grants, and every management permission the application it acts on holds (else 403).
          */
         post: operations["createApplicationKey"];
         delete?: never;
@@ -188,7 +188,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize one value or a whole structure
-         * @description The response has the shape of the request.
+         * @description The response has the shape of the request. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.
          */
         post: operations["tokenize"];
         delete?: never;
@@ -210,7 +210,10 @@ export interface paths {
          */
         get: operations["listTokens"];
         put?: never;
-        /** Create one token */
+        /**
+         * Create one token
+         * @description Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.
+         */
         post: operations["createToken"];
         delete?: never;
         options?: never;
@@ -334,7 +337,7 @@ export interface paths {
         put?: never;
         /**
          * Authorize a session
-         * @description Called with a private application key. Grants the session permissions and/or rules, never more than the private application holds. The nonce works once.
+         * @description Called with a private application key. Grants the session permissions and/or rules, never more than the private application holds. The nonce works once. At every use, on every token, the session may do only what its own grants and the private application allow then: a token the application may not read, search, use, update or delete (its own rules deciding, over every container of the token) is refused to the session as to the application, left out of its lists and searches, and never detokenized for it by a proxy.
          */
         post: operations["authorizeSession"];
         delete?: never;
@@ -598,29 +601,29 @@ export interface paths {
         };
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         get: operations["proxyGet"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         put: operations["proxyPut"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         post: operations["proxyPost"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         delete: operations["proxyDelete"];
         options?: never;
         head?: never;
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         patch: operations["proxyPatch"];
         trace?: never;
@@ -634,29 +637,29 @@ export interface paths {
         };
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         get: operations["proxyGetPath"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         put: operations["proxyPutPath"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         post: operations["proxyPostPath"];
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         delete: operations["proxyDeletePath"];
         options?: never;
         head?: never;
         /**
          * Every method, at `/proxy` and below.
-         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. The destination's status, headers and body come back as they are (redirects are returned, not followed). Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
+         * @description Sends the request (same method, body, headers and query string; `/proxy/<path>` appends `<path>`) to `BT-PROXY-URL`, or to the destination of the pre-configured proxy named by `BT-PROXY-KEY`, after replacing token expressions (`{{ <token id> }}`, `{{ token: <id> | json: '$.number' }}`) in the body, the query string and the headers by the data the key may use (`token:use` on every token named). `BT-*` headers are not forwarded; `BT-IDEMPOTENCY-KEY` is ignored. Once detokenized, the body may be at most 10 MiB, each header value 16 KiB and the query string 8 KiB (sizes computed before anything is built; over them, a 400 `request_too_large`). The path after `/proxy` stays under the destination: `\`, an encoded `/` or `\`, and dot segments in any encoding are refused. The destination's status, headers and body come back as they are (redirects are returned, not followed), except its `Set-Cookie`, its security, CORS and `BT-*` headers: every answer carries the service's `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`. Errors of the proxy itself are problem+json with `BT-PROXY-ERROR: true`.
          */
         patch: operations["proxyPatchPath"];
         trace?: never;
@@ -892,8 +895,8 @@ export interface components {
         };
         CardDetailsDto: {
             /**
-             * @description The first 6 digits, or 8 for 16-digit and longer Visa and Mastercard numbers.
-             * @example 42424242
+             * @description The first 6 digits, whatever the scheme (never 8, which with the last four narrows the number too far).
+             * @example 424242
              */
             bin: string;
             /** @example 4242 */
@@ -934,7 +937,12 @@ export interface components {
             /** @description Card tokens (but through a `redact` rule): the card's BIN, last four digits and scheme. */
             enrichments?: components["schemas"]["TokenEnrichmentsDto"];
             search_indexes?: string[];
-            fingerprint: string;
+            /**
+             * @description Only for a caller that may read the token (`token:read`, rules-aware): absent from a tokenize,
+             *     create or PATCH answer to a public key, or to a key or session without `token:read` on it, and from
+             *     search results it may not read.
+             */
+            fingerprint?: string;
             fingerprint_expression: string;
             containers: string[];
             expires_at?: string;
@@ -1043,14 +1051,16 @@ export interface components {
         };
         LogDto: {
             /**
-             * @description `buyer` for a shopper's choice on a payment approval page (no actor id).
+             * @description `buyer` for a shopper's choice on a payment approval page, `anonymous` for a request through a
+             *     proxy without `require_auth`, `system` for the service's own work, such as a connection's
+             *     verification (no actor id for any of these three).
              * @enum {string}
              */
-            actor_type: "application" | "buyer";
+            actor_type: "application" | "buyer" | "anonymous" | "system";
             /** @enum {string} */
             entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
             /** @enum {string} */
-            operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal";
+            operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal" | "refuse";
             id: string;
             tenant_id: string;
             /** @description The application that acted (for a session key, the public application that created the session). */
@@ -1457,6 +1467,11 @@ export interface components {
             status: "pending" | "succeeded" | "failed";
             /** @description The receiver's HTTP status on the last attempt (null: none yet, or no answer). */
             last_status_code: number | null;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is (next) due; null once it succeeded or failed for good.
+             */
+            next_attempt_at: string | null;
             id: string;
             /** @description The event, sent as the `webhook-id` header: the same on every attempt. */
             event_id: string;
@@ -1464,8 +1479,6 @@ export interface components {
             event_type: string;
             /** @description Attempts made so far. */
             attempts: number;
-            /** @description When a pending delivery is (next) due. */
-            next_attempt_at: string;
             created_at: string;
         };
         WebhookDeliveryPageDto: {
@@ -1568,7 +1581,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1591,10 +1604,7 @@ export interface operations {
     createApplication: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
-                "BT-IDEMPOTENCY-KEY"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1639,25 +1649,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description A request with this idempotency key is still being processed (see Retry-After). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description The idempotency key was used with a different request. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1712,7 +1704,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1787,7 +1779,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1887,7 +1879,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1969,7 +1961,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2044,7 +2036,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2067,10 +2059,7 @@ export interface operations {
     createApplicationKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
-                "BT-IDEMPOTENCY-KEY"?: string;
-            };
+            header?: never;
             path: {
                 id: string;
             };
@@ -2122,25 +2111,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description A request with this idempotency key is still being processed (see Retry-After). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description The idempotency key was used with a different request. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
-                };
-            };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2216,7 +2187,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2299,7 +2270,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2366,7 +2337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2421,7 +2392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2709,7 +2680,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a `token` token) and token request elements, nested to any depth. At most 100 tokens. */
+        /** @description A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a `token` token) and token request elements, nested to any depth. At most 100 tokens, each `data` at most 64 KiB as JSON. */
         requestBody: {
             content: {
                 "application/json": {
@@ -2774,7 +2745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2846,7 +2817,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2885,7 +2856,7 @@ export interface operations {
                     id?: string;
                     /** @description `/` (the root) or paths such as `/pci/high/`. */
                     containers?: string[];
-                    /** @description A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`. */
+                    /** @description A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`. At most 64 KiB as JSON (UTF-8). */
                     data: unknown;
                 } & {
                     [key: string]: unknown;
@@ -2947,7 +2918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3037,7 +3008,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3109,7 +3080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3198,7 +3169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3273,7 +3244,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3346,7 +3317,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3446,7 +3417,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3501,7 +3472,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3589,7 +3560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3668,7 +3639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3723,7 +3694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3778,7 +3749,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3833,7 +3804,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3922,7 +3893,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3997,7 +3968,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4097,7 +4068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4170,7 +4141,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4242,7 +4213,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4331,7 +4302,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4406,7 +4377,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4506,7 +4477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4602,7 +4573,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4682,7 +4653,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4782,7 +4753,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4855,7 +4826,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4944,7 +4915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5019,7 +4990,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5119,7 +5090,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5192,7 +5163,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5291,7 +5262,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5317,7 +5288,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path?: never;
@@ -5339,7 +5310,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5375,7 +5346,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5419,7 +5390,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path?: never;
@@ -5441,7 +5412,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5477,7 +5448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5521,7 +5492,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path?: never;
@@ -5543,7 +5514,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5579,7 +5550,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5623,7 +5594,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path?: never;
@@ -5645,7 +5616,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5681,7 +5652,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5725,7 +5696,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path?: never;
@@ -5747,7 +5718,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5783,7 +5754,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5827,7 +5798,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path: {
@@ -5852,7 +5823,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5888,7 +5859,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5932,7 +5903,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path: {
@@ -5957,7 +5928,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5993,7 +5964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6037,7 +6008,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path: {
@@ -6062,7 +6033,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6098,7 +6069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6142,7 +6113,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path: {
@@ -6167,7 +6138,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6203,7 +6174,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6247,7 +6218,7 @@ export interface operations {
             header?: {
                 /** @description Absolute http(s) URL of the destination (the ephemeral proxy); needs a private or session key. */
                 "BT-PROXY-URL"?: string;
-                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. */
+                /** @description Key of a pre-configured proxy; a BT-API-KEY is needed unless it was created with require_auth false. A BT-API-KEY given is always checked (401 when it is not a valid key) and the request counts against it; without one, against the proxy key's rate limit. */
                 "BT-PROXY-KEY"?: string;
             };
             path: {
@@ -6272,7 +6243,7 @@ export interface operations {
                     "*/*": unknown;
                 };
             };
-            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), or an expression naming a token that does not exist or that the key may not use. */
+            /** @description Neither or both of BT-PROXY-URL and BT-PROXY-KEY, a malformed or refused destination (`destination_not_allowed`), a path leaving the destination, an expression naming a token that does not exist or that the key may not use, or a request over its limits once detokenized (`request_too_large`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6308,7 +6279,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6395,7 +6366,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6463,7 +6434,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6518,7 +6489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6593,7 +6564,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6693,7 +6664,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6766,7 +6737,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6846,7 +6817,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6943,7 +6914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6997,7 +6968,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
