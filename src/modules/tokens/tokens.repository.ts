@@ -176,6 +176,16 @@ export class TokensRepository {
     return new Map(tokens.map((token) => [token.id, token.data]));
   }
 
+  /** Those of these tokens the tenant still has live, without their data, in no particular order. */
+  async findLiveByIds(tenantId: string, ids: string[], now: Date): Promise<TokenRow[]> {
+    if (!ids.length) return [];
+    const tokens = await this.tokens().find({
+      select: WITHOUT_DATA,
+      where: { tenantId, id: In(ids), expiresAt: live(now) },
+    });
+    return tokens.map(toRow);
+  }
+
   /** The tenant's live tokens with one of these fingerprints, oldest first. */
   async findLiveByFingerprints(tenantId: string, fingerprints: string[], now: Date): Promise<TokenRow[]> {
     const tokens = await this.tokens().find({

@@ -342,6 +342,16 @@ export class TokensService {
     return { ...row, data, cvc: cvc ? openCvc(keys, row, cvc) : undefined };
   }
 
+  /**
+   * Those of these token ids the caller may read now (`token:read` through the rule evaluator, a session
+   * with its authorizer): the tokens whose fingerprint another module may show it. A token deleted or
+   * expired is in no one's set.
+   */
+  async readableTokens(who: Principal, ids: string[]): Promise<Set<string>> {
+    const rows = await this.tokens.findLiveByIds(who.tenantId, [...new Set(ids)], this.clock.now());
+    return new Set(rows.filter((row) => decide(who, 'token:read', row).allowed).map((row) => row.id));
+  }
+
   /** The CVC is deleted after its first use in an authorization. */
   async forgetCvc(tenantId: string, tokenId: string): Promise<void> {
     await this.tokens.deleteCvc(tenantId, tokenId);

@@ -81,14 +81,16 @@ export class TransactionJournal {
    * The event's `data` is the transaction as GET answers it, but for `payment_method.approval_url`,
    * always null: the link is a bearer credential of the buyer, kept only sealed and digested at rest,
    * and an event is stored in clear and sent to another party. A receiver seeing
-   * `buyer_approval_pending` GETs the transaction for it.
+   * `buyer_approval_pending` GETs the transaction for it. The card's fingerprint is in, as in `token:*`
+   * events: events go only to the endpoints the tenant's management keys configured (webhooks are theirs
+   * alone), never to the key that made the change.
    */
   private async emit(type: EventType, row: TransactionRow): Promise<void> {
     await this.outbox.record({
       tenantId: row.tenant_id,
       type,
       entityId: row.id,
-      data: transactionDto(row, null),
+      data: transactionDto(row, null, true),
     });
   }
 

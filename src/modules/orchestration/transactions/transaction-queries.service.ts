@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../../../common/auth/principal';
 import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
+import { TokensService } from '../../tokens/tokens.service';
 import { OrchestrationException } from '../orchestration.errors';
 import { ApprovalLinks } from './approval-links';
 import { RefundsRepository } from './refunds.repository';
@@ -15,10 +16,11 @@ export class TransactionQueriesService {
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly approvals: ApprovalLinks,
+    private readonly tokens: TokensService,
   ) {}
 
   async get(who: Principal, id: string): Promise<TransactionDto> {
-    return this.toDto(await this.find(who.tenantId, id));
+    return this.toDto(who, await this.find(who.tenantId, id));
   }
 
   async list(who: Principal, query: ListTransactionsQueryDto): Promise<OffsetPage<TransactionDto>> {
@@ -31,7 +33,15 @@ export class TransactionQueriesService {
       },
       offsetOf(query),
     );
-    return offsetPage(await Promise.all(rows.map((row) => this.toDto(row))), total, query);
+    const readable = await this.tokens.readableTokens(
+      who,
+      rows.map((row) => row.token_id),
+    );
+    return offsetPage(
+      await Promise.all(rows.map((row) => this.present(row, readable.has(row.token_id)))),
+      total,
+      query,
+    );
   }
 
   async listRefunds(
@@ -44,9 +54,17 @@ export class TransactionQueriesService {
     return offsetPage(rows.map(refundDto), total, query);
   }
 
-  /** The transaction object as the API returns it (with its approval link while one is pending). */
-  async toDto(row: TransactionRow): Promise<TransactionDto> {
-    return transactionDto(row, await this.approvals.urlOf(row));
+  /**
+   * The transaction object as the API returns it to `who`: with its approval link while one is pending,
+   * and the card's fingerprint only if `who` may read the token now.
+   */
+  async toDto(who: Principal, row: TransactionRow): Promise<TransactionDto> {
+    const readable = await this.tokens.readableTokens(who, [row.token_id]);
+    return this.present(row, readable.has(row.token_id));
+  }
+
+  private async present(row: TransactionRow, readable: boolean): Promise<TransactionDto> {
+    return transactionDto(row, await this.approvals.urlOf(row), readable);
   }
 
   /** A tenant's transaction (locked until the transaction ends with `lock`), or the 404. */

@@ -6,8 +6,17 @@ import type { TransactionRow } from './transactions.repository';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** The transaction object; `approvalUrl` only while the buyer has to approve. */
-export function transactionDto(row: TransactionRow, approvalUrl: string | null): TransactionDto {
+/**
+ * The transaction object; `approvalUrl` only while the buyer has to approve. The card's `fingerprint`
+ * only when `readable` (the caller may read the token now): told for a card the caller chose, it would
+ * say whether that number is a stored card's (the card-number oracle of docs/reliability.md's abuse
+ * table).
+ */
+export function transactionDto(
+  row: TransactionRow,
+  approvalUrl: string | null,
+  readable: boolean,
+): TransactionDto {
   return {
     type: 'transaction',
     id: row.id,
@@ -34,7 +43,7 @@ export function transactionDto(row: TransactionRow, approvalUrl: string | null):
       scheme: row.payment_method.scheme,
       label: row.payment_method.label,
       expiration_date: row.payment_method.expiration_date,
-      fingerprint: row.payment_method.fingerprint,
+      ...(readable ? { fingerprint: row.payment_method.fingerprint } : {}),
       approval_url: approvalUrl,
     },
     connection: {

@@ -171,7 +171,7 @@ export class TransactionsService {
         // The CVC serves one authorization only (the token object does not change: no token event).
         if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
         await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
-        return updated ? this.queries.toDto(updated) : this.queries.get(who, id);
+        return updated ? this.queries.toDto(who, updated) : this.queries.get(who, id);
       });
     } catch (error) {
       // The processor answered but the outcome could not be written (database gone, process stopping):
@@ -339,7 +339,7 @@ export class TransactionsService {
           ? await this.journal.apply(who.tenantId, id, next, this.clock.now())
           : undefined;
       await this.journal.log(who, id, 'update', message(event.result.status));
-      return updated ? this.queries.toDto(updated) : this.queries.get(who, id);
+      return updated ? this.queries.toDto(who, updated) : this.queries.get(who, id);
     });
   }
 
