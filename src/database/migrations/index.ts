@@ -20,6 +20,7 @@ import { CardEnrichments1795000000018 } from './1795000000018-CardEnrichments';
 import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
 import { ChangeNotifications1795000000020 } from './1795000000020-ChangeNotifications';
 import { WriteRefusals1795000000021 } from './1795000000021-WriteRefusals';
+import { Instances1795000000024 } from './1795000000024-Instances';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   AuditTokenTypes1795000000019,
   ChangeNotifications1795000000020,
   WriteRefusals1795000000021,
+  Instances1795000000024,
 ];
