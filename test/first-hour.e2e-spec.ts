@@ -275,6 +275,38 @@ describe('keys rotate cannot break a running server', () => {
   }, 240_000);
 });
 
+describe('keys rotate with the embedded database and a server running', () => {
+  it('the server rotates under its own keys, and refuses when they are not the ones the command was given', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vault-first-hour-rotate-'));
+    const env = { DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    const port = await freePort();
+    const server = spawnJs('dist/main.js', [], {
+      ...env,
+      ENCRYPTION_KEYS: '',
+      PORT: String(port),
+      BOOTSTRAP: 'true',
+    });
+    try {
+      await waitForReady(port, 90_000);
+      const rotate = async (keys: string) => {
+        const run = spawnJs('dist/cli.js', ['keys', 'rotate'], { ...env, ENCRYPTION_KEYS: keys });
+        return { code: await run.exited, stdout: run.stdout(), stderr: run.stderr() };
+      };
+      const refused = await rotate(`${key()},v2:${randomBytes(32).toString('base64')}`);
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(`through the running server (pid ${server.child.pid})`);
+      expect(refused.stderr).toMatch(/refused.*encrypts under master key v1, not v2/);
+      const allowed = await rotate('');
+      expect(allowed.code).toBe(0);
+      expect(JSON.parse(allowed.stdout)).toEqual({ active_version: 'v1', rewrapped_tenants: 0 });
+    } finally {
+      await stop(server);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 describe('small server behaviours', () => {
   let t: TestApp;
   let tenant: TestTenant;

@@ -115,8 +115,9 @@ export function requireJsonContentType(exempt: RegExp): RequestHandler {
   const readChunked = raw({ limit: BODY_LIMIT_BYTES, type: () => true });
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return next();
-    // null: no body at all (no Content-Length, or 0, and no Transfer-Encoding).
-    if (req.is(JSON_TYPES) !== false || exempt.test(req.path)) return next();
+    if (exempt.test(req.path) || req.headers['content-length'] === '0') return next();
+    // null: no body at all (neither Content-Length nor Transfer-Encoding).
+    if (req.is(JSON_TYPES) !== false) return next();
     // Chunked without a type (Node's http.request for a POST it ends at once): only an empty one is no body.
     if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined)
       return readChunked(req, res, (err?: unknown) => {
