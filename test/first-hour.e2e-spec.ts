@@ -110,6 +110,24 @@ describe('start-up failures: one line naming the variable', () => {
     }
   }, 90_000);
 
+  it('a misspelled variable is named at start, with the one it resembles', async () => {
+    const { code, output } = await failedStart({
+      DATABASE_URL: db.url,
+      ENCRYPTION_KEYS: '',
+      DATABASE_ULR: 'postgres://127.0.0.1/other',
+    });
+    expect(code).not.toBe(0);
+    expect(output.length).toBeLessThanOrEqual(2);
+    expect(output.join('\n')).toMatch(/DATABASE_ULR .*DATABASE_URL/);
+  }, 90_000);
+
+  it('cli --help lists the subcommands', async () => {
+    const help = spawnJs('dist/cli.js', ['--help'], {});
+    expect(await help.exited).toBe(0);
+    for (const command of ['tenant create', 'keys rotate', 'logs verify'])
+      expect(help.stdout()).toContain(command);
+  }, 30_000);
+
   it('the embedded database held by another process says so, with its path and what to do', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'vault-first-hour-'));
     const holder = spawn('sleep', ['60']);
