@@ -14,6 +14,7 @@ describe('loadConfig', () => {
       METRICS_ENABLED: false,
       HEAP_GROWTH_PERCENT: 50,
       DB_PREPARED_STATEMENTS: true,
+      SHUTDOWN_GRACE_MS: 10_000,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
