@@ -97,7 +97,7 @@ export class AppModule {
         ProxiesModule,
         WebhooksModule,
         // With the embedded database, the CLI's requests come to the server (control socket).
-        AdminModule.forRoot({ controlSocket: config.embedded }),
+        AdminModule.forRoot({ controlSocket: config.embedded, heartbeat: true }),
       ],
       providers: [
         // The root module's guards run before those of the modules it imports (authentication's), so

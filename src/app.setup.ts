@@ -1,10 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
-import { jsonBodyParser, rawBodyParser } from './common/context/body-parser';
+import { jsonBodyParser, rawBodyParser, requireJsonContentType } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
 import { usePreparedStatements } from './common/context/transactional';
 import { createValidationPipe } from './common/errors/validation';
@@ -48,9 +49,11 @@ class QuietStartupLogger implements LoggerService {
   }
 }
 
-/** Everything main.ts and the e2e tests share: pipes, body parsing, trace ids, OpenAPI, shutdown. */
+/** Everything main.ts and the e2e tests share: pipes, body parsing, trace ids, OpenAPI. */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(new QuietStartupLogger(app.get(Logger)));
+  // Logged while the application was made; a start that fails shows its one line instead (main.ts).
+  app.flushLogs();
   app.disable('x-powered-by');
   // Responses are computed per request; a weak ETag would hash every body for nothing.
   app.set('etag', false);
@@ -79,10 +82,15 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.use('/proxy', proxyAnswerHeaders);
   // The proxy forwards any body: read as bytes, its errors marked as the proxy's own.
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
+  // The approval page's buttons are form posts whose (empty) bodies are never read.
+  app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/)/));
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());
-  app.enableShutdownHooks();
   setupOpenApi(app);
+  // A fresh visitor of the service's root finds the API's documentation.
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    (req.method === 'GET' || req.method === 'HEAD') && req.path === '/' ? res.redirect(302, '/docs') : next(),
+  );
   return app;
 }
 
@@ -94,6 +102,8 @@ export async function createApp(
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,
+    // A failed start prints one line (main.ts), not Nest's buffered start-up listing and stack trace.
+    autoFlushLogs: false,
     abortOnError: false,
   });
   return configureApp(app);

@@ -2,7 +2,31 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliError } from './cli/admin-client';
 import { CliModule } from './cli/cli.module';
-import { ConfigError, loadConfig } from './config/app-config';
+import { ConfigError, loadConfig, misspelledVariables } from './config/app-config';
+
+type RunOptions = Extract<Parameters<typeof CommandFactory.run>[1], { helpConfiguration?: unknown }>;
+type Help = NonNullable<RunOptions['helpConfiguration']>;
+type HelpCommand = Parameters<NonNullable<Help['visibleCommands']>>[0];
+
+/**
+ * `--help` lists every command with its subcommands (`tenant create`, `keys rotate`), not only the
+ * groups: a new user sees at once what the CLI can do.
+ */
+const helpWithSubcommands: Help = {
+  visibleCommands(this: Required<Help>, cmd: HelpCommand): HelpCommand[] {
+    const standard = Object.getPrototypeOf(this) as Required<Help>;
+    const visible = standard.visibleCommands.call(this, cmd);
+    if (cmd.parent) return visible;
+    return visible.flatMap((group) => [
+      group,
+      ...standard.visibleCommands.call(this, group).filter((sub) => sub.name() !== 'help'),
+    ]);
+  },
+  subcommandTerm(this: Required<Help>, cmd: HelpCommand): string {
+    const term = (Object.getPrototypeOf(this) as Required<Help>).subcommandTerm.call(this, cmd);
+    return cmd.parent?.parent ? `${cmd.parent.name()} ${term}` : term;
+  },
+};
 
 /** Commander's own exits (help shown, a missing option): it has printed what it had to say. */
 const isCommanderExit = (error: unknown): error is { exitCode: number } =>
@@ -22,12 +46,14 @@ function report(error: unknown): never {
 
 /** `npm run --silent cli -- tenant create --name acme`: JSON on stdout, diagnostics on stderr. */
 async function main(): Promise<void> {
+  for (const warning of misspelledVariables(process.env)) process.stderr.write(`${warning}\n`);
   const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
   config.role = 'cli';
   await CommandFactory.run(CliModule.forRoot(config), {
     logger: ['error'],
     errorHandler: report,
     serviceErrorHandler: report,
+    helpConfiguration: helpWithSubcommands,
   });
 }
 

@@ -21,6 +21,9 @@ export class AdminClient {
     if (this.config.embedded) {
       const owner = lockOwner(this.config.DATA_DIR);
       if (owner?.control) {
+        process.stderr.write(
+          `Using ${this.config.databaseDescription} through the running server (pid ${owner.pid}).\n`,
+        );
         const remote = await this.remote(owner.control, request).catch((error: unknown) => {
           // The server stopped between reading the lock and connecting: run here instead.
           if (['ENOENT', 'ECONNREFUSED'].includes((error as NodeJS.ErrnoException).code ?? ''))
@@ -30,13 +33,14 @@ export class AdminClient {
         if (remote) return remote;
       } else if (owner) throw new CliError(new EmbeddedDatabaseInUse(owner, this.config.DATA_DIR).message);
     }
+    process.stderr.write(`Using ${this.config.databaseDescription}.\n`);
     return this.local(request);
   }
 
   private async local(request: AdminRequest): Promise<AdminResult> {
     // Loaded here, not at the top: the modules behind it (database, crypto, services) are what makes a
     // command slow to start, and `--help` needs none of them.
-    const [{ NestFactory }, { CliCoreModule }, { AdminOperations }] = await Promise.all([
+    const [{ NestFactory }, { CliCoreModule }, { AdminOperations, AdminRefusal }] = await Promise.all([
       import('@nestjs/core'),
       import('./cli-core.module'),
       import('../modules/admin/admin-operations'),
@@ -53,6 +57,9 @@ export class AdminClient {
     }
     try {
       return await context.get(AdminOperations).run(request);
+    } catch (error) {
+      if (error instanceof AdminRefusal) throw new CliError(error.message);
+      throw error;
     } finally {
       await context.close();
     }

@@ -12,7 +12,7 @@ export class CliCoreModule {
       module: CliCoreModule,
       imports: [
         ...(coreImports(config, { logStream: pino.destination(2) }) ?? []),
-        AdminModule.forRoot({ controlSocket: false }),
+        AdminModule.forRoot({ controlSocket: false, heartbeat: false }),
       ],
     };
   }

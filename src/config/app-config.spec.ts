@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './app-config';
+import { ConfigError, loadConfig, misspelledVariables } from './app-config';
 
 describe('loadConfig', () => {
   it('applies defaults', () => {
@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       HEAP_GROWTH_PERCENT: 50,
       DB_PREPARED_STATEMENTS: true,
       CARD_ENUMERATION_LIMIT: 10,
+      SHUTDOWN_GRACE_MS: 10_000,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -81,5 +82,40 @@ describe('loadConfig', () => {
   ])('rejects %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+});
+
+describe('misspelledVariables', () => {
+  it('names a variable one or two letters away from one the service reads, and that one', () => {
+    expect(misspelledVariables({ DATABASE_ULR: 'postgres://h/db' })).toEqual([
+      'Warning: the environment variable DATABASE_ULR is not read by the service; did you mean DATABASE_URL?',
+    ]);
+    expect(misspelledVariables({ ENCRYPTION_KEY: 'x' })).toEqual([
+      expect.stringContaining('ENCRYPTION_KEY is not read by the service; did you mean ENCRYPTION_KEYS?'),
+    ]);
+    expect(misspelledVariables({ port: '8080' })).toEqual([expect.stringContaining('did you mean PORT?')]);
+    expect(misspelledVariables({ LOGLEVEL: 'debug' })).toEqual([expect.stringContaining('LOG_LEVEL')]);
+  });
+
+  it('is silent about the variables it reads and about unrelated ones', () => {
+    expect(
+      misspelledVariables({
+        DATABASE_URL: 'postgres://h/db',
+        PORT: '1',
+        PATH: '/usr/bin',
+        TERM: 'xterm',
+        HOME: '/root',
+        PWD: '/',
+        USER: 'root',
+        NODE_OPTIONS: '',
+        HOSTNAME: 'x',
+        SHLVL: '1',
+      }),
+    ).toEqual([]);
+  });
+
+  it('says nothing about the values', () => {
+    const [warning] = misspelledVariables({ ENCRYPTON_KEYS: 'v1:secret' });
+    expect(warning).not.toContain('secret');
   });
 });

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBoolean,
@@ -246,6 +247,16 @@ export class AppConfig {
   @Max(30 * 86_400)
   VENDOR_NOTIFICATION_TIMEOUT_SECONDS = 86_400;
 
+  /**
+   * How long a stopping server (SIGINT, SIGTERM) lets the requests in flight finish after it stopped
+   * accepting new connections; the ones still running then are cut.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  SHUTDOWN_GRACE_MS = 10_000;
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 
@@ -271,22 +282,98 @@ export class AppConfig {
   get embedded(): boolean {
     return this.DATABASE_URL === undefined;
   }
+
+  /** The database this process uses, for the operator (never the credentials). */
+  get databaseDescription(): string {
+    return this.DATABASE_URL === undefined
+      ? `the embedded database in ${resolve(this.DATA_DIR)}`
+      : `PostgreSQL at ${databaseTarget(this.DATABASE_URL)}`;
+  }
+
+  /** The version new wrappings use under ENCRYPTION_KEYS (the last one); undefined without it. */
+  get activeKeyVersion(): string | undefined {
+    return this.ENCRYPTION_KEYS?.split(',').at(-1)?.split(':')[0];
+  }
+}
+
+/** Where a PostgreSQL URL points, without its credentials: `host:port/database`. */
+export function databaseTarget(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    return 'the server in DATABASE_URL';
+  }
 }
 
 export class ConfigError extends Error {}
 
-/** Reads and validates the environment; throws a ConfigError naming every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig()).filter((name) => name === name.toUpperCase());
-  const picked: Record<string, string | undefined> = {};
-  for (const name of [
-    ...known,
+/** Every variable the service reads from its environment. */
+export function knownVariables(): string[] {
+  const withDefaults = Object.keys(new AppConfig()).filter((name) => name === name.toUpperCase());
+  return [
+    ...withDefaults,
     'DATABASE_URL',
     'PUBLIC_BASE_URL',
     'ENCRYPTION_KEYS',
+    'CORS_ORIGINS',
     'OUTBOUND_ALLOWED_HOSTS',
     'VENDOR_BASE_URLS',
-  ]) {
+  ].filter((name, i, all) => all.indexOf(name) === i);
+}
+
+/** Levenshtein distance, stopping early once it exceeds `limit`. */
+export function editDistance(a: string, b: string, limit = Infinity): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      best = Math.min(best, current[j]);
+    }
+    if (best > limit) return limit + 1;
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/**
+ * One warning per environment variable that the service does not read but whose name is one or two
+ * letters away from one it does (DATABASE_ULR for DATABASE_URL, a lower-case `port`): such a typo would
+ * otherwise start the service silently on the default. Names of four letters or less (PORT) only match
+ * at one letter, so that PATH or TERM are not taken for PORT.
+ */
+export function misspelledVariables(env: NodeJS.ProcessEnv): string[] {
+  const known = knownVariables();
+  const warnings: string[] = [];
+  for (const name of Object.keys(env)) {
+    if (known.includes(name)) continue;
+    const upper = name.toUpperCase();
+    let closest: { name: string; distance: number } | undefined;
+    for (const candidate of known) {
+      const limit = candidate.length <= 4 ? 1 : 2;
+      const distance = editDistance(upper, candidate, limit);
+      if (distance <= limit && (!closest || distance < closest.distance))
+        closest = { name: candidate, distance };
+    }
+    if (closest)
+      warnings.push(
+        `Warning: the environment variable ${name} is not read by the service; did you mean ${closest.name}?`,
+      );
+  }
+  return warnings;
+}
+
+/** Reads and validates the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const picked: Record<string, string | undefined> = {};
+  for (const name of knownVariables()) {
     if (env[name] !== undefined) picked[name] = env[name];
   }
   const config = plainToInstance(AppConfig, picked, { exposeDefaultValues: true });

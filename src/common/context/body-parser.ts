@@ -101,3 +101,47 @@ export function rawBodyParser(extraHeaders: Record<string, string> = {}): Reques
       );
     });
 }
+
+/** The media types a JSON body may be sent as (`+json` covers merge-patch). */
+export const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/**
+ * A POST, PUT or PATCH that carries a body must say it is JSON: without the header the JSON parser
+ * would leave the body unread, and the request would fail on "missing" fields it does contain. A 415
+ * names the types accepted. A request without a body (POST /sessions) needs no Content-Type; the proxy
+ * (which forwards any body) and the approval page's form posts (whose bodies are not read) are exempt.
+ */
+export function requireJsonContentType(exempt: RegExp): RequestHandler {
+  const readChunked = raw({ limit: BODY_LIMIT_BYTES, type: () => true });
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return next();
+    if (exempt.test(req.path) || req.headers['content-length'] === '0') return next();
+    // null: no body at all (neither Content-Length nor Transfer-Encoding).
+    if (req.is(JSON_TYPES) !== false) return next();
+    // Chunked without a type (Node's http.request for a POST it ends at once): only an empty one is no body.
+    if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined)
+      return readChunked(req, res, (err?: unknown) => {
+        if (err) return next(unsupported(req));
+        if ((req.body as Buffer | undefined)?.length) return next(unsupported(req));
+        req.body = undefined;
+        return next();
+      });
+    return next(unsupported(req));
+  };
+}
+
+function unsupported(req: Request): ProblemException {
+  const accepted =
+    req.method === 'PATCH' ? 'application/json or application/merge-patch+json' : 'application/json';
+  const message = `must be ${accepted} for a request with a body`;
+  const list = accepted.replace(' or ', ', ');
+  return new ProblemException(
+    415,
+    `${req.headers['content-type'] === undefined ? 'Missing' : 'Unsupported'} Content-Type: the body ${message}.`,
+    {
+      code: 'unsupported_media_type',
+      errors: { 'Content-Type': [message] },
+      headers: req.method === 'PATCH' ? { Accept: list, 'Accept-Patch': list } : { Accept: list },
+    },
+  );
+}

@@ -21,6 +21,7 @@ import { AuditTokenTypes1795000000019 } from './1795000000019-AuditTokenTypes';
 import { ChangeNotifications1795000000020 } from './1795000000020-ChangeNotifications';
 import { WriteRefusals1795000000021 } from './1795000000021-WriteRefusals';
 import { CardEnumeration1795000000022 } from './1795000000022-CardEnumeration';
+import { Instances1795000000024 } from './1795000000024-Instances';
 import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliveriesNotDue';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
@@ -48,5 +49,6 @@ export const MIGRATIONS = [
   ChangeNotifications1795000000020,
   WriteRefusals1795000000021,
   CardEnumeration1795000000022,
+  Instances1795000000024,
   EndedDeliveriesNotDue1795000000025,
 ];

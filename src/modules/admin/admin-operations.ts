@@ -1,14 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { AuditChainService, ChainReport } from '../../common/audit/audit-chain.service';
+import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
 import { TenantsService } from '../tenants/tenants.service';
+import { InstanceHeartbeatService, LIVE_SECONDS } from './instance-heartbeat.service';
+import { InstancesRepository } from './instances.repository';
 
 /** What the command line can ask for; the same requests travel over the server's control socket. */
 export type AdminRequest =
   | { op: 'tenant.create'; name: string }
-  | { op: 'keys.rotate' }
+  /** `active`: the version the caller means to wrap under (its ENCRYPTION_KEYS), checked by the server. */
+  | { op: 'keys.rotate'; active?: string }
   | { op: 'logs.verify'; tenant?: string; seal: boolean };
 
 export interface RotatedKeys {
@@ -18,6 +22,9 @@ export interface RotatedKeys {
 
 export type AdminResult = CreatedTenantDto | RotatedKeys | ChainReport;
 
+/** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
+export class AdminRefusal extends Error {}
+
 /** The operator's operations, run in a request context of their own, in the CLI or in the server. */
 @Injectable()
 export class AdminOperations {
@@ -26,6 +33,9 @@ export class AdminOperations {
     private readonly tenantKeys: TenantKeysService,
     private readonly chain: AuditChainService,
     private readonly cls: ClsService,
+    private readonly ring: MasterKeyRing,
+    private readonly instances: InstancesRepository,
+    @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
   run(request: AdminRequest): Promise<AdminResult> {
@@ -34,6 +44,7 @@ export class AdminOperations {
         case 'tenant.create':
           return this.tenants.createTenant(request.name);
         case 'keys.rotate': {
+          await this.checkRotation(request.active);
           const result = await this.tenantKeys.rotate();
           return { active_version: result.active, rewrapped_tenants: result.rewrapped };
         }
@@ -43,5 +54,31 @@ export class AdminOperations {
           return this.chain.verify(request.tenant);
       }
     });
+  }
+
+  /**
+   * Re-wrapping under a version that a running server lacks would make every tenant key unreadable to
+   * it (500s on token writes until it restarts): refused, naming the server, while one is live.
+   */
+  private async checkRotation(wanted: string | undefined): Promise<void> {
+    const active = this.ring.active.version;
+    if (wanted !== undefined && wanted !== active)
+      throw new AdminRefusal(
+        `keys rotate refused: the running server (pid ${process.pid}) encrypts under master key ${active}, not ${wanted}. Restart it with the same ENCRYPTION_KEYS as this command, then rotate; nothing was re-wrapped.`,
+      );
+    const lacking = (await this.instances.live(LIVE_SECONDS)).filter(
+      (instance) => instance.id !== this.heartbeat?.self.id && !instance.keyVersions.includes(active),
+    );
+    if (lacking.length > 0)
+      throw new AdminRefusal(
+        `keys rotate refused: ${lacking
+          .map(
+            (i) =>
+              `the server on ${i.hostname} (pid ${i.pid}) holds master key ${i.keyVersions.join(',')} only`,
+          )
+          .join(
+            '; ',
+          )}, not ${active}. Restart every server with ENCRYPTION_KEYS holding ${active} first, then rotate; nothing was re-wrapped.`,
+      );
   }
 }

@@ -2,15 +2,26 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { TenantsModule } from '../tenants/tenants.module';
 import { AdminOperations } from './admin-operations';
 import { ControlSocketService } from './control-socket.service';
+import { InstanceHeartbeatService } from './instance-heartbeat.service';
+import { InstancesRepository } from './instances.repository';
 
 /** Operator operations: run by the CLI in its own process, or by the server for the CLI (control socket). */
 @Module({})
 export class AdminModule {
-  static forRoot(options: { controlSocket: boolean }): DynamicModule {
+  /**
+   * `controlSocket`: serve the CLI's requests (embedded database); `heartbeat`: publish this process
+   * in `instances` (servers, not the CLI).
+   */
+  static forRoot(options: { controlSocket: boolean; heartbeat: boolean }): DynamicModule {
     return {
       module: AdminModule,
       imports: [TenantsModule],
-      providers: [AdminOperations, ...(options.controlSocket ? [ControlSocketService] : [])],
+      providers: [
+        AdminOperations,
+        InstancesRepository,
+        ...(options.controlSocket ? [ControlSocketService] : []),
+        ...(options.heartbeat ? [InstanceHeartbeatService] : []),
+      ],
       exports: [AdminOperations],
     };
   }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { VaultDataSource } from '../../database/data-source';
-import { AdminOperations, AdminRequest } from './admin-operations';
+import { AdminOperations, AdminRefusal, AdminRequest } from './admin-operations';
 
 const MAX_REQUEST_BYTES = 64 * 1024;
 const OPS = new Set(['tenant.create', 'keys.rotate', 'logs.verify']);
@@ -66,10 +66,14 @@ export class ControlSocketService implements OnApplicationBootstrap, OnApplicati
     try {
       return { ok: true, result: await this.operations.run(request) };
     } catch (error) {
-      this.logger.error(
-        `control request ${request.op} failed`,
-        error instanceof Error ? error.stack : undefined,
-      );
+      // A refusal (keys rotate while a server lacks the version) is the operator's to fix: one line.
+      if (error instanceof AdminRefusal)
+        this.logger.warn(`control request ${request.op} refused: ${error.message}`);
+      else
+        this.logger.error(
+          `control request ${request.op} failed`,
+          error instanceof Error ? error.stack : undefined,
+        );
       return { ok: false, error: error instanceof Error ? error.message : 'failed' };
     }
   }
