@@ -1224,7 +1224,11 @@ export interface components {
             label: string;
             /** @example 12/30 */
             expiration_date: string;
-            fingerprint: string;
+            /**
+             * @description The card token's fingerprint, only to a caller that may read that token now (`token:read` through its
+             *     rules); absent for any other caller, and once the token is deleted or expired.
+             */
+            fingerprint?: string;
             /** @description The buyer approval page, while the status is `buyer_approval_pending`. */
             approval_url: string | null;
         };
