@@ -73,7 +73,13 @@ describe('abuse: card-number oracle through reads of tokens the public key made'
       (await newApplication(t, tenant.managementKey, spec)).key;
     merchant = await app({
       type: 'private',
-      permissions: ['token:create', 'token:read', 'token:search', 'token:use', 'orchestration:transactions:read'],
+      permissions: [
+        'token:create',
+        'token:read',
+        'token:search',
+        'token:use',
+        'orchestration:transactions:read',
+      ],
     });
     pub = await app({ type: 'public', permissions: ['token:create'] });
     masked = await app({ type: 'private', permissions: ['token:read'] });
@@ -280,7 +286,9 @@ describe('abuse: card-number oracle through reads of tokens the public key made'
       narrow,
       tries.slice(0, 50).map((n) => card(n, { containers: ['/attacker/'] })),
     );
-    console.log(`tokenize again: ${res.status}, ${Array.isArray(res.body) ? res.body.length : 0} fingerprints`);
+    console.log(
+      `tokenize again: ${res.status}, ${Array.isArray(res.body) ? res.body.length : 0} fingerprints`,
+    );
     expect(res.status).toBe(429);
     expect(res.body.code).toBe('card_enumeration_suspected');
   });
