@@ -293,6 +293,20 @@ describe('abuse: card-number oracle through reads of tokens the public key made'
     expect(res.body.code).toBe('card_enumeration_suspected');
   });
 
+  it('20 concurrent reads of 20 uncounted candidates of one group at limit 10: exactly 10 fingerprints', async () => {
+    const number = victimNumber();
+    const tries = sameGroup(number, 20);
+    const made = await tokenize(
+      t,
+      pub,
+      tries.map((n) => card(n, { containers: ['/attacker/'] })),
+    ).expect(201);
+    const reads = await Promise.all((made.body as Seen[]).map((token) => get(narrow, token.id)));
+    const shown = reads.filter((res) => typeof res.body.fingerprint === 'string').length;
+    console.log(`concurrent: 20 reads, ${shown} fingerprints seen`);
+    expect(shown).toBe(LIMIT);
+  });
+
   it('the legitimate flow: a browser tokenizes, the server reads the fingerprint; a second read counts nothing', async () => {
     const number = victimNumber();
     const made = await tokenize(t, pub, card(number)).expect(201);
