@@ -293,6 +293,45 @@ describe('abuse: card-number oracle through reads of tokens the public key made'
     expect(res.body.code).toBe('card_enumeration_suspected');
   });
 
+  it('a deduplicating tokenize of the candidates answers the existing tokens only as a counted tokenize would', async () => {
+    const number = victimNumber();
+    await victim(number);
+    const { tries } = await plant(number);
+    const res = await tokenize(
+      t,
+      narrow,
+      tries.slice(0, 50).map((n) => card(n, { containers: ['/attacker/'], deduplicate_token: true })),
+    );
+    console.log(`deduplicating tokenize: ${res.status}`);
+    expect(res.status).toBe(429);
+  });
+
+  it('PATCH answers of the candidates: at most the limit of fingerprints', async () => {
+    const updater = (
+      await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        rules: [{ priority: 1, container: '/attacker/', permissions: ['token:read', 'token:update'] }],
+      })
+    ).key;
+    const number = victimNumber();
+    const seen = await victim(number);
+    const { tries, ids } = await plant(number);
+    const answers: Seen[] = [];
+    for (const id of ids) {
+      const res = await request(t.http)
+        .patch(`/tokens/${id}`)
+        .set('BT-API-KEY', updater)
+        .set('Content-Type', 'application/merge-patch+json')
+        .send(JSON.stringify({ metadata: { n: '1' } }))
+        .expect(200);
+      answers.push(res.body);
+    }
+    const { fingerprintsSeen, recovered } = tally(answers, ids, tries, seen.fingerprint);
+    console.log(`PATCH: 100 requests, ${fingerprintsSeen} fingerprints seen`);
+    expect(fingerprintsSeen).toBeLessThanOrEqual(LIMIT - 1);
+    expect(recovered).toBeUndefined();
+  });
+
   it('20 concurrent reads of 20 uncounted candidates of one group at limit 10: exactly 10 fingerprints', async () => {
     const number = victimNumber();
     const tries = sameGroup(number, 20);

@@ -34,7 +34,9 @@ export class CardEnumerationRefused extends ProblemException {
  * the tokens they make, or search them by `fingerprint:`) may together tokenize at most
  * CARD_ENUMERATION_LIMIT distinct numbers of one group (same first 6 and last 4 digits) per tenant and
  * 24 hours. Callers that learn none (public keys, keys without token:read or token:search on the new
- * token) are never counted. The counting state holds digests only (see `card-enumeration.ts`).
+ * token) are never counted at tokenize; the tokens they make carry their pending groups, and the first
+ * read that would show such a token's fingerprint counts it under the same limit (`showable`). The
+ * counting state holds digests only (see `card-enumeration.ts`).
  */
 @Injectable()
 export class CardEnumerationGuard {
