@@ -195,12 +195,32 @@ describe('abuse: card-number oracle through reads of tokens the public key made'
     const seen = await victim(number);
     const { tries, ids } = await plant(number);
     const answers: Seen[] = [];
+    const started = performance.now();
     const list = await request(t.http)
       .get('/tokens')
       .query({ container: '/attacker/', size: 100 })
       .set('BT-API-KEY', narrow)
       .expect(200);
+    const firstMs = performance.now() - started;
     answers.push(...(list.body.data as Seen[]));
+    // The same page again, and a page of 100 tokens a counted caller made: what a read costs then.
+    const again = performance.now();
+    await request(t.http)
+      .get('/tokens')
+      .query({ container: '/attacker/', size: 100 })
+      .set('BT-API-KEY', narrow)
+      .expect(200);
+    const againMs = performance.now() - again;
+    const counted = performance.now();
+    await request(t.http)
+      .get('/tokens')
+      .query({ type: 'card', size: 100 })
+      .set('BT-API-KEY', merchant)
+      .expect(200);
+    console.log(
+      `list of 100 uncounted tokens: first ${firstMs.toFixed(0)} ms, again ${againMs.toFixed(0)} ms; ` +
+        `merchant list of 100: ${(performance.now() - counted).toFixed(0)} ms`,
+    );
     const v2 = await request(t.http)
       .get('/v2/tokens')
       .query({ container: '/attacker/', size: 100 })
