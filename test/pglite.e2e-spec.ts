@@ -192,6 +192,20 @@ describe('embedded PGlite database', () => {
       .send(card(numbers[10]));
     expect(eleventh.status).toBe(429);
     expect(eleventh.body.code).toBe('card_enumeration_suspected');
+    // The public key is not counted; the reader's first read counts: past the limit without the fingerprint.
+    const pub = await newApplication(t, managementKey, { type: 'public', permissions: ['token:create'] });
+    const other = `5555555555554444`;
+    const made = await request(t.http)
+      .post('/tokenize')
+      .set('BT-API-KEY', pub.key)
+      .send([card(numbers[10]), card(other)])
+      .expect(201);
+    const read = (id: string) =>
+      request(t.http).get(`/tokens/${id}`).set('BT-API-KEY', reader.key).expect(200);
+    expect((await read(made.body[0].id)).body).not.toHaveProperty('fingerprint');
+    const shown = (await read(made.body[1].id)).body.fingerprint;
+    expect(shown).toEqual(expect.any(String));
+    expect((await read(made.body[1].id)).body.fingerprint).toBe(shown);
     await expect(t.app.get(RetentionJob).runNow('card-enumeration-counts')).resolves.toBe(0);
   });
 
@@ -233,7 +247,7 @@ describe('embedded PGlite database', () => {
     await request(t.http).get('/tenants/self').set('BT-API-KEY', managementKey).expect(200);
     await request(t.http).get('/applications/key').set('BT-API-KEY', privateKey).expect(200);
     const list = await request(t.http).get('/applications').set('BT-API-KEY', managementKey).expect(200);
-    expect(list.body.pagination.total_items).toBe(5 + 13);
+    expect(list.body.pagination.total_items).toBe(5 + 14);
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
     const token = await t.app

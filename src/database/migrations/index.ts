@@ -23,6 +23,7 @@ import { WriteRefusals1795000000021 } from './1795000000021-WriteRefusals';
 import { CardEnumeration1795000000022 } from './1795000000022-CardEnumeration';
 import { Instances1795000000024 } from './1795000000024-Instances';
 import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliveriesNotDue';
+import { FingerprintGroups1795000000026 } from './1795000000026-FingerprintGroups';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   CardEnumeration1795000000022,
   Instances1795000000024,
   EndedDeliveriesNotDue1795000000025,
+  FingerprintGroups1795000000026,
 ];

@@ -46,7 +46,8 @@ export class CardEnumerationRepository {
   }
 
   /**
-   * Live tokens holding these fingerprints, as access rules see them: at most 20 per fingerprint (a
+   * Live tokens holding these fingerprints, as access rules see them, whose fingerprint was counted (one
+   * made by an uncounted caller and never read would spare the number it holds): at most 20 per fingerprint (a
    * vault may hold a test card a million times; one the caller may read is enough, and missing one only
    * counts a number it could have been spared).
    */
@@ -59,7 +60,8 @@ export class CardEnumerationRepository {
       `SELECT t.id, t.type, t.containers, f.fingerprint
          FROM unnest($2::text[]) AS f(fingerprint),
          LATERAL (SELECT id, type, containers FROM tokens
-                   WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND (expires_at IS NULL OR expires_at > $3)
+                   WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND fingerprint_groups IS NULL
+                     AND (expires_at IS NULL OR expires_at > $3)
                    LIMIT 20) AS t`,
       [tenantId, fingerprints, now],
     );
@@ -73,6 +75,15 @@ export class CardEnumerationRepository {
        SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
        ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at`,
       [tenantId, rows.map((r) => r.group), rows.map((r) => r.number), rows.map((r) => r.countedBy), now],
+    );
+  }
+
+  /** Marks these tokens' fingerprints counted: reads show them from now on without counting again. */
+  async markCounted(tenantId: string, ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    await this.db.tx.query(
+      `UPDATE tokens SET fingerprint_groups = NULL WHERE tenant_id = $1 AND id = ANY($2::varchar[])`,
+      [tenantId, ids],
     );
   }
 

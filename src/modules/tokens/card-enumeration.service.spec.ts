@@ -1,7 +1,8 @@
 import type { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AuditEntry } from '../../common/audit/audit.types';
 import type { Principal } from '../../common/auth/principal';
-import type { TenantKeys } from '../../common/crypto/tenant-keys.service';
+import type { TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import type { Clock } from '../../common/jobs/clock';
 import type { Metrics } from '../../common/metrics/metrics';
 import type { AppConfig } from '../../config/app-config';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
@@ -61,9 +62,14 @@ function newGuard(limit = 10, stored: { fingerprint: string; containers: string[
     write: async (_actor: unknown, e: AuditEntry[]) => void entries.push(...e),
   } as unknown as AuditTrail;
   const metrics = { cardEnumerationRefused: () => void refusals++ } as unknown as Metrics;
-  const guard = new CardEnumerationGuard(repository, audit, metrics, {
-    CARD_ENUMERATION_LIMIT: limit,
-  } as AppConfig);
+  const guard = new CardEnumerationGuard(
+    repository,
+    audit,
+    metrics,
+    { CARD_ENUMERATION_LIMIT: limit } as AppConfig,
+    { keysFor: async () => KEYS } as unknown as TenantKeysService,
+    { now: () => NOW } as Clock,
+  );
   return { guard, calls, inserted, entries, refusals: () => refusals };
 }
 

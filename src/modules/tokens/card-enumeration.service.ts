@@ -1,13 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { Principal } from '../../common/auth/principal';
-import type { TenantKeys } from '../../common/crypto/tenant-keys.service';
+import { inTransaction } from '../../common/context/transactional';
+import { TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { ProblemException } from '../../common/errors/problem.exception';
+import { Clock } from '../../common/jobs/clock';
 import { Metrics } from '../../common/metrics/metrics';
 import { AppConfig } from '../../config/app-config';
-import { countedNumber, countNumbers } from './card-enumeration';
+import { countedNumber, countNumbers, countReads, readIdentity } from './card-enumeration';
 import { CardEnumerationRepository } from './card-enumeration.repository';
 import { decide } from './token-access';
+import type { TokenRow } from './tokens.repository';
 
 export const CARD_ENUMERATION_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CARD_ENUMERATION_CODE = 'card_enumeration_suspected';
@@ -31,7 +34,9 @@ export class CardEnumerationRefused extends ProblemException {
  * the tokens they make, or search them by `fingerprint:`) may together tokenize at most
  * CARD_ENUMERATION_LIMIT distinct numbers of one group (same first 6 and last 4 digits) per tenant and
  * 24 hours. Callers that learn none (public keys, keys without token:read or token:search on the new
- * token) are never counted. The counting state holds digests only (see `card-enumeration.ts`).
+ * token) are never counted at tokenize; the tokens they make carry their pending groups, and the first
+ * read that would show such a token's fingerprint counts it under the same limit (`showable`). The
+ * counting state holds digests only (see `card-enumeration.ts`).
  */
 @Injectable()
 export class CardEnumerationGuard {
@@ -40,6 +45,8 @@ export class CardEnumerationGuard {
     private readonly audit: AuditTrail,
     private readonly metrics: Metrics,
     private readonly config: AppConfig,
+    private readonly tenantKeys: TenantKeysService,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -83,6 +90,66 @@ export class CardEnumerationGuard {
           entityId: null,
           operation: 'refuse',
           message: 'Tokenize refused: card enumeration suspected',
+          tokenType: 'card',
+        },
+      ],
+    );
+  }
+
+  /**
+   * Which of these tokens (all of them ones the caller may read) a read may show the fingerprint of. A
+   * token whose fingerprint was counted (made by a counted caller, read before, or holding no card
+   * number: `fingerprint_groups` null) costs nothing. The others, made by a caller the guard did not
+   * count (a public key, an import key without token:read), are counted now, all in one transaction
+   * under the groups' locks: shown while their groups stay within CARD_ENUMERATION_LIMIT, then marked
+   * counted so no later read counts them again; past the limit withheld (the read still answers, without
+   * the fingerprint), with one `refuse` audit row and the metric for the request.
+   */
+  async showable(
+    who: Principal,
+    rows: Pick<TokenRow, 'id' | 'fingerprint' | 'fingerprint_groups'>[],
+  ): Promise<Set<string>> {
+    const shown = new Set(rows.filter((row) => !row.fingerprint_groups?.length).map((row) => row.id));
+    const pending = rows.filter((row) => row.fingerprint_groups?.length);
+    if (!pending.length) return shown;
+    const keys = await this.tenantKeys.keysFor(who.tenantId);
+    const now = this.clock.now();
+    const counted = await inTransaction(async () => {
+      const groups = pending.flatMap((row) => row.fingerprint_groups!);
+      await this.counts.lockGroups(who.tenantId, groups);
+      const countedBy = who.sessionId ?? who.applicationId;
+      const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
+      const existing = await this.counts.findCounted(who.tenantId, groups, since, countedBy);
+      const decision = countReads(
+        pending.map((row) => ({
+          tokenId: row.id,
+          groups: row.fingerprint_groups!,
+          identity: readIdentity(keys.fingerprint, row.fingerprint),
+        })),
+        existing,
+        countedBy,
+        this.config.CARD_ENUMERATION_LIMIT,
+      );
+      await this.counts.insert(who.tenantId, decision.rows, now);
+      await this.counts.markCounted(who.tenantId, [...decision.shown]);
+      return decision.shown;
+    });
+    if (counted.size < pending.length) await this.withheld(who);
+    for (const id of counted) shown.add(id);
+    return shown;
+  }
+
+  /** A read that withheld fingerprints: one `refuse` audit row (no number, no token named) and the metric. */
+  private async withheld(who: Principal): Promise<void> {
+    this.metrics.cardEnumerationRefused();
+    await this.audit.write(
+      { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
+      [
+        {
+          entityType: 'token',
+          entityId: null,
+          operation: 'refuse',
+          message: 'Fingerprint withheld from a read: card enumeration suspected',
           tokenType: 'card',
         },
       ],

@@ -88,3 +88,75 @@ export function countNumbers(
   }
   return [...fresh.values()];
 }
+
+/**
+ * The groups a token's fingerprint has still to be counted in before a read shows it: those of the card
+ * numbers its fingerprint input holds (`enumerableNumbers`), each once; null when it holds none.
+ */
+export function pendingGroups(fingerprintKey: Buffer, numbers: string[]): Buffer[] | null {
+  if (!numbers.length) return null;
+  const groups = new Map(
+    numbers.map((n) => countedNumber(fingerprintKey, n).group).map((g) => [g.toString('hex'), g]),
+  );
+  return [...groups.values()];
+}
+
+/**
+ * What a read counts of a token made by a caller the guard did not count: its stored fingerprint (under
+ * a domain of its own), in each pending group. The fingerprint, not the number: it is what the reader
+ * learns, so counting distinct fingerprints per group counts exactly the distinct answers it can compare
+ * with a victim's, and it needs no decryption. An expression that collapses numbers gives them one
+ * fingerprint, which tells them apart from nothing; one that splits a number (two expressions over the
+ * same card) gives two fingerprints, counted twice; a number also counted at tokenize (by its number
+ * digest) counts once more here. Each errs towards counting more, never less.
+ */
+export const readIdentity = (fingerprintKey: Buffer, fingerprint: string): Buffer =>
+  hmac(fingerprintKey, `card-enumeration:fingerprint:${fingerprint}`);
+
+/** A token a read would show the fingerprint of, whose fingerprint is not counted yet. */
+export interface PendingRead {
+  tokenId: string;
+  groups: Buffer[];
+  identity: Buffer;
+}
+
+/**
+ * The decision of a read, token by token in the order given: a token is shown when, in each of its
+ * groups, the distinct fingerprints and numbers counted in the window plus those this read adds stay
+ * within `limit` (an identity this caller counted before adds nothing; one only another caller counted
+ * adds one, as at tokenize). Answers the rows to insert and the tokens shown; the others are withheld.
+ */
+export function countReads(
+  pending: PendingRead[],
+  existing: CountedSoFar[],
+  countedBy: string,
+  limit: number,
+): { rows: CountedRow[]; shown: Set<string> } {
+  const hex = (b: Buffer) => b.toString('hex');
+  const distinct = new Map<string, Set<string>>();
+  const mine = new Set<string>();
+  for (const row of existing) {
+    const group = hex(row.group);
+    if (!distinct.has(group)) distinct.set(group, new Set());
+    distinct.get(group)!.add(hex(row.number));
+    if (row.mine) mine.add(`${group}:${hex(row.number)}`);
+  }
+  const adding = new Map<string, number>();
+  const rows = new Map<string, CountedRow>();
+  const shown = new Set<string>();
+  for (const read of pending) {
+    const fresh = read.groups.filter((g) => !mine.has(`${hex(g)}:${hex(read.identity)}`));
+    const fits = fresh.every(
+      (g) => (distinct.get(hex(g))?.size ?? 0) + (adding.get(hex(g)) ?? 0) + 1 <= limit,
+    );
+    if (!fits) continue;
+    shown.add(read.tokenId);
+    for (const g of fresh) {
+      const key = `${hex(g)}:${hex(read.identity)}`;
+      mine.add(key);
+      adding.set(hex(g), (adding.get(hex(g)) ?? 0) + 1);
+      rows.set(key, { group: g, number: read.identity, countedBy });
+    }
+  }
+  return { rows: [...rows.values()], shown };
+}

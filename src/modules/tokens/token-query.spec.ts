@@ -238,7 +238,7 @@ describe('queryPredicate (one parameterised SQL predicate)', () => {
     );
     expect(sql).toBe(
       '(t.type = $1 AND t.metadata @> $2::jsonb AND EXISTS (SELECT 1 FROM token_search_indexes s WHERE s.tenant_id = t.tenant_id AND s.token_id = t.id AND s.digest = $3) AND ' +
-        'EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($4::text)) = $4::text) AND t.fingerprint = $5)',
+        'EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($4::text)) = $4::text) AND (t.fingerprint = $5 AND t.fingerprint_groups IS NULL))',
     );
     expect(params).toEqual(['card', '{"customer_id":"cust 1"}', digest('4242424242424242'), '/pci/', 'f1']);
     expect(JSON.stringify(params)).not.toContain('4242');

@@ -37,7 +37,7 @@ export interface Keyset {
   id: string;
 }
 
-const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.card_bin, t.fingerprint, t.fingerprint_expression, t.metadata,
+const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.card_bin, t.fingerprint, t.fingerprint_groups, t.fingerprint_expression, t.metadata,
   t.search_indexes, t.containers, t.expires_at, t.created_by, t.created_at, t.modified_by, t.modified_at`;
 
 /**
@@ -144,8 +144,13 @@ export function queryPredicate(search: TokenSearch, p: SqlParams): string {
             // A uuid is stored lower-case (see normalizeTokenId); other ids are exact.
             return `t.id ${negated ? '<>' : '='} ${p.add(normalizeTokenId(node.value))}`;
           case 'type':
-          case 'fingerprint':
             return `t.${node.field} ${negated ? '<>' : '='} ${p.add(node.value)}`;
+          case 'fingerprint': {
+            // A fingerprint not counted yet by the card enumeration guard matches no fingerprint term (a
+            // match would tell it as a read would): found by fingerprint once a read has counted it.
+            const test = `(t.fingerprint = ${p.add(node.value)} AND t.fingerprint_groups IS NULL)`;
+            return negated ? `NOT ${test}` : test;
+          }
           case 'container':
             return `${not}EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length(${p.add(node.value)}::text)) = $${p.values.length}::text)`;
           case 'data':

@@ -9,6 +9,7 @@ const row = (changes: Partial<TokenRow> = {}): TokenRow => ({
   card_brand: 'visa',
   card_bin: '42424242',
   fingerprint: 'fp',
+  fingerprint_groups: null,
   fingerprint_expression: '{{ data.number }}',
   metadata: null,
   search_indexes: null,

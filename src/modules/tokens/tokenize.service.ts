@@ -11,7 +11,7 @@ import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/cr
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { Metrics } from '../../common/metrics/metrics';
-import { enumerableNumbers } from './card-enumeration';
+import { enumerableNumbers, pendingGroups } from './card-enumeration';
 import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, refusedContainers } from './token-access';
@@ -36,12 +36,14 @@ export const CVC_RETENTION_MS = 60 * 60 * 1000;
 /**
  * A create request validated and its expressions evaluated, at `now`. `numbers[i]`: the card numbers
  * the card enumeration guard counts for element i if the caller may read or search the token it makes
- * (none for a caller that holds neither token:read nor token:search anywhere).
+ * (none for a caller that holds neither token:read nor token:search anywhere); `enumerable[i]`: those
+ * numbers whoever the caller, kept as pending groups on a token whose number is not counted at tokenize.
  */
 interface Prepared {
   parsed: ParsedElement[];
   now: Date;
   numbers: string[][];
+  enumerable: string[][];
 }
 
 /**
@@ -133,7 +135,8 @@ export class TokenizeService {
       throw TokensException.badRequest('The request gives the same token id twice.');
 
     const counted = mayHoldPermission(who, 'token:read') || mayHoldPermission(who, 'token:search');
-    return { parsed, now, numbers: parsed.map((el) => (counted ? enumerableNumbers(el) : [])) };
+    const enumerable = parsed.map((el) => enumerableNumbers(el));
+    return { parsed, now, numbers: enumerable.map((n) => (counted ? n : [])), enumerable };
   }
 
   /**
@@ -165,32 +168,36 @@ export class TokenizeService {
   @OneStatement()
   private async createInOneStatement<T>(
     who: Principal,
-    { parsed, now }: Prepared,
+    { parsed, now, enumerable }: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
-    return answer(await this.write(who, parsed, now));
+    return answer(await this.write(who, parsed, now, [], enumerable));
   }
 
   @Transactional()
   private async createInTransaction<T>(
     who: Principal,
-    { parsed, now, numbers }: Prepared,
+    { parsed, now, numbers, enumerable }: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
-    return answer(await this.write(who, parsed, now, numbers));
+    return answer(await this.write(who, parsed, now, numbers, enumerable));
   }
 
   /**
    * The writes of a create request (in a transaction, or gathered into one statement, where `numbers`
    * is empty). The card numbers of the tokens it makes that the caller may read or search (whose
    * fingerprint it learns, from the answer or by searching for it) are counted by the enumeration
-   * guard before anything is written.
+   * guard before anything is written. A token whose numbers are not counted (`enumerable` but not
+   * `numbers`, or a token the caller may neither read nor search) keeps their groups: its first read that
+   * would show the fingerprint counts it. A deduplicated answer the caller may read counts its numbers
+   * too (a token found by its fingerprint tells that fingerprint).
    */
   private async write(
     who: Principal,
     parsed: ParsedElement[],
     now: Date,
-    numbers: string[][] = [],
+    numbers: string[][],
+    enumerable: string[][],
   ): Promise<CreatedToken[]> {
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
@@ -211,7 +218,10 @@ export class TokenizeService {
           seen
             .map((row) => ({ row, transform: decide(who, 'token:read', row).transform, readable: true }))
             .find((c) => same(c.row));
-        if (duplicate) return created.push(duplicate);
+        if (duplicate) {
+          if (duplicate.readable && numbers[i]?.length) counted.push(...numbers[i]);
+          return created.push(duplicate);
+        }
       }
       const row: TokenRow = {
         id: el.id ?? randomUUID(),
@@ -221,6 +231,7 @@ export class TokenizeService {
         card_brand: el.validated.brand ?? null,
         card_bin: el.validated.bin ?? null,
         fingerprint: fingerprints[i],
+        fingerprint_groups: null,
         fingerprint_expression: el.fingerprintExpression,
         metadata: el.metadata,
         search_indexes: el.searchIndexes,
@@ -236,9 +247,11 @@ export class TokenizeService {
       if (el.deduplicate && read.allowed) seen.push(row);
       fresh.push({ row, element: el });
       created.push({ row, transform: 'mask', readable: read.allowed });
-      // Counted when the caller learns the fingerprint: from the answer, or by searching `fingerprint:`.
+      // Counted when the caller learns the fingerprint: from the answer, or by searching `fingerprint:`;
+      // otherwise its groups wait for the first read that would show it.
       if (numbers[i]?.length && (read.allowed || decide(who, 'token:search', row).allowed))
         counted.push(...numbers[i]);
+      else row.fingerprint_groups = pendingGroups(keys.fingerprint, enumerable[i] ?? []);
     });
     await this.enumeration.count(who, keys, counted, now);
     const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);

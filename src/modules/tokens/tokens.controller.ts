@@ -32,7 +32,10 @@ const ENUMERATION_NOTE =
   'Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive ' +
   'fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing ' +
   'their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` ' +
-  '`card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.';
+  '`card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. ' +
+  'A card token made by a caller that was not counted (a public key) is counted at its first read that would show ' +
+  'its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a ' +
+  '`fingerprint` filter or search term does not match it.';
 const FREE_FORM = {
   description:
     'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +

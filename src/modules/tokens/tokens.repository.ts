@@ -20,6 +20,11 @@ export interface TokenRow {
   card_brand: string | null;
   card_bin: string | null;
   fingerprint: string;
+  /**
+   * The card enumeration groups the fingerprint has still to be counted in before a read shows it
+   * (`CardEnumerationGuard.showable`); null once counted or when it holds no card number.
+   */
+  fingerprint_groups: Buffer[] | null;
   fingerprint_expression: string;
   metadata: Record<string, string> | null;
   search_indexes: string[] | null;
@@ -43,6 +48,7 @@ export type TokenChanges = Pick<
   | 'search_indexes'
   | 'fingerprint_expression'
   | 'fingerprint'
+  | 'fingerprint_groups'
   | 'expires_at'
   | 'modified_by'
   | 'modified_at'
@@ -71,6 +77,7 @@ const toRow = (token: TokenEntity): TokenRow => ({
   card_brand: token.cardBrand,
   card_bin: token.cardBin,
   fingerprint: token.fingerprint,
+  fingerprint_groups: token.fingerprintGroups,
   fingerprint_expression: token.fingerprintExpression,
   metadata: token.metadata,
   search_indexes: token.searchIndexes,
@@ -91,6 +98,7 @@ const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
   cardBrand: true,
   cardBin: true,
   fingerprint: true,
+  fingerprintGroups: true,
   fingerprintExpression: true,
   metadata: true,
   searchIndexes: true,
@@ -112,6 +120,7 @@ const TOKEN_COLUMNS = [
   'card_brand',
   'card_bin',
   'fingerprint',
+  'fingerprint_groups',
   'fingerprint_expression',
   'metadata',
   'search_indexes',
@@ -125,7 +134,7 @@ const TOKEN_COLUMNS = [
 
 /** The columns of `tokens` with their types, for reading them from JSON (`jsonb_to_recordset`). */
 const TOKEN_RECORD = `id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar,
-  card_bin varchar, fingerprint varchar, fingerprint_expression text, metadata jsonb, search_indexes text[],
+  card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[],
   containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid,
   modified_at timestamptz`;
 
@@ -244,6 +253,7 @@ export class TokensRepository {
               card_brand: token.card_brand,
               card_bin: token.card_bin,
               fingerprint: token.fingerprint,
+              fingerprint_groups: token.fingerprint_groups?.map(bytea) ?? null,
               fingerprint_expression: token.fingerprint_expression,
               metadata: token.metadata,
               search_indexes: token.search_indexes,
@@ -339,6 +349,7 @@ export class TokensRepository {
         searchIndexes: changes.search_indexes,
         fingerprintExpression: changes.fingerprint_expression,
         fingerprint: changes.fingerprint,
+        fingerprintGroups: changes.fingerprint_groups,
         expiresAt: changes.expires_at,
         modifiedBy: changes.modified_by,
         modifiedAt: changes.modified_at,

@@ -15,6 +15,8 @@ import { Clock } from '../../common/jobs/clock';
 import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import type { UpdateTokenDto } from './dto/update-token.dto';
+import { enumerableNumbers, pendingGroups } from './card-enumeration';
+import { CardEnumerationGuard } from './card-enumeration.service';
 import { ExpressionEvaluator } from './expression-evaluator';
 import { decide, mayEvaluateStoredData, reveals } from './token-access';
 import { normalizeTokenId, TOKEN_ID_PATTERN } from './token-id';
@@ -59,6 +61,7 @@ export class TokensService {
     private readonly clock: Clock,
     private readonly audit: AuditTrail,
     private readonly outbox: EventOutbox,
+    private readonly enumeration: CardEnumerationGuard,
   ) {}
 
   /** A live token of the tenant, or 404; then the rule evaluator: 404 when no rule covers it, 403 when one refuses. */
@@ -92,13 +95,20 @@ export class TokensService {
   async get(who: Principal, id: string): Promise<TokenDto> {
     const { row, transform } = await this.findAccessible(who, id, 'token:read');
     const revealed = transform === 'reveal' ? await this.reveal(who, [row]) : new Map<string, unknown>();
-    return tokenDto(row, { transform, revealed: this.revealedOf(revealed, row.id), readable: true });
+    const shown = await this.enumeration.showable(who, [row]);
+    return tokenDto(row, {
+      transform,
+      revealed: this.revealedOf(revealed, row.id),
+      readable: shown.has(row.id),
+    });
   }
 
   /**
    * Token objects of a list or search, each as its own deciding rule shows it: the data of those read
    * through a reveal rule is fetched and opened, and only theirs. A search (`token:search`) shows the
-   * fingerprint of the tokens the caller may also read, and only theirs.
+   * fingerprint of the tokens the caller may also read, and only theirs; of those, a fingerprint the
+   * card enumeration guard has not counted yet is counted now, all the page's in one go, and withheld
+   * past its limit (`CardEnumerationGuard.showable`).
    */
   private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
     const decisions = rows.map((row) => decide(who, permission, row));
@@ -115,11 +125,15 @@ export class TokensService {
         return data ? [{ ...row, data }] : [];
       }),
     );
+    const readable = rows.filter((row, i) =>
+      permission === 'token:read' ? decisions[i].allowed : decide(who, 'token:read', row).allowed,
+    );
+    const shown = await this.enumeration.showable(who, readable);
     return rows.map((row, i) =>
       tokenDto(row, {
         transform: decisions[i].transform,
         revealed: this.revealedOf(revealed, row.id),
-        readable: permission === 'token:read' ? decisions[i].allowed : decide(who, 'token:read', row).allowed,
+        readable: shown.has(row.id),
       }),
     );
   }
@@ -238,14 +252,25 @@ export class TokensService {
         const evaluated = applyEvaluation(outcomes, '', errors);
         if (Object.keys(errors).length) throw new ValidationException(errors);
         next.fingerprint = hmacBase62(keys.fingerprint, evaluated.fingerprintInput);
+        // A new fingerprint is a new answer: counted at its first read if it holds a card number.
+        next.fingerprint_groups = pendingGroups(
+          keys.fingerprint,
+          enumerableNumbers({
+            type: row.type,
+            validated: { data: {} },
+            fingerprintInput: evaluated.fingerprintInput,
+          }),
+        );
         const digests = [...new Set(evaluated.indexValues)].map((v) => hmac(keys.searchIndex, v));
         await this.tokens.replaceSearchIndexes(row.tenant_id, row.id, digests);
       }
       await this.tokens.update(who.tenantId, row.id, next);
       await this.outbox.record(tokenEvent('token:updated', next));
       // The answer to a PATCH is masked even through a reveal rule: only reads reveal. Its
-      // fingerprint only to a caller that may read the token.
-      return tokenDto(next, { transform, readable: decide(who, 'token:read', next).allowed });
+      // fingerprint only to a caller that may read the token, once counted as a read counts it.
+      const readable = decide(who, 'token:read', next).allowed;
+      const shown = readable ? await this.enumeration.showable(who, [next]) : new Set<string>();
+      return tokenDto(next, { transform, readable: shown.has(next.id) });
     });
   }
 
@@ -344,12 +369,16 @@ export class TokensService {
 
   /**
    * Those of these token ids the caller may read now (`token:read` through the rule evaluator, a session
-   * with its authorizer): the tokens whose fingerprint another module may show it. A token deleted or
-   * expired is in no one's set.
+   * with its authorizer) and whose fingerprint the card enumeration guard lets it see (counted now if
+   * it was not yet, withheld past the limit): the tokens whose fingerprint another module may show it.
+   * A token deleted or expired is in no one's set.
    */
   async readableTokens(who: Principal, ids: string[]): Promise<Set<string>> {
     const rows = await this.tokens.findLiveByIds(who.tenantId, [...new Set(ids)], this.clock.now());
-    return new Set(rows.filter((row) => decide(who, 'token:read', row).allowed).map((row) => row.id));
+    return this.enumeration.showable(
+      who,
+      rows.filter((row) => decide(who, 'token:read', row).allowed),
+    );
   }
 
   /** The CVC is deleted after its first use in an authorization. */

@@ -154,7 +154,8 @@ export class PaymentMethodDto {
   expiration_date: string;
   /**
    * The card token's fingerprint, only to a caller that may read that token now (`token:read` through its
-   * rules); absent for any other caller, and once the token is deleted or expired.
+   * rules); absent for any other caller, and once the token is deleted or expired. A card a public key
+   * tokenized is counted by the card enumeration guard at its first such read, and absent past its limit.
    */
   fingerprint?: string;
   /** The buyer approval page, while the status is `buyer_approval_pending`. */

@@ -67,7 +67,9 @@ export class TokenObjectDto {
   /**
    * Only for a caller that may read the token (`token:read`, rules-aware): absent from a tokenize,
    * create or PATCH answer to a public key, or to a key or session without `token:read` on it, and from
-   * search results it may not read.
+   * search results it may not read. A card number's fingerprint is shown only once counted by the card
+   * enumeration guard: a token a public key made is counted at its first read, and shown without it past
+   * the limit.
    */
   fingerprint?: string;
   fingerprint_expression: string;

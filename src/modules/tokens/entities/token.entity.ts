@@ -31,6 +31,13 @@ export class TokenEntity {
   @Column({ type: 'varchar', length: 64 })
   fingerprint: string;
 
+  /**
+   * The groups (digests) the fingerprint has still to be counted in by the card enumeration guard
+   * before a read shows it; null once counted or when it holds no card number.
+   */
+  @Column({ name: 'fingerprint_groups', type: 'bytea', array: true, nullable: true })
+  fingerprintGroups: Buffer[] | null;
+
   @Column({ name: 'fingerprint_expression', type: 'text' })
   fingerprintExpression: string;
 
