@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { ChangeNotifications } from '../src/database/change-notifications';
+import { ApplicationKeyResolver } from '../src/modules/applications/application-key.resolver';
 import { ApplicationsRepository } from '../src/modules/applications/applications.repository';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 
@@ -18,6 +19,20 @@ describe('API keys cached in memory, invalidated across instances', () => {
     for (let i = 0; i < 100 && changes.listening !== expected; i++)
       await new Promise((resolve) => setTimeout(resolve, 50));
     expect(changes.listening).toBe(expected);
+  };
+
+  /**
+   * Runs `change` and waits until instance `t` has heard of it. A change made elsewhere reaches `t` as a
+   * notification after the other instance's commit, a few milliseconds later: the assertion that follows
+   * is about what `t` does once told, not a race against the notice on a loaded machine.
+   */
+  const heardBy = async (t: TestApp, change: () => Promise<unknown>) => {
+    const resolver = t.app.get(ApplicationKeyResolver) as unknown as { generation: number };
+    const before = resolver.generation;
+    await change();
+    for (let i = 0; i < 100 && resolver.generation === before; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(resolver.generation).toBeGreaterThan(before);
   };
 
   beforeAll(async () => {
@@ -61,11 +76,13 @@ describe('API keys cached in memory, invalidated across instances', () => {
     await tokenize(b).expect(201);
 
     // Narrowed on b: a answers with the new permissions at once.
-    await request(b.http)
-      .put(`/applications/${app.id}`)
-      .set('BT-API-KEY', tenant.managementKey)
-      .send({ name: 'narrowed', permissions: ['token:read'] })
-      .expect(200);
+    await heardBy(a, () =>
+      request(b.http)
+        .put(`/applications/${app.id}`)
+        .set('BT-API-KEY', tenant.managementKey)
+        .send({ name: 'narrowed', permissions: ['token:read'] })
+        .expect(200),
+    );
     await tokenize(a).expect(403);
     await tokenize(b).expect(403);
 
@@ -77,10 +94,12 @@ describe('API keys cached in memory, invalidated across instances', () => {
     const keyId = (keys.body as { id: string }[])[0].id;
     await request(a.http).get(`/tokens`).set('BT-API-KEY', app.key).expect(200);
     await request(b.http).get(`/tokens`).set('BT-API-KEY', app.key).expect(200);
-    await request(a.http)
-      .delete(`/applications/${app.id}/keys/${keyId}`)
-      .set('BT-API-KEY', tenant.managementKey)
-      .expect(204);
+    await heardBy(b, () =>
+      request(a.http)
+        .delete(`/applications/${app.id}/keys/${keyId}`)
+        .set('BT-API-KEY', tenant.managementKey)
+        .expect(204),
+    );
     await request(b.http).get(`/tokens`).set('BT-API-KEY', app.key).expect(401);
     await request(a.http).get(`/tokens`).set('BT-API-KEY', app.key).expect(401);
   });
@@ -99,15 +118,14 @@ describe('API keys cached in memory, invalidated across instances', () => {
       await request(t.http).get('/tokens').set('BT-API-KEY', first.key).expect(200);
       await request(t.http).get('/tokens').set('BT-API-KEY', second.key).expect(200);
     }
-    await request(b.http)
-      .delete(`/applications/${first.id}`)
-      .set('BT-API-KEY', tenant.managementKey)
-      .expect(204);
+    await heardBy(a, () =>
+      request(b.http).delete(`/applications/${first.id}`).set('BT-API-KEY', tenant.managementKey).expect(204),
+    );
     await request(a.http).get('/tokens').set('BT-API-KEY', first.key).expect(401);
     // An operator's statement, no API involved: the trigger announces it all the same.
-    await a.app
-      .get(DataSource)
-      .query(`UPDATE applications SET permissions = '{}' WHERE id = $1`, [second.id]);
+    await heardBy(b, () =>
+      a.app.get(DataSource).query(`UPDATE applications SET permissions = '{}' WHERE id = $1`, [second.id]),
+    );
     await request(b.http).get('/tokens').set('BT-API-KEY', second.key).expect(403);
   });
 
