@@ -188,7 +188,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize one value or a whole structure
-         * @description The response has the shape of the request. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.
+         * @description The response has the shape of the request. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
          */
         post: operations["tokenize"];
         delete?: never;
@@ -212,7 +212,7 @@ export interface paths {
         put?: never;
         /**
          * Create one token
-         * @description Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read.
+         * @description Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
          */
         post: operations["createToken"];
         delete?: never;
@@ -940,7 +940,9 @@ export interface components {
             /**
              * @description Only for a caller that may read the token (`token:read`, rules-aware): absent from a tokenize,
              *     create or PATCH answer to a public key, or to a key or session without `token:read` on it, and from
-             *     search results it may not read.
+             *     search results it may not read. A card number's fingerprint is shown only once counted by the card
+             *     enumeration guard: a token a public key made is counted at its first read, and shown without it past
+             *     the limit.
              */
             fingerprint?: string;
             fingerprint_expression: string;
@@ -1226,7 +1228,8 @@ export interface components {
             expiration_date: string;
             /**
              * @description The card token's fingerprint, only to a caller that may read that token now (`token:read` through its
-             *     rules); absent for any other caller, and once the token is deleted or expired.
+             *     rules); absent for any other caller, and once the token is deleted or expired. A card a public key
+             *     tokenized is counted by the card enumeration guard at its first such read, and absent past its limit.
              */
             fingerprint?: string;
             /** @description The buyer approval page, while the status is `buyer_approval_pending`. */
