@@ -27,7 +27,7 @@ describe('API keys cached in memory, invalidated across instances', () => {
    * is about what `t` does once told, not a race against the notice on a loaded machine.
    */
   const heardBy = async (t: TestApp, change: () => Promise<unknown>) => {
-    const resolver = t.app.get(ApplicationKeyResolver) as unknown as { generation: number };
+    const resolver = t.app.get(ApplicationKeyResolver);
     const before = resolver.generation;
     await change();
     for (let i = 0; i < 100 && resolver.generation === before; i++)

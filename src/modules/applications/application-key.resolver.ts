@@ -27,7 +27,7 @@ const CACHE_TTL_MS = 30_000;
 export class ApplicationKeyResolver implements PrincipalResolver, OnModuleInit {
   private readonly cache = new Map<string, { holder: KeyHolder; until: number }>();
   /** Counts announced changes: a lookup that overlapped one is not kept (it may have read the old row). */
-  private generation = 0;
+  generation = 0;
 
   constructor(
     private readonly applications: ApplicationsRepository,
