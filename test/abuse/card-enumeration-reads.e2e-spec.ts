@@ -1,37 +1,13 @@
-import { randomInt } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { cardData, luhnCard, tokenize } from '../support/attacker';
+import { cardData, luhnCard, tokenize, sameGroup } from '../support/attacker';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from '../support/orchestration';
 
 const LIMIT = 10;
 
-function luhnValid(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
-
 /** A Luhn-valid Visa number of a fresh group (first 6 and last 4 digits), so every test counts on its own. */
 const victimNumber = (): string => luhnCard('4', 16);
-
-/** `count` distinct Luhn-valid numbers sharing the first 6 and last 4 digits of `number`, not it. */
-function sameGroup(number: string, count: number): string[] {
-  const out = new Set<string>();
-  while (out.size < count) {
-    const guess = number.slice(0, 6) + String(randomInt(1_000_000)).padStart(6, '0') + number.slice(-4);
-    if (guess !== number && luhnValid(guess)) out.add(guess);
-  }
-  return [...out];
-}
 
 const card = (number: string, extra: Record<string, unknown> = {}) => ({
   type: 'card',

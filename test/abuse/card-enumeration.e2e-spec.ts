@@ -3,20 +3,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { RetentionJob } from '../../src/common/jobs/retention.job';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { authorizedSession, cardData, patchToken, tokenize } from '../support/attacker';
-
-const luhnValid = (digits: string): boolean => {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-};
+import { authorizedSession, cardData, patchToken, tokenize, luhnValid } from '../support/attacker';
 
 /**
  * The Luhn-valid 16-digit numbers that begin with `bin` and end with `last4`, in order of their middle

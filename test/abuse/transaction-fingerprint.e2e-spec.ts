@@ -1,6 +1,13 @@
-import { randomInt } from 'node:crypto';
 import request from 'supertest';
-import { authorizedSession, cardData, luhnCard, scene, type Scene, tokenize } from '../support/attacker';
+import {
+  authorizedSession,
+  cardData,
+  luhnCard,
+  scene,
+  type Scene,
+  tokenize,
+  sameGroup,
+} from '../support/attacker';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from '../support/orchestration';
 
 type Keys = 'merchant' | 'pub' | 'masked' | 'attacker' | 'ruled' | 'authorizer' | 'manager';
@@ -11,29 +18,6 @@ interface PaymentMethod {
   expiration_date: string;
   fingerprint?: string;
   [field: string]: unknown;
-}
-
-/** `count` distinct Luhn-valid 16-digit numbers sharing the first 6 and last 4 digits of `number`. */
-function sameGroup(number: string, count: number): string[] {
-  const out = new Set<string>();
-  while (out.size < count) {
-    const guess = number.slice(0, 6) + String(randomInt(1_000_000)).padStart(6, '0') + number.slice(-4);
-    if (guess !== number && luhnValid(guess)) out.add(guess);
-  }
-  return [...out];
-}
-
-function luhnValid(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
 }
 
 /**

@@ -20,6 +20,33 @@ export function luhnCard(prefix = '4', length = 16): string {
   return digits + String((10 - (sum % 10)) % 10);
 }
 
+/** Whether `digits` pass the Luhn check. */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+/**
+ * `count` distinct Luhn-valid 16-digit numbers sharing the first 6 and last 4 digits of `number`, not it:
+ * the candidates an attacker holding a masked read would try.
+ */
+export function sameGroup(number: string, count: number): string[] {
+  const out = new Set<string>();
+  while (out.size < count) {
+    const guess = number.slice(0, 6) + String(randomInt(1_000_000)).padStart(6, '0') + number.slice(-4);
+    if (guess !== number && luhnValid(guess)) out.add(guess);
+  }
+  return [...out];
+}
+
 export const cardData = (number: string, extra: Record<string, unknown> = {}) => ({
   number,
   expiration_month: 12,
