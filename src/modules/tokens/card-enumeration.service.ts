@@ -80,20 +80,8 @@ export class CardEnumerationGuard {
    * Records a refusal once its transaction has rolled back: one `refuse` audit row (no number, no
    * digits) and the metric.
    */
-  async refused(who: Principal): Promise<void> {
-    this.metrics.cardEnumerationRefused();
-    await this.audit.write(
-      { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
-      [
-        {
-          entityType: 'token',
-          entityId: null,
-          operation: 'refuse',
-          message: 'Tokenize refused: card enumeration suspected',
-          tokenType: 'card',
-        },
-      ],
-    );
+  refused(who: Principal): Promise<void> {
+    return this.recordRefusal(who, 'Tokenize refused: card enumeration suspected');
   }
 
   /**
@@ -140,19 +128,16 @@ export class CardEnumerationGuard {
   }
 
   /** A read that withheld fingerprints: one `refuse` audit row (no number, no token named) and the metric. */
-  private async withheld(who: Principal): Promise<void> {
+  private withheld(who: Principal): Promise<void> {
+    return this.recordRefusal(who, 'Fingerprint withheld from a read: card enumeration suspected');
+  }
+
+  /** One `refuse` audit row with a fixed message (no number, no token named) and the metric. */
+  private async recordRefusal(who: Principal, message: string): Promise<void> {
     this.metrics.cardEnumerationRefused();
     await this.audit.write(
       { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
-      [
-        {
-          entityType: 'token',
-          entityId: null,
-          operation: 'refuse',
-          message: 'Fingerprint withheld from a read: card enumeration suspected',
-          tokenType: 'card',
-        },
-      ],
+      [{ entityType: 'token', entityId: null, operation: 'refuse', message, tokenType: 'card' }],
     );
   }
 
