@@ -137,4 +137,18 @@ export class DeliveriesRepository {
     );
     return rows.length ? { status: 'failed', webhookDisabled: rows[0].disabled === true } : {};
   }
+
+  /**
+   * Deletes the events created before `before` none of whose deliveries is still pending, with their
+   * deliveries (cascade); returns how many events went.
+   */
+  async purgeEndedEvents(before: Date): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.tx.query(
+      `DELETE FROM webhook_events e WHERE e.created_at < $1
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                           WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')`,
+      [before],
+    );
+    return count;
+  }
 }

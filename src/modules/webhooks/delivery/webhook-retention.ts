@@ -1,8 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { RetentionJob } from '../../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../../database/data-source';
+import { DeliveriesRepository } from './deliveries.repository';
 
 /** How long an event and its deliveries are kept once none of them is still pending. */
 export const WEBHOOK_EVENT_RETENTION_DAYS = 30;
@@ -16,7 +15,7 @@ export const WEBHOOK_EVENT_RETENTION_DAYS = 30;
 export class WebhookRetention implements OnModuleInit {
   constructor(
     private readonly retention: RetentionJob,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly deliveries: DeliveriesRepository,
   ) {}
 
   onModuleInit(): void {
@@ -28,14 +27,9 @@ export class WebhookRetention implements OnModuleInit {
     });
   }
 
-  async purge(now: Date): Promise<number> {
-    const before = new Date(now.getTime() - WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600_000);
-    const [, count]: [unknown, number] = await this.db.tx.query(
-      `DELETE FROM webhook_events e WHERE e.created_at < $1
-          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-                           WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')`,
-      [before],
+  purge(now: Date): Promise<number> {
+    return this.deliveries.purgeEndedEvents(
+      new Date(now.getTime() - WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600_000),
     );
-    return count;
   }
 }
