@@ -140,7 +140,7 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
       // tenants already uses applications: a way back closes a cycle between the two modules.
       'src/modules/applications/probe-cycle.ts':
         "import { TenantsService } from '../tenants/tenants.service';\nexport const p = TenantsService;\n",
-      'src/modules/sessions/probe.ts': "import '../tokens/token-types.spec';\n",
+      'src/modules/sessions/probe.ts': "import '../tokens/data/validate-data.spec';\n",
       'src/modules/health/probe-dev.ts': "import fc from 'fast-check';\nexport const p = fc;\n",
       'src/modules/health/probe-undeclared.ts':
         "import safeRegex from 'safe-regex';\nexport const p = safeRegex;\n",
@@ -169,7 +169,7 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
       'no-circular: src/modules/health/probe-a.ts -> src/modules/health/probe-b.ts',
       'no-non-package-json: src/modules/health/probe-undeclared.ts -> node_modules/safe-regex',
       'no-orphans: src/modules/health/probe-orphan.ts',
-      'no-test-code-in-src: src/modules/sessions/probe.ts -> src/modules/tokens/token-types.spec.ts',
+      'no-test-code-in-src: src/modules/sessions/probe.ts -> src/modules/tokens/data/validate-data.spec.ts',
       'not-to-dev-dependency: src/modules/health/probe-dev.ts -> node_modules/fast-check',
       'not-to-unresolvable: src/modules/health/probe-unresolvable.ts -> ./no-such-file',
       'nothing-imports-entry-points: src/common/probe-entry.ts -> src/app.module.ts',

@@ -3,14 +3,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
 import { openDatabase } from '../src/database/data-source';
-import { parseTokenQuery } from '../src/modules/tokens/token-query';
+import { parseTokenQuery } from '../src/modules/tokens/search/search-language';
 import {
   keysetPageSql,
   offsetPageSql,
   type SearchScope,
   type SqlStatement,
   type TokenSearch,
-} from '../src/modules/tokens/token-search.repository';
+} from '../src/modules/tokens/search/token-search.repository';
 import { privatePrincipal } from './support/app';
 import { createDatabase, dropDatabase } from './support/test-database';
 

@@ -1,6 +1,6 @@
 import { newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { tokenize } from '../support/attacker';
-import { ExpressionEvaluator } from '../../src/modules/tokens/expression-evaluator';
+import { ExpressionEvaluator } from '../../src/modules/tokens/expressions/expression-evaluator';
 
 /**
  * About 10 ms of worker time each (8 sorts of a 2,000-character string it makes itself), far from the

@@ -11,7 +11,7 @@ import {
   TransactionsRepository,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
 import { TransactionsService } from '../../src/modules/orchestration/transactions/transactions.service';
-import { TokenizeService } from '../../src/modules/tokens/tokenize.service';
+import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
 import { sandboxFields } from '../support/orchestration';
 import { MediumContext, principal, startMedium } from './support';
 

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import type { AccessRule } from '../../src/common/auth/access-rule';
 import { IdempotencyRepository } from '../../src/modules/idempotency/idempotency.repository';
-import { decide } from '../../src/modules/tokens/token-access';
-import { TokenSearchRepository } from '../../src/modules/tokens/token-search.repository';
-import { TokenizeService } from '../../src/modules/tokens/tokenize.service';
+import { decide } from '../../src/modules/tokens/access/token-access';
+import { TokenSearchRepository } from '../../src/modules/tokens/search/token-search.repository';
+import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
 import { MediumContext, principal, startMedium } from './support';
 
 const CONTAINERS = ['/', '/pci/', '/pci/high/', '/pci/low/', '/general/', '/general/eu/'];

@@ -18,10 +18,10 @@ import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
 import { TOKENIZED_VALUE, TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
 import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
-import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './token-id';
-import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './token-search';
-import { CursorTokenPage, TokenDto } from './token.mapper';
-import { TokenizeService } from './tokenize.service';
+import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './data/token-id';
+import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './search/list-query';
+import { CursorTokenPage, TokenDto } from './token-answer';
+import { TokenizeService } from './tokenize/tokenize.service';
 import { TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseTokenIdPipe());

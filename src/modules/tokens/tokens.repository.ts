@@ -9,7 +9,7 @@ import { deferredWrite, inOneStatement } from '../../common/context/transactiona
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
-import type { TokenMask, TokenType } from './token-types';
+import type { TokenMask, TokenType } from './data/validate-data';
 
 /** A token as stored, without its sealed data. */
 export interface TokenRow {

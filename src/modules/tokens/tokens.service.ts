@@ -15,13 +15,13 @@ import { Clock } from '../../common/jobs/clock';
 import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import type { UpdateTokenDto } from './dto/update-token.dto';
-import { enumerableNumbers, pendingGroups } from './card-enumeration';
-import { CardEnumerationGuard } from './card-enumeration.service';
-import { ExpressionEvaluator } from './expression-evaluator';
-import { decide, mayEvaluateStoredData, reveals } from './token-access';
-import { normalizeTokenId, TOKEN_ID_PATTERN } from './token-id';
-import { openCvc, openData } from './token-crypto';
-import { CursorTokenPage, TokenDto, tokenDto, tokenEvent } from './token.mapper';
+import { enumerableNumbers, pendingGroups } from './enumeration/card-enumeration';
+import { CardEnumerationGuard } from './enumeration/card-enumeration.service';
+import { ExpressionEvaluator } from './expressions/expression-evaluator';
+import { decide, mayEvaluateStoredData, reveals } from './access/token-access';
+import { normalizeTokenId, TOKEN_ID_PATTERN } from './data/token-id';
+import { openCvc, openData } from './data/seal-data';
+import { CursorTokenPage, TokenDto, tokenDto, tokenEvent } from './token-answer';
 import {
   applyEvaluation,
   expressionBatch,
@@ -30,14 +30,14 @@ import {
   parseExpiresAt,
   parseFingerprintExpression,
   parseSearchIndexes,
-} from './token-request';
-import { filtersToQuery, hasDataTerm, parseTokenQuery, SearchNode } from './token-query';
-import type { TokenListQuery } from './token-search';
-import { revealedData } from './token-types';
-import { Keyset, SearchScope, TokenSearch, TokenSearchRepository } from './token-search.repository';
+} from './tokenize/tokenize-request';
+import { filtersToQuery, hasDataTerm, parseTokenQuery, SearchNode } from './search/search-language';
+import type { TokenListQuery } from './search/list-query';
+import { revealedData } from './data/validate-data';
+import { Keyset, SearchScope, TokenSearch, TokenSearchRepository } from './search/token-search.repository';
 import { SealedToken, TokenRow, TokensRepository } from './tokens.repository';
 
-export type { CursorTokenPage, TokenDto } from './token.mapper';
+export type { CursorTokenPage, TokenDto } from './token-answer';
 export type { TokenRow } from './tokens.repository';
 
 /** A token's clear data, for the orchestration module that charges it (never returned to a client). */

@@ -17,7 +17,7 @@ import {
   OffsetPaginationDto,
   OffsetPaginationQueryDto,
 } from '../../../common/pagination/offset-pagination.dto';
-import { TOKEN_ID_PATTERN } from '../../tokens/token-id';
+import { TOKEN_ID_PATTERN } from '../../tokens/data/token-id';
 
 export const MAX_AMOUNT = 99_999_999;
 export const PAYMENT_SOURCES = ['ecommerce', 'card_on_file', 'recurring'] as const;

@@ -12,7 +12,7 @@ import {
   isExpressionList,
   isPlainObject,
   SEARCH_INDEXES_FORMAT,
-} from '../token-request';
+} from '../tokenize/tokenize-request';
 
 /** One check, one message (class-validator would give one message per failed decorator). */
 const Satisfies = (name: string, test: (value: unknown) => boolean, message: string): PropertyDecorator =>

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { TokenMask, TokenType } from '../token-types';
+import type { TokenMask, TokenType } from '../data/validate-data';
 
 /** A token: its data sealed with the tenant's key (`data`), the rest in the clear for lists and rules. */
 @Entity({ name: 'tokens' })

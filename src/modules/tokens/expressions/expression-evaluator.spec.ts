@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULT_LIMITS, ExpressionEvaluator, ExpressionOutcome } from './expression-evaluator';
-import { ExpressionError } from './expressions';
+import { ExpressionError } from './expression-engine';
 
 const TENANT = 'tenant-a';
 

@@ -1,5 +1,5 @@
-import type { FieldErrors } from '../../common/errors/problem.exception';
-import { isAbaRoutingNumber, validateData } from './token-types';
+import type { FieldErrors } from '../../../common/errors/problem.exception';
+import { isAbaRoutingNumber, validateData } from './validate-data';
 
 const NOW = new Date('2026-11-22T00:00:00Z');
 

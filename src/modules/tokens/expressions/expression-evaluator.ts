@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { availableParallelism } from 'node:os';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { evaluateSimple, ExpressionEngine, ExpressionError, ExpressionFailure } from './expressions';
+import { evaluateSimple, ExpressionEngine, ExpressionError, ExpressionFailure } from './expression-engine';
 import { FairQueue } from './fair-queue';
 
 /** One template to render over `data[data]` (data values are sent once per job, not once per template). */

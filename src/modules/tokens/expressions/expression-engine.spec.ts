@@ -1,4 +1,4 @@
-import { evaluateSimple, EXPRESSION_FAILURES, ExpressionEngine, ExpressionError } from './expressions';
+import { evaluateSimple, EXPRESSION_FAILURES, ExpressionEngine, ExpressionError } from './expression-engine';
 
 describe('ExpressionEngine', () => {
   const engine = new ExpressionEngine();

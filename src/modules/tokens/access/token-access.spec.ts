@@ -1,6 +1,6 @@
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../../common/auth/principal';
 import { decide, mayEvaluateStoredData, refusedContainers } from './token-access';
-import { accessPredicate } from './token-search.repository';
+import { accessPredicate } from '../search/token-search.repository';
 
 const principal = (over: Partial<Principal>): Principal => ({
   tenantId: 't',

@@ -1,5 +1,5 @@
 import type { PipeTransform } from '@nestjs/common';
-import { TokensException } from './tokens.errors';
+import { TokensException } from '../tokens.errors';
 
 /**
  * Token ids: any string of 1 to 400 letters, digits, `_` and `-`, unique within its

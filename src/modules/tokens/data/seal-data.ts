@@ -1,5 +1,5 @@
-import { open, seal } from '../../common/crypto/aead';
-import type { TenantKeys } from '../../common/crypto/tenant-keys.service';
+import { open, seal } from '../../../common/crypto/aead';
+import type { TenantKeys } from '../../../common/crypto/tenant-keys.service';
 
 /** The associated data binds each ciphertext to its tenant, its token and its role (data or CVC). */
 const dataAad = (tenantId: string, tokenId: string): string => `${tenantId}:${tokenId}:data`;

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { RetentionJob } from '../../common/jobs/retention.job';
-import { LOCK_KEYS } from '../../database/data-source';
-import { CardEnumerationGuard } from './card-enumeration.service';
+import { RetentionJob } from '../../../common/jobs/retention.job';
+import { LOCK_KEYS } from '../../../database/data-source';
+import { CardEnumerationGuard } from '../enumeration/card-enumeration.service';
 import { TokenRetentionRepository } from './token-retention.repository';
 
 /**

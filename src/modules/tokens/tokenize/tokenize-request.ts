@@ -1,10 +1,10 @@
-import { isInstant, parseInstant } from '../../common/dates';
-import { CONTAINER_FORMAT, CONTAINER_PATTERN } from '../../common/auth/access-rule';
-import { addFieldError, type FieldErrors } from '../../common/errors/problem.exception';
-import type { ExpressionBatch, ExpressionOutcome } from './expression-evaluator';
-import { ExpressionError } from './expressions';
-import { isTokenId, normalizeTokenId, TOKEN_ID_FORMAT } from './token-id';
-import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from './token-types';
+import { isInstant, parseInstant } from '../../../common/dates';
+import { CONTAINER_FORMAT, CONTAINER_PATTERN } from '../../../common/auth/access-rule';
+import { addFieldError, type FieldErrors } from '../../../common/errors/problem.exception';
+import type { ExpressionBatch, ExpressionOutcome } from '../expressions/expression-evaluator';
+import { ExpressionError } from '../expressions/expression-engine';
+import { isTokenId, normalizeTokenId, TOKEN_ID_FORMAT } from '../data/token-id';
+import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from '../data/validate-data';
 
 export const MAX_TOKENS_PER_REQUEST = 100;
 /**

@@ -1,7 +1,7 @@
 import { LiqeError, parse, SyntaxError as LiqeSyntaxError } from 'liqe';
 import type { ExpressionToken, ParserAst, TagToken } from 'liqe';
-import { ValidationException } from '../../common/errors/domain.exception';
-import type { TokenFilters } from './token-search';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import type { TokenFilters } from './list-query';
 
 /** At most this many `field:value` terms in one query (each becomes one bounded SQL test). */
 export const MAX_QUERY_TERMS = 100;

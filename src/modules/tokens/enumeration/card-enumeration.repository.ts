@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { LOCK_KEYS } from '../../database/data-source';
+import { LOCK_KEYS } from '../../../database/data-source';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
 
 /** The lock key of one (tenant, group): the first 31 bits of SHA-256. */

@@ -1,7 +1,7 @@
-import { addFieldError } from '../../common/errors/problem.exception';
+import { addFieldError } from '../../../common/errors/problem.exception';
 import valid from 'card-validator';
 import luhn10 from 'card-validator/dist/luhn-10';
-import type { FieldErrors } from '../../common/errors/problem.exception';
+import type { FieldErrors } from '../../../common/errors/problem.exception';
 
 export const TOKEN_TYPES = ['token', 'card', 'bank'] as const;
 export type TokenType = (typeof TOKEN_TYPES)[number];
@@ -43,7 +43,7 @@ export interface ValidatedData {
   mask?: TokenMask;
   /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
   brand?: string;
-  /** The card's BIN as kept (see binOf); answers and events show its first 6 digits (token.mapper.ts). */
+  /** The card's BIN as kept (see binOf); answers and events show its first 6 digits (token-answer.ts). */
   bin?: string;
 }
 

@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { AuditTrail } from '../../common/audit/audit-trail.service';
-import type { Principal } from '../../common/auth/principal';
-import { inTransaction } from '../../common/context/transactional';
-import { TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import { ProblemException } from '../../common/errors/problem.exception';
-import { Clock } from '../../common/jobs/clock';
-import { Metrics } from '../../common/metrics/metrics';
-import { AppConfig } from '../../config/app-config';
+import { AuditTrail } from '../../../common/audit/audit-trail.service';
+import type { Principal } from '../../../common/auth/principal';
+import { inTransaction } from '../../../common/context/transactional';
+import { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { ProblemException } from '../../../common/errors/problem.exception';
+import { Clock } from '../../../common/jobs/clock';
+import { Metrics } from '../../../common/metrics/metrics';
+import { AppConfig } from '../../../config/app-config';
 import { countedNumber, countNumbers, countReads, readIdentity } from './card-enumeration';
 import { CardEnumerationRepository } from './card-enumeration.repository';
-import { decide } from './token-access';
-import type { TokenRow } from './tokens.repository';
+import { decide } from '../access/token-access';
+import type { TokenRow } from '../tokens.repository';
 
 export const CARD_ENUMERATION_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CARD_ENUMERATION_CODE = 'card_enumeration_suspected';

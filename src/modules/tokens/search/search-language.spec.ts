@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { ValidationException } from '../../common/errors/domain.exception';
-import { SqlParams } from '../../database/sql';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { SqlParams } from '../../../database/sql';
 import {
   filtersToQuery,
   hasDataTerm,
@@ -8,8 +8,8 @@ import {
   MAX_QUERY_TERMS,
   parseTokenQuery,
   type SearchNode,
-} from './token-query';
-import { emptyFilters } from './token-search';
+} from './search-language';
+import { emptyFilters } from './list-query';
 import { queryPredicate } from './token-search.repository';
 
 const term = (field: 'id' | 'type' | 'fingerprint' | 'container' | 'data', value: string): SearchNode => ({

@@ -1,5 +1,5 @@
-import { ValidationException } from '../../common/errors/domain.exception';
-import { emptyFilters, parseListQuery } from './token-search';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { emptyFilters, parseListQuery } from './list-query';
 
 describe('parseListQuery (GET /tokens and GET /v2/tokens)', () => {
   const errorsOf = (query: Record<string, unknown>, version: 'v1' | 'v2'): unknown => {

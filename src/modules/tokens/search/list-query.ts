@@ -1,10 +1,10 @@
-import { ValidationException } from '../../common/errors/domain.exception';
+import { ValidationException } from '../../../common/errors/domain.exception';
 import type { PipeTransform } from '@nestjs/common';
-import { addFieldError } from '../../common/errors/problem.exception';
-import type { FieldErrors } from '../../common/errors/problem.exception';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/pagination/offset-pagination.dto';
-import { isTokenId, normalizeTokenId } from './token-id';
-import { isPlainObject } from './token-request';
+import { addFieldError } from '../../../common/errors/problem.exception';
+import type { FieldErrors } from '../../../common/errors/problem.exception';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../common/pagination/offset-pagination.dto';
+import { isTokenId, normalizeTokenId } from '../data/token-id';
+import { isPlainObject } from '../tokenize/tokenize-request';
 
 /** At most this many `id` values in one `GET /tokens`. */
 export const MAX_LIST_IDS = 100;

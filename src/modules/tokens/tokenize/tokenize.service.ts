@@ -1,22 +1,22 @@
-import { TokensErrorCode, TokensException } from './tokens.errors';
-import { ValidationException } from '../../common/errors/domain.exception';
-import { OneStatement, Transactional, whenCommitted } from '../../common/context/transactional';
+import { TokensErrorCode, TokensException } from '../tokens.errors';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { OneStatement, Transactional, whenCommitted } from '../../../common/context/transactional';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AuditTrail } from '../../common/audit/audit-trail.service';
-import { EventOutbox } from '../../common/events/event-outbox';
-import type { RuleTransform } from '../../common/auth/access-rule';
-import { mayHoldPermission, type Principal } from '../../common/auth/principal';
-import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import { FieldErrors } from '../../common/errors/problem.exception';
-import { Clock } from '../../common/jobs/clock';
-import { Metrics } from '../../common/metrics/metrics';
-import { enumerableNumbers, pendingGroups } from './card-enumeration';
-import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
-import { ExpressionEvaluator } from './expression-evaluator';
-import { decide, refusedContainers } from './token-access';
-import { sealCvc, sealData } from './token-crypto';
-import { TokenDto, tokenDto, tokenEvent } from './token.mapper';
+import { AuditTrail } from '../../../common/audit/audit-trail.service';
+import { EventOutbox } from '../../../common/events/event-outbox';
+import type { RuleTransform } from '../../../common/auth/access-rule';
+import { mayHoldPermission, type Principal } from '../../../common/auth/principal';
+import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { FieldErrors } from '../../../common/errors/problem.exception';
+import { Clock } from '../../../common/jobs/clock';
+import { Metrics } from '../../../common/metrics/metrics';
+import { enumerableNumbers, pendingGroups } from '../enumeration/card-enumeration';
+import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
+import { ExpressionEvaluator } from '../expressions/expression-evaluator';
+import { decide, refusedContainers } from '../access/token-access';
+import { sealCvc, sealData } from '../data/seal-data';
+import { TokenDto, tokenDto, tokenEvent } from '../token-answer';
 import {
   applyEvaluation,
   collectSlots,
@@ -28,8 +28,8 @@ import {
   ParsedElement,
   rebuild,
   Slot,
-} from './token-request';
-import { TokenRow, TokensRepository } from './tokens.repository';
+} from './tokenize-request';
+import { TokenRow, TokensRepository } from '../tokens.repository';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
 

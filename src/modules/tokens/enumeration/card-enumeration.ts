@@ -1,6 +1,6 @@
 import luhn10 from 'card-validator/dist/luhn-10';
-import { hmac, hmacBase62 } from '../../common/crypto/tenant-keys.service';
-import type { ParsedElement } from './token-request';
+import { hmac, hmacBase62 } from '../../../common/crypto/tenant-keys.service';
+import type { ParsedElement } from '../tokenize/tokenize-request';
 
 /** Runs of digits; those of 13 to 19 (the lengths of card numbers) are looked at. */
 const DIGIT_RUNS = /\d+/g;

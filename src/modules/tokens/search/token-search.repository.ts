@@ -1,13 +1,13 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { Principal } from '../../common/auth/principal';
-import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
-import { SqlParams } from '../../database/sql';
-import { byPriority } from './token-access';
-import { normalizeTokenId } from './token-id';
-import type { SearchNode } from './token-query';
-import type { TokenRow } from './tokens.repository';
+import type { Principal } from '../../../common/auth/principal';
+import { cursorTimeSql } from '../../../common/pagination/cursor-pagination';
+import { SqlParams } from '../../../database/sql';
+import { byPriority } from '../access/token-access';
+import { normalizeTokenId } from '../data/token-id';
+import type { SearchNode } from './search-language';
+import type { TokenRow } from '../tokens.repository';
 
 /**
  * What a list or search looks for: the parsed query, and the digest of a `data:` value under the

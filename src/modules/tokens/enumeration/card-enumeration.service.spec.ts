@@ -1,10 +1,10 @@
-import type { AuditTrail } from '../../common/audit/audit-trail.service';
-import type { AuditEntry } from '../../common/audit/audit.types';
-import type { Principal } from '../../common/auth/principal';
-import type { TenantKeys, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import type { Clock } from '../../common/jobs/clock';
-import type { Metrics } from '../../common/metrics/metrics';
-import type { AppConfig } from '../../config/app-config';
+import type { AuditTrail } from '../../../common/audit/audit-trail.service';
+import type { AuditEntry } from '../../../common/audit/audit.types';
+import type { Principal } from '../../../common/auth/principal';
+import type { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import type { Clock } from '../../../common/jobs/clock';
+import type { Metrics } from '../../../common/metrics/metrics';
+import type { AppConfig } from '../../../config/app-config';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
 import type { CardEnumerationRepository } from './card-enumeration.repository';
 import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
@@ -95,7 +95,7 @@ describe('CardEnumerationGuard', () => {
 
   it('a number stored in a token the caller may read does not count', async () => {
     const numbers = group(11);
-    const { hmacBase62 } = await import('../../common/crypto/tenant-keys.service');
+    const { hmacBase62 } = await import('../../../common/crypto/tenant-keys.service');
     const s = newGuard(10, [
       { fingerprint: hmacBase62(KEYS.fingerprint, numbers[0]), containers: ['/pci/high/'] },
     ]);

@@ -1,4 +1,4 @@
-import { tokenDto } from './token.mapper';
+import { tokenDto } from './token-answer';
 import type { TokenRow } from './tokens.repository';
 
 const row = (changes: Partial<TokenRow> = {}): TokenRow => ({

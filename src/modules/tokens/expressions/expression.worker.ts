@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { EXPRESSION_TIME_LIMIT_MS, ExpressionEngine, ExpressionError } from './expressions';
+import { EXPRESSION_TIME_LIMIT_MS, ExpressionEngine, ExpressionError } from './expression-engine';
 import type { EvaluationJob, EvaluationResult } from './expression-evaluator';
 
 /**

@@ -1,5 +1,5 @@
-import type { AccessRule, RuleCondition, RuleTransform } from '../../common/auth/access-rule';
-import type { Principal } from '../../common/auth/principal';
+import type { AccessRule, RuleCondition, RuleTransform } from '../../../common/auth/access-rule';
+import type { Principal } from '../../../common/auth/principal';
 
 /** What access rules can see of a token. */
 export interface TokenFacts {
