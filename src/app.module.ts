@@ -38,6 +38,7 @@ import { TenantsModule } from './modules/tenants/tenants.module';
 import { SessionsModule } from './modules/sessions/sessions.module';
 import { TokensModule } from './modules/tokens/tokens.module';
 import { WebhookOutboxModule } from './modules/webhooks/webhook-outbox';
+import { UnitOfWorkModule } from './common/unit-of-work/unit-of-work';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 export interface AppModuleOptions {
@@ -57,6 +58,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     EventsModule.forRoot(WebhookOutboxModule),
     JobsModule,
     AuditModule,
+    UnitOfWorkModule,
     ClsModule.forRoot({
       global: true,
       middleware: {

@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { usePreparedStatements } from '../src/common/context/transactional';
-import { WriteBatch } from '../src/common/context/write-batch';
+import { WriteBatch } from '../src/common/unit-of-work/write-batch';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { statementsDuring } from './support/statements';

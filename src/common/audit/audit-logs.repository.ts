@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { deferredWrite } from '../context/transactional';
+import type { Change } from '../unit-of-work/change';
+import type { PieceBuilder } from '../unit-of-work/write-batch';
 import type { EntityType, Operation } from './audit.types';
 
 export interface NewAuditLog {
@@ -32,29 +34,43 @@ export class AuditLogsRepository {
    */
   async insert(rows: NewAuditLog[]): Promise<void> {
     if (!rows.length) return;
-    await deferredWrite(({ p, name }) => {
-      const given = p.add(
-        JSON.stringify(
-          rows.map((row) => ({
-            id: row.id,
-            tenant_id: row.tenantId,
-            actor_id: row.actorId,
-            actor_type: row.actorType,
-            entity_type: row.entityType,
-            entity_id: row.entityId,
-            operation: row.operation,
-            message: row.message,
-            token_type: row.tokenType,
-            created_at: row.createdAt,
-          })),
-        ),
-      );
-      return {
-        ctes: [
-          `${name('audit')} AS (INSERT INTO audit_logs (${COLUMNS})
-             SELECT ${COLUMNS} FROM jsonb_to_recordset(${given}::jsonb) AS r(${RECORD}))`,
-        ],
-      };
-    });
+    await deferredWrite(insertPiece(rows));
+  }
+
+  /** The rows, written with the change. */
+  async insertIn(change: Change, rows: NewAuditLog[]): Promise<void> {
+    if (!rows.length) return;
+    await change.write(insertPiece(rows));
   }
 }
+
+/**
+ * One INSERT of the rows, which travel as one JSON parameter: the statement's text is the same for one
+ * row or a hundred (PostgreSQL can keep it prepared).
+ */
+const insertPiece =
+  (rows: NewAuditLog[]): PieceBuilder =>
+  ({ p, name }) => {
+    const given = p.add(
+      JSON.stringify(
+        rows.map((row) => ({
+          id: row.id,
+          tenant_id: row.tenantId,
+          actor_id: row.actorId,
+          actor_type: row.actorType,
+          entity_type: row.entityType,
+          entity_id: row.entityId,
+          operation: row.operation,
+          message: row.message,
+          token_type: row.tokenType,
+          created_at: row.createdAt,
+        })),
+      ),
+    );
+    return {
+      ctes: [
+        `${name('audit')} AS (INSERT INTO audit_logs (${COLUMNS})
+           SELECT ${COLUMNS} FROM jsonb_to_recordset(${given}::jsonb) AS r(${RECORD}))`,
+      ],
+    };
+  };

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '../jobs/clock';
+import type { Change } from '../unit-of-work/change';
 import { AuditLogsRepository, type NewAuditLog } from './audit-logs.repository';
 import type { AuditActor, AuditEntry, AuditTokenType } from './audit.types';
 
@@ -74,6 +75,29 @@ export class AuditTrail {
         operation: e.operation,
         message: `${e.message}${suffix}`,
         tokenType: tokenType(e),
+        createdAt: now,
+      })),
+    );
+  }
+
+  /** The audit rows a change collected (`change.audit`), attributed to its actor, written with it. */
+  async writeChange(change: Change): Promise<void> {
+    if (!change.entries.length) return;
+    const now = this.clock.now();
+    const actor = change.actor;
+    const suffix = actor.sessionId ? ` (session ${actor.sessionId})` : '';
+    await this.logs.insertIn(
+      change,
+      change.entries.map((e) => ({
+        id: randomUUID(),
+        tenantId: actor.tenantId,
+        actorId: actor.applicationId,
+        actorType: actorType(actor),
+        entityType: e.entityType,
+        entityId: e.entityId,
+        operation: e.operation,
+        message: `${e.message}${suffix}`,
+        tokenType: e.entityType === 'token' ? (e.tokenType ?? null) : null,
         createdAt: now,
       })),
     );

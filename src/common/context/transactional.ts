@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { ClsServiceManager } from 'nestjs-cls';
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
-import { PieceBuilder, PieceOptions, WriteBatch } from './write-batch';
+import { PieceBuilder, PieceOptions, WriteBatch } from '../unit-of-work/write-batch';
 
 /**
  * Explicit transactions. A service method that writes declares its transaction with `@Transactional()`:

@@ -1,3 +1,5 @@
+import type { Change } from '../unit-of-work/change';
+
 /**
  * The events a change reports to webhooks. Services record them through this
  * port in the database transaction of the change itself (a transactional outbox): no event without
@@ -36,4 +38,7 @@ export abstract class EventOutbox {
    * One statement whatever the number of events. Must be called inside the change's transaction.
    */
   abstract record(events: OutboxEvent | OutboxEvent[]): Promise<void>;
+
+  /** Records the events (in order) with the change: in its transaction, or in its one statement. */
+  abstract recordIn(change: Change, events: OutboxEvent[]): Promise<void>;
 }

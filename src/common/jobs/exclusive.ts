@@ -1,10 +1,10 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
 import { Metrics } from '../metrics/metrics';
+import type { Change } from '../unit-of-work/change';
+import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { Clock } from './clock';
 import { JobRunsRepository } from './job-runs.repository';
 
@@ -26,7 +26,7 @@ export class ExclusiveJobRunner {
   readonly instanceId = randomUUID();
 
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly work: UnitOfWork,
     private readonly cls: ClsService,
     private readonly clock: Clock,
     private readonly runs: JobRunsRepository,
@@ -64,14 +64,20 @@ export class ExclusiveJobRunner {
     }
   }
 
-  async run<T>(name: string, lockKey: number, work: () => Promise<T>, tick?: Tick): Promise<T | undefined> {
+  /** Runs `work` in one change (a transaction) that holds the job's lock, and its tick when one is given. */
+  async run<T>(
+    name: string,
+    lockKey: number,
+    work: (change: Change) => Promise<T>,
+    tick?: Tick,
+  ): Promise<T | undefined> {
     try {
       return await this.cls.run(() =>
-        this.db.withTransaction(async () => {
-          if (!(await this.runs.tryLock(lockKey))) return undefined;
-          if (tick && !(await this.claimTick(name, tick))) return undefined;
+        this.work.transaction({}, async (change) => {
+          if (!(await this.runs.tryLock(change, lockKey))) return undefined;
+          if (tick && !(await this.claimTick(change, name, tick))) return undefined;
           this.metrics.jobRan(name);
-          return work();
+          return work(change);
         }),
       );
     } catch (error) {
@@ -81,17 +87,17 @@ export class ExclusiveJobRunner {
     }
   }
 
-  private async claimTick(name: string, tick: Tick): Promise<boolean> {
+  private async claimTick(change: Change, name: string, tick: Tick): Promise<boolean> {
     const now = this.clock.now();
     const start = new Date(Math.floor(now.getTime() / tick.tickMs) * tick.tickMs);
-    const claimed = await this.runs.claim({
+    const claimed = await this.runs.claim(change, {
       job: name,
       tickStart: start,
       instanceId: this.instanceId,
       ranAt: now,
     });
     if (claimed && tick.tickMs >= 60_000)
-      await this.runs.deleteRanBefore(new Date(now.getTime() - 2 * 86_400_000));
+      await this.runs.deleteRanBefore(change, new Date(now.getTime() - 2 * 86_400_000));
     return claimed;
   }
 }

@@ -1,7 +1,6 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { Change } from '../unit-of-work/change';
 
 /** One period of a job, as claimed in `job_runs`. */
 export interface JobTick {
@@ -11,13 +10,10 @@ export interface JobTick {
   ranAt: Date;
 }
 
-/** The advisory locks and `job_runs` claims of scheduled jobs; every statement joins the caller's transaction. */
+/** The advisory locks and `job_runs` claims of scheduled jobs; every statement joins the given change. */
 @Injectable()
 export class JobRunsRepository {
-  constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
-    private readonly dataSource: DataSource,
-  ) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /**
    * Runs `work` holding the session-level `pg_try_advisory_lock(key)` on a connection of its own, so
@@ -43,17 +39,16 @@ export class JobRunsRepository {
   }
 
   /** `pg_try_advisory_xact_lock`: true when this transaction now holds the lock (released at its end). */
-  async tryLock(lockKey: number): Promise<boolean> {
-    const rows: { locked: boolean }[] = await this.db.tx.query(
-      'SELECT pg_try_advisory_xact_lock($1) AS locked',
-      [lockKey],
-    );
+  async tryLock(change: Change, lockKey: number): Promise<boolean> {
+    const rows = await change.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
+      lockKey,
+    ]);
     return rows[0]?.locked === true;
   }
 
   /** Claims a tick (primary key job + period start): false when some instance has claimed it already. */
-  async claim(tick: JobTick): Promise<boolean> {
-    const claimed: { job: string }[] = await this.db.tx.query(
+  async claim(change: Change, tick: JobTick): Promise<boolean> {
+    const claimed = await change.query<{ job: string }>(
       `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
       [tick.job, tick.tickStart, tick.instanceId, tick.ranAt],
@@ -62,7 +57,7 @@ export class JobRunsRepository {
   }
 
   /** Forgets the runs recorded before `cutoff`. */
-  async deleteRanBefore(cutoff: Date): Promise<void> {
-    await this.db.tx.query('DELETE FROM job_runs WHERE ran_at < $1', [cutoff]);
+  async deleteRanBefore(change: Change, cutoff: Date): Promise<void> {
+    await change.query('DELETE FROM job_runs WHERE ran_at < $1', [cutoff]);
   }
 }

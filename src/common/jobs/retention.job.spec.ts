@@ -1,3 +1,4 @@
+import { Change } from '../unit-of-work/change';
 import { Clock } from './clock';
 import type { ExclusiveJobRunner, Tick } from './exclusive';
 import { RetentionJob, RetentionPolicy } from './retention.job';
@@ -6,9 +7,14 @@ import { RetentionJob, RetentionPolicy } from './retention.job';
 class RecordingRunner {
   readonly runs: { name: string; lockKey: number; tick?: Tick }[] = [];
 
-  run<T>(name: string, lockKey: number, work: () => Promise<T>, tick?: Tick): Promise<T | undefined> {
+  run<T>(
+    name: string,
+    lockKey: number,
+    work: (change: Change) => Promise<T>,
+    tick?: Tick,
+  ): Promise<T | undefined> {
     this.runs.push({ name, lockKey, ...(tick ? { tick } : {}) });
-    return work();
+    return work(new Change({}, 'statement', undefined));
   }
 }
 
@@ -22,7 +28,7 @@ describe('RetentionJob', () => {
     name,
     lockKey,
     periodMs,
-    purge: (now) => {
+    purge: (_change, now) => {
       purged.push({ name, now });
       return Promise.resolve(3);
     },

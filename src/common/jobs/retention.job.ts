@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
+import type { Change } from '../unit-of-work/change';
 import { Clock } from './clock';
 import { ExclusiveJobRunner, Tick } from './exclusive';
 
@@ -13,8 +14,8 @@ export interface RetentionPolicy {
   lockKey: number;
   /** How often it runs: whole minutes, each period once across instances. */
   periodMs: number;
-  /** Deletes what is past retention at `now` (the service's clock) in the job's transaction; returns how many rows. */
-  purge(now: Date): Promise<number>;
+  /** Deletes what is past retention at `now` (the service's clock) in the job's change; returns how many rows. */
+  purge(change: Change, now: Date): Promise<number>;
 }
 
 /**
@@ -59,7 +60,12 @@ export class RetentionJob {
   }
 
   private run(policy: RetentionPolicy, tick?: Tick): Promise<number | undefined> {
-    return this.jobs.run(policy.name, policy.lockKey, () => policy.purge(this.clock.now()), tick);
+    return this.jobs.run(
+      policy.name,
+      policy.lockKey,
+      (change) => policy.purge(change, this.clock.now()),
+      tick,
+    );
   }
 
   private policy(name: string): RetentionPolicy {

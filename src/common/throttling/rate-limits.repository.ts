@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { Change } from '../unit-of-work/change';
 
 /**
  * The `rate_limits` counters (one row per key and window). Adding hits is a statement of its own
@@ -26,8 +27,8 @@ export class RateLimitsRepository {
   }
 
   /** Deletes the windows that started before `cutoff`: one set-based statement, in the job's transaction. */
-  async deleteStartedBefore(cutoff: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async deleteStartedBefore(change: Change, cutoff: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM rate_limits WHERE window_start < $1',
       [cutoff],
     );

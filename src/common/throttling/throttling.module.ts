@@ -26,7 +26,7 @@ class ThrottlerStorageModule implements OnModuleInit {
       name: 'rate-limits',
       lockKey: LOCK_KEYS.jobRateLimits,
       periodMs: 600_000,
-      purge: (now) => this.counters.deleteStartedBefore(new Date(now.getTime() - 3_600_000)),
+      purge: (change, now) => this.counters.deleteStartedBefore(change, new Date(now.getTime() - 3_600_000)),
     });
   }
 }

@@ -16,6 +16,9 @@ import { onRequestCommit } from '../../common/context/transactional';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
+import { RequestClaim } from './request-claim';
+import type { RequestWithOrigin } from '../../common/unit-of-work/origin.decorator';
+
 export const IDEMPOTENCY_HEADER = 'bt-idempotency-key';
 export const REPLAYED_HEADER = 'BT-IDEMPOTENCY-REPLAYED';
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
@@ -99,6 +102,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
           res.setHeader(REPLAYED_HEADER, 'true');
           return send(outcome.response, res);
       }
+      // The claim travels to the handler's change through its origin (`@Origin()`): the change records
+      // the response with itself, pins what it creates before a vendor call, or withholds the answer.
+      const claim = new RequestClaim(this.idempotency, scope, outcome.claimId, outcome.resumed, (result) =>
+        serialize(result, res),
+      );
+      (req as RequestWithOrigin).idempotency = claim;
       // What the handler creates before it calls a vendor is pinned on the claim (IdempotentResource).
       bindIdempotentResource(this.idempotency.resourceBinding(scope, outcome.claimId, outcome.resumed));
       // The record commits with the change: in the transaction the service method declares, or in its one
@@ -124,8 +133,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
         await this.idempotency.release(scope, outcome.claimId);
         throw error;
       }
+      if (claim.recorded) return send(claim.recorded, res);
       if (edge.ran && recorded) return send(recorded, res);
-      if (isWithheldFromReplay()) {
+      if (isWithheldFromReplay() || claim.withheld) {
         await this.idempotency.release(scope, outcome.claimId);
         return result;
       }

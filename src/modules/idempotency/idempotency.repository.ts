@@ -3,6 +3,8 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { deferredWrite } from '../../common/context/transactional';
+import type { Change } from '../../common/unit-of-work/change';
+import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 
 /** A record's primary key: tenant, caller (application or session) and the HMAC of the key. */
 export interface RecordKey {
@@ -145,25 +147,18 @@ export class IdempotencyRepository {
     response: CompletedResponse,
     takenOver: () => Error,
   ): Promise<void> {
-    await deferredWrite(
-      ({ p, name, refuse }) => {
-        const completed = name('idempotency');
-        return {
-          ctes: [
-            `${completed} AS (
-               UPDATE idempotency_records
-                  SET state = 'completed', response_status = ${p.add(response.status)}::int,
-                      response_headers = ${p.add(JSON.stringify(response.headers))}::jsonb,
-                      response_body = ${p.add(response.sealedBody)}::bytea
-                WHERE tenant_id = ${p.add(key.tenantId)}::uuid AND scope = ${p.add(key.scope)}::text
-                  AND key_digest = ${p.add(key.keyDigest)}::bytea AND claim_id = ${p.add(claimId)}::uuid
-               RETURNING 1)`,
-          ],
-          result: refuse(`NOT EXISTS (SELECT 1 FROM ${completed})`),
-        };
-      },
-      { refused: takenOver },
-    );
+    await deferredWrite(completePiece(key, claimId, response), { refused: takenOver });
+  }
+
+  /** `completeWithChange`, in the given change (its transaction, or its one statement). */
+  async completeIn(
+    change: Change,
+    key: RecordKey,
+    claimId: string,
+    response: CompletedResponse,
+    takenOver: () => Error,
+  ): Promise<void> {
+    await change.write(completePiece(key, claimId, response), { refused: takenOver });
   }
 
   /**
@@ -172,6 +167,15 @@ export class IdempotencyRepository {
    */
   async pin(key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
     const [, count]: [unknown, number] = await this.db.tx.query(
+      `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
+      [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
+    );
+    return count === 1;
+  }
+
+  /** `pin`, in the given change (the one that inserts the resource). */
+  async pinIn(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
       [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
     );
@@ -194,11 +198,31 @@ export class IdempotencyRepository {
   }
 
   /** Deletes the records of every tenant past their lifetime at `now`: one set-based statement. */
-  async deleteExpired(now: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async deleteExpired(change: Change, now: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM idempotency_records WHERE expires_at <= $1',
       [now],
     );
     return count;
   }
 }
+
+/** Completes the record while `claimId` holds it; refuses the whole change where it no longer does. */
+const completePiece =
+  (key: RecordKey, claimId: string, response: CompletedResponse): PieceBuilder =>
+  ({ p, name, refuse }) => {
+    const completed = name('idempotency');
+    return {
+      ctes: [
+        `${completed} AS (
+           UPDATE idempotency_records
+              SET state = 'completed', response_status = ${p.add(response.status)}::int,
+                  response_headers = ${p.add(JSON.stringify(response.headers))}::jsonb,
+                  response_body = ${p.add(response.sealedBody)}::bytea
+            WHERE tenant_id = ${p.add(key.tenantId)}::uuid AND scope = ${p.add(key.scope)}::text
+              AND key_digest = ${p.add(key.keyDigest)}::bytea AND claim_id = ${p.add(claimId)}::uuid
+           RETURNING 1)`,
+      ],
+      result: refuse(`NOT EXISTS (SELECT 1 FROM ${completed})`),
+    };
+  };

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { configure } from 'safe-stable-stringify';
 import type { Principal } from '../../common/auth/principal';
 import type { ResourceBinding } from '../../common/context/idempotent-resource';
+import type { Change } from '../../common/unit-of-work/change';
 import { open, seal } from '../../common/crypto/aead';
 import { conflict } from '../../common/errors/problem.exception';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
@@ -60,7 +61,7 @@ export class IdempotencyService implements OnModuleInit {
       name: 'idempotency-records',
       lockKey: LOCK_KEYS.jobIdempotencyRecords,
       periodMs: 600_000,
-      purge: (now) => this.records.deleteExpired(now),
+      purge: (change, now) => this.records.deleteExpired(change, now),
     });
   }
 
@@ -149,6 +150,32 @@ export class IdempotencyService implements OnModuleInit {
       },
       takenOver,
     );
+  }
+
+  /** `completeWithChange`, in the given change. */
+  async completeIn(
+    change: Change,
+    s: IdempotencyScope,
+    claimId: string,
+    response: StoredResponse,
+    takenOver: () => Error,
+  ): Promise<void> {
+    await this.records.completeIn(
+      change,
+      s,
+      claimId,
+      {
+        status: response.status,
+        headers: response.headers,
+        sealedBody: response.body.length ? seal(s.sealKey, response.body, this.aad(s)) : null,
+      },
+      takenOver,
+    );
+  }
+
+  /** Pins the resource a change creates on the claim, in that change; false once a retry took it over. */
+  pinIn(change: Change, s: IdempotencyScope, claimId: string, resourceId: string): Promise<boolean> {
+    return this.records.pinIn(change, s, claimId, resourceId);
   }
 
   /**

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityType, Operation } from '../../common/audit/audit.types';
 import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
 import { SqlParams } from '../../database/sql';
+import type { Change } from '../../common/unit-of-work/change';
 
 export interface LogFilter {
   tenantId: string;
@@ -114,8 +115,8 @@ export class LogsRepository {
   }
 
   /** Deletes the logs of every tenant written before `cutoff`: one set-based statement. */
-  async deleteCreatedBefore(cutoff: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async deleteCreatedBefore(change: Change, cutoff: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM audit_logs WHERE created_at < $1',
       [cutoff],
     );

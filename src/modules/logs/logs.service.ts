@@ -44,8 +44,11 @@ export class LogsService implements OnModuleInit {
       name: 'log-retention',
       lockKey: LOCK_KEYS.jobLogRetention,
       periodMs: 3_600_000,
-      purge: (now) =>
-        this.logs.deleteCreatedBefore(new Date(now.getTime() - this.config.LOG_RETENTION_DAYS * 86_400_000)),
+      purge: (change, now) =>
+        this.logs.deleteCreatedBefore(
+          change,
+          new Date(now.getTime() - this.config.LOG_RETENTION_DAYS * 86_400_000),
+        ),
     });
   }
 

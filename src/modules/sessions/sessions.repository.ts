@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import type { AccessRule } from '../../common/auth/access-rule';
+import type { Change } from '../../common/unit-of-work/change';
 
 export interface NewSession {
   id: string;
@@ -141,8 +142,8 @@ export class SessionsRepository {
   }
 
   /** Deletes the sessions of every tenant that expired by `now`: one set-based statement. */
-  async deleteExpired(now: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async deleteExpired(change: Change, now: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM sessions WHERE expires_at <= $1',
       [now],
     );

@@ -36,7 +36,7 @@ export class SessionsService implements OnModuleInit {
       name: 'expired-sessions',
       lockKey: LOCK_KEYS.jobExpiredSessions,
       periodMs: 60_000,
-      purge: (now) => this.sessions.deleteExpired(now),
+      purge: (change, now) => this.sessions.deleteExpired(change, now),
     });
   }
 

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../../database/data-source';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
+import type { Change } from '../../../common/unit-of-work/change';
 
 /** The lock key of one (tenant, group): the first 31 bits of SHA-256. */
 const groupKey = (tenantId: string, group: Buffer): number =>
@@ -88,8 +89,8 @@ export class CardEnumerationRepository {
   }
 
   /** Deletes, in every tenant, what was counted at or before `before`; returns how many rows. */
-  async deleteCountedBefore(before: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async deleteCountedBefore(change: Change, before: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       `DELETE FROM card_enumeration_counts WHERE created_at <= $1`,
       [before],
     );

@@ -11,6 +11,7 @@ import { countedNumber, countNumbers, countReads, readIdentity } from './card-en
 import { CardEnumerationRepository } from './card-enumeration.repository';
 import { decide } from '../access/token-access';
 import type { TokenRow } from '../tokens.repository';
+import type { Change } from '../../../common/unit-of-work/change';
 
 export const CARD_ENUMERATION_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CARD_ENUMERATION_CODE = 'card_enumeration_suspected';
@@ -142,7 +143,7 @@ export class CardEnumerationGuard {
   }
 
   /** Deletes the counting rows past the window; for the retention job. */
-  prune(now: Date): Promise<number> {
-    return this.counts.deleteCountedBefore(new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS));
+  prune(change: Change, now: Date): Promise<number> {
+    return this.counts.deleteCountedBefore(change, new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS));
   }
 }

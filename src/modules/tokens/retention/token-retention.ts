@@ -27,19 +27,19 @@ export class TokenRetention implements OnModuleInit {
       name: 'expired-tokens',
       lockKey: LOCK_KEYS.jobExpiredTokens,
       periodMs: 60_000,
-      purge: (now) => this.expired.deleteExpiredTokens(now),
+      purge: (change, now) => this.expired.deleteExpiredTokens(change, now),
     });
     this.retention.register({
       name: 'cvc-retention',
       lockKey: LOCK_KEYS.jobCvcRetention,
       periodMs: 60_000,
-      purge: (now) => this.expired.deleteExpiredCvcs(now),
+      purge: (change, now) => this.expired.deleteExpiredCvcs(change, now),
     });
     this.retention.register({
       name: 'card-enumeration-counts',
       lockKey: LOCK_KEYS.jobCardEnumeration,
       periodMs: 60_000,
-      purge: (now) => this.enumeration.prune(now),
+      purge: (change, now) => this.enumeration.prune(change, now),
     });
   }
 }

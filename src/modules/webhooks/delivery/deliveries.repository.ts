@@ -1,6 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import type { Change } from '../../../common/unit-of-work/change';
 
 /** A webhook is disabled when this many of its deliveries in a row ended `failed`. */
 export const DISABLE_AFTER_FAILURES = 100;
@@ -142,8 +143,8 @@ export class DeliveriesRepository {
    * Deletes the events created before `before` none of whose deliveries is still pending, with their
    * deliveries (cascade); returns how many events went.
    */
-  async purgeEndedEvents(before: Date): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+  async purgeEndedEvents(change: Change, before: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
       `DELETE FROM webhook_events e WHERE e.created_at < $1
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                            WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')`,

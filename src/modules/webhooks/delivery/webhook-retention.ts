@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { RetentionJob } from '../../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { DeliveriesRepository } from './deliveries.repository';
+import type { Change } from '../../../common/unit-of-work/change';
 
 /** How long an event and its deliveries are kept once none of them is still pending. */
 export const WEBHOOK_EVENT_RETENTION_DAYS = 30;
@@ -23,12 +24,13 @@ export class WebhookRetention implements OnModuleInit {
       name: 'webhook-events',
       lockKey: LOCK_KEYS.jobWebhookEvents,
       periodMs: 60 * 60_000,
-      purge: (now) => this.purge(now),
+      purge: (change, now) => this.purge(change, now),
     });
   }
 
-  purge(now: Date): Promise<number> {
+  purge(change: Change, now: Date): Promise<number> {
     return this.deliveries.purgeEndedEvents(
+      change,
       new Date(now.getTime() - WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600_000),
     );
   }

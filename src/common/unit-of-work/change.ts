@@ -1,0 +1,137 @@
+import type { EntityManager } from 'typeorm';
+import type { AuditActor, AuditEntry } from '../audit/audit.types';
+import type { OutboxEvent } from '../events/event-outbox';
+import { PieceBuilder, PieceOptions, WriteBatch } from './write-batch';
+
+/**
+ * How a change reaches the database.
+ * - `transaction`: BEGIN ... COMMIT; the work may read, lock and write (`query`, `manager`).
+ * - `statement`: every write of the change, with its audit rows, events and idempotency record, is sent
+ *   as one statement of data-modifying CTEs once the work has returned (atomic without BEGIN and COMMIT,
+ *   one round trip). The work reads nothing from the database through the change; it only `write`s.
+ */
+export type ChangeMode = 'transaction' | 'statement';
+
+/** Where a repository runs SQL: a change's transaction, or the pool for a read outside any change. */
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  readonly manager: EntityManager;
+}
+
+/**
+ * The idempotency claim of the request a change answers (`BT-IDEMPOTENCY-KEY`), handed in by the
+ * idempotency interceptor through the origin. The change stores the response with itself, so that a
+ * change never commits without its record and a record never exists without its change.
+ */
+export interface IdempotencyClaim {
+  /** The resource the interrupted earlier run of this very request pinned on the claim. */
+  readonly resumed?: string;
+  /**
+   * Adds the write that stores `result` as the request's response to the change (refusing the whole
+   * change when a retry took the claim over meanwhile). Called by the runner as the change commits.
+   */
+  record(change: Change, result: unknown): Promise<void>;
+  /** Pins the resource a change creates on the claim, in that change (see `Change.pinResource`). */
+  pin(change: Change, resourceId: string): Promise<void>;
+  /** The response holds data in clear: it is answered once and never stored for a replay. */
+  withhold(): void;
+}
+
+/** Who makes a change, and the request it answers. */
+export interface Origin {
+  /** The actor of the change's audit rows (a principal is one); a job's change has none and writes none. */
+  readonly actor?: AuditActor;
+  /** The request's idempotency claim, when the request carries a key. */
+  readonly idempotency?: IdempotencyClaim;
+}
+
+/** The origin of the service's own work (jobs, the command line): a system actor, no request. */
+export const systemOrigin = (tenantId: string): Origin => ({
+  actor: { tenantId, applicationId: null, system: true },
+});
+
+/**
+ * One write: made by `UnitOfWork` for each change and handed as a parameter to every service and
+ * repository that takes part. Whatever the write must also record is added to it where the code does
+ * it: audit rows (`audit`), webhook events (`emit`), the idempotency record (from its origin, by the
+ * runner), and work that must wait for the commit (`afterCommit`).
+ */
+export class Change implements Queryable {
+  /** @internal the runner's */
+  readonly entries: AuditEntry[] = [];
+  /** @internal the runner's */
+  readonly events: OutboxEvent[] = [];
+  /** @internal the runner's */
+  readonly committed: (() => void)[] = [];
+  /** @internal the runner's: the writes of a `statement` change, sent once its work has returned. */
+  readonly batch?: WriteBatch;
+
+  constructor(
+    readonly origin: Origin,
+    readonly mode: ChangeMode,
+    private readonly transaction: EntityManager | undefined,
+  ) {
+    if (mode === 'statement') this.batch = new WriteBatch();
+  }
+
+  get actor(): AuditActor {
+    if (!this.origin.actor) throw new Error('a change without an actor records no audit rows');
+    return this.origin.actor;
+  }
+
+  /** The transaction's entity manager; a `statement` change has none. */
+  get manager(): EntityManager {
+    if (!this.transaction) throw new Error('a one-statement change reads nothing and has no entity manager');
+    return this.transaction;
+  }
+
+  /** Runs SQL in the change's transaction; a `statement` change refuses (it only `write`s). */
+  query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return this.manager.query<T[]>(sql, params);
+  }
+
+  /**
+   * A write whose answer nothing needs before the change ends: in a `statement` change it joins the one
+   * statement (`then` gets its result once that has run); in a `transaction` it runs now. Where its
+   * `refuse` condition holds, the write fails, and the whole change with it, with the error `refused` makes.
+   */
+  async write(build: PieceBuilder, options: PieceOptions = {}): Promise<void> {
+    if (this.batch) return this.batch.add(build, options);
+    const value = await WriteBatch.runOne((sql, params) => this.query(sql, params), build, options.refused);
+    options.then?.(value);
+  }
+
+  /** Adds audit rows, written with the change (as its actor). */
+  audit(...entries: AuditEntry[]): void {
+    this.entries.push(...entries);
+  }
+
+  /** Adds webhook events, recorded in the outbox with the change, in order. */
+  emit(...events: OutboxEvent[]): void {
+    this.events.push(...events);
+  }
+
+  /** Runs `fn` once the change has committed; never if it rolled back. */
+  afterCommit(fn: () => void): void {
+    this.committed.push(fn);
+  }
+
+  /** The resource an interrupted earlier run of this very request created (idempotency); else undefined. */
+  get resumed(): string | undefined {
+    return this.origin.idempotency?.resumed;
+  }
+
+  /**
+   * Pins a resource this change creates on the request's idempotency claim, so that a retry after this
+   * process died answers it instead of creating another; refuses the change when a retry took the claim
+   * over meanwhile. Without a key it does nothing.
+   */
+  async pinResource(resourceId: string): Promise<void> {
+    await this.origin.idempotency?.pin(this, resourceId);
+  }
+
+  /** The answer holds data in clear: it is never stored for a replay. */
+  withholdFromReplay(): void {
+    this.origin.idempotency?.withhold();
+  }
+}

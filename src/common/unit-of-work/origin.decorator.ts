@@ -1,0 +1,20 @@
+import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import type { RequestWithPrincipal } from '../auth/principal';
+import type { IdempotencyClaim, Origin as ChangeOrigin } from './change';
+
+/** Who makes a change, and the request it answers (see `change.ts`). */
+export type Origin = ChangeOrigin;
+
+/** A request as the guards and the idempotency interceptor leave it. */
+export type RequestWithOrigin = RequestWithPrincipal & { idempotency?: IdempotencyClaim };
+
+/**
+ * Handler parameter decorator for a route that writes: `@Origin() origin: Origin`, the principal (the
+ * actor of the change's audit rows) and the request's idempotency claim, which the service hands to the
+ * change it opens (`UnitOfWork`).
+ */
+export const Origin = createParamDecorator((_: unknown, ctx: ExecutionContext): Origin => {
+  const req = ctx.switchToHttp().getRequest<RequestWithOrigin>();
+  if (!req.principal) throw new Error('Origin requested on a route that is not authenticated');
+  return req.idempotency ? { actor: req.principal, idempotency: req.idempotency } : { actor: req.principal };
+});

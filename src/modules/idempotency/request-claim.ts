@@ -1,0 +1,56 @@
+import type { Change, IdempotencyClaim } from '../../common/unit-of-work/change';
+import { conflict } from '../../common/errors/problem.exception';
+import type { IdempotencyService, IdempotencyScope, StoredResponse } from './idempotency.service';
+
+const takenOver = () =>
+  conflict('A retry with this idempotency key took over this request; retry shortly.', {
+    'Retry-After': '1',
+  });
+
+/**
+ * The claim a request with `BT-IDEMPOTENCY-KEY` holds while its handler runs, handed to the handler's
+ * change through its origin (`@Origin()`): the change stores the response with itself (`record`), pins
+ * what it creates before a vendor call (`pin`), or marks the answer as never to be replayed (`withhold`).
+ * Once a change has committed the response, the interceptor answers exactly those bytes.
+ */
+export class RequestClaim implements IdempotencyClaim {
+  /** The response a committed change stored. */
+  recorded?: StoredResponse;
+  withheld = false;
+  private pending = false;
+
+  constructor(
+    private readonly service: IdempotencyService,
+    private readonly scope: IdempotencyScope,
+    private readonly claimId: string,
+    readonly resumed: string | undefined,
+    /** The handler's result as the bytes sent and stored (status and headers from the response). */
+    private readonly serialize: (result: unknown) => StoredResponse,
+  ) {}
+
+  async record(change: Change, result: unknown): Promise<void> {
+    if (this.withheld) return;
+    // One change answers a request: a second would commit without the record (or store it twice).
+    if (this.pending || this.recorded)
+      throw new Error('a second change recorded the response of a request with an idempotency key');
+    this.pending = true;
+    const stored = this.serialize(result);
+    try {
+      await this.service.completeIn(change, this.scope, this.claimId, stored, takenOver);
+    } catch (error) {
+      this.pending = false;
+      throw error;
+    }
+    change.afterCommit(() => {
+      this.recorded = stored;
+    });
+  }
+
+  async pin(change: Change, resourceId: string): Promise<void> {
+    if (!(await this.service.pinIn(change, this.scope, this.claimId, resourceId))) throw takenOver();
+  }
+
+  withhold(): void {
+    this.withheld = true;
+  }
+}
