@@ -45,6 +45,25 @@ export interface Origin {
   readonly idempotency?: IdempotencyClaim;
 }
 
+/**
+ * The origin for a change that commits part of a request's work before the rest (orchestration commits
+ * a transaction before it calls a vendor): it may pin what it creates on the request's idempotency claim,
+ * but does not record the response, which the idempotency interceptor stores after the handler.
+ */
+export function partOf(origin: Origin): Origin {
+  const claim = origin.idempotency;
+  if (!claim) return origin;
+  return {
+    ...origin,
+    idempotency: {
+      resumed: claim.resumed,
+      record: () => Promise.resolve(),
+      pin: (change, resourceId) => claim.pin(change, resourceId),
+      withhold: () => claim.withhold(),
+    },
+  };
+}
+
 /** The origin of the service's own work (jobs, the command line): a system actor, no request. */
 export const systemOrigin = (tenantId: string): Origin => ({
   actor: { tenantId, applicationId: null, system: true },
