@@ -1,0 +1,32 @@
+/**
+ * Marks a repository method whose SQL is rendered into the committed snapshots under `test/sql/`: the
+ * snapshot check calls it with the example arguments given here (after a recording change when `change` is
+ * set, the method taking its change first) against a recording connection, and compares every statement it
+ * sends with the committed file, so that a review shows each change to the SQL the service runs.
+ */
+export interface GenerateSqlOptions {
+  /** The snapshot entry's name, when one method is rendered with several sets of arguments. */
+  name?: string;
+  /** The method takes a `Change` as its first parameter (the check hands it a recording one). */
+  change?: boolean;
+  /** Example arguments (after the change). */
+  params: unknown[];
+}
+
+export interface GeneratedMethod {
+  method: string;
+  queries: GenerateSqlOptions[];
+}
+
+const registry = new Map<object, GeneratedMethod[]>();
+
+export function GenerateSql(...queries: GenerateSqlOptions[]): MethodDecorator {
+  return (target, key) => {
+    const list = registry.get(target.constructor) ?? [];
+    list.push({ method: String(key), queries: queries.length ? queries : [{ params: [] }] });
+    registry.set(target.constructor, list);
+  };
+}
+
+/** The methods of a repository class marked with `@GenerateSql`, in declaration order. */
+export const generatedSql = (repository: object): GeneratedMethod[] => registry.get(repository) ?? [];
