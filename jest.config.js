@@ -25,12 +25,34 @@ const database = {
 module.exports = {
   testTimeout: 60000,
   projects: [
+    // The fast tier (`npm run test:quick`): unit, service and controller specs need no database, no
+    // network and no real time, and run together in well under a minute.
     {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
       testMatch: ['**/*.spec.ts'],
+      testPathIgnorePatterns: ['\\.service\\.spec\\.ts$', '\\.controller\\.spec\\.ts$'],
+      transform,
+    },
+    {
+      // A service with its repositories replaced by in-memory fakes (test/support/fake-unit-of-work.ts).
+      displayName: 'service',
+      testEnvironment: 'node',
+      rootDir: __dirname,
+      roots: ['<rootDir>/src'],
+      testMatch: ['**/*.service.spec.ts'],
+      transform,
+    },
+    {
+      // A controller in a small Nest application: the real guards, pipes and filter, its services faked
+      // (test/support/controller-app.ts).
+      displayName: 'controller',
+      testEnvironment: 'node',
+      rootDir: __dirname,
+      roots: ['<rootDir>/src'],
+      testMatch: ['**/*.controller.spec.ts'],
       transform,
     },
     {
@@ -60,6 +82,18 @@ module.exports = {
       roots: ['<rootDir>/test/openapi'],
       testMatch: ['**/*.e2e-spec.ts'],
       transform: openapiTransform,
+      ...database,
+    },
+    {
+      // Tests that measure elapsed time or depend on the machine's load (fairness between tenants, the
+      // proxy's amplification limits, rate-limit windows): kept apart so that a slow run is recognised as
+      // such. Jest has no per-project worker count: run them alone with `--selectProjects=timing -i`.
+      displayName: 'timing',
+      testEnvironment: 'node',
+      rootDir: __dirname,
+      roots: ['<rootDir>/test/timing'],
+      testMatch: ['**/*.timing-spec.ts'],
+      transform,
       ...database,
     },
   ],
