@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
+import { Clock } from '../src/common/jobs/clock';
 import { ExclusiveJobRunner } from '../src/common/jobs/exclusive';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
@@ -9,8 +10,6 @@ import { expectProblem, newApplication, newTenant, startApp, TestApp } from './s
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { createWebhookRow, Receiver, recordEvents } from './support/webhooks';
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The value of one sample of the exposition (0 when absent): `name` with at least these labels. */
 function sample(body: string, name: string, labels: Record<string, string> = {}): number {
@@ -261,9 +260,15 @@ describe('metrics', () => {
         sample(after, 'vault_webhook_deliveries_total', { outcome }) -
         sample(before, 'vault_webhook_deliveries_total', { outcome });
       expect([delta('succeeded'), delta('retried'), delta('failed')]).toEqual([1, 1, 0]);
-      // WEBHOOK_RETRY_SECONDS=1: one retry a second later, then the delivery has failed for good.
-      await pause(1100);
-      expect(await worker.deliverDue()).toBe(1);
+      // WEBHOOK_RETRY_SECONDS=1: one retry a second later (on the service's clock), then the delivery
+      // has failed for good.
+      const clock = t.app.get(Clock);
+      clock.advance(1100);
+      try {
+        expect(await worker.deliverDue()).toBe(1);
+      } finally {
+        clock.reset();
+      }
       after = await scrape();
       expect([delta('succeeded'), delta('retried'), delta('failed')]).toEqual([1, 1, 1]);
     });

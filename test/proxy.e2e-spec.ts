@@ -1,5 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import request from 'supertest';
+import { Clock } from '../src/common/jobs/clock';
 import { OutboundHttp, OutboundLookup } from '../src/common/outbound/outbound-http.service';
 import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
@@ -585,9 +586,11 @@ describe('proxy: anonymous requests are rate-limited per proxy key', () => {
   });
 
   it('past RATE_LIMIT_PER_MINUTE a proxy without require_auth answers 429 with BT-PROXY-ERROR', async () => {
-    // Away from a minute's edge, so that the window does not turn over mid-test.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    // Away from a minute's edge, so that the window does not turn over mid-test: near it, the service's
+    // clock moves to just past the next window's start.
+    const clock = t.app.get(Clock);
+    const left = 60_000 - (clock.now().getTime() % 60_000);
+    if (left < 5_000) clock.advance(left + 100);
     const tenant = await newTenant(t);
     const made = await request(t.http)
       .post('/proxies')

@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { Clock } from '../src/common/jobs/clock';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
-/** Fixed one-minute windows: start a test well inside one so that no window ends mid-test. */
-async function awayFromMinuteEdge(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 8_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+/**
+ * Fixed one-minute windows: start a test well inside one so that no window ends mid-test. Near a
+ * window's end both services' clocks move (by the same step) to just past the next window's start.
+ */
+function awayFromMinuteEdge(...apps: TestApp[]): void {
+  const left = 60_000 - (apps[0].app.get(Clock).now().getTime() % 60_000);
+  if (left < 8_000) for (const t of apps) t.app.get(Clock).advance(left + 100);
 }
 
 describe('rate limits per API key, shared by instances', () => {
@@ -30,7 +34,7 @@ describe('rate limits per API key, shared by instances', () => {
     const other = (
       await newApplication(a, tenant.managementKey, { type: 'private', permissions: ['token:create'] })
     ).key;
-    await awayFromMinuteEdge();
+    awayFromMinuteEdge(a, b);
     for (let i = 0; i < 10; i++) {
       const ok = await request(a.http).get('/applications/key').set('BT-API-KEY', key);
       expect(ok.status).toBe(200);
@@ -59,7 +63,7 @@ describe('rate limits per API key, shared by instances', () => {
     const key = (
       await newApplication(a, tenant.managementKey, { type: 'private', permissions: ['token:read'] })
     ).key;
-    await awayFromMinuteEdge();
+    awayFromMinuteEdge(a, b);
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       statuses.push((await request(a.http).get('/applications/key').set('BT-API-KEY', key)).status);

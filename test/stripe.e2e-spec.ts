@@ -6,6 +6,7 @@ import { ProcessorRegistry } from '../src/modules/orchestration/processors/proce
 import { StripeProcessor } from '../src/modules/orchestration/processors/stripe/stripe.processor';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
+import { waitFor } from './support/wait';
 import { FakeStripe } from './support/fake-stripe';
 import { ORCHESTRATION_PERMISSIONS, verificationLogs, waitForConnection } from './support/orchestration';
 
@@ -119,7 +120,8 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     try {
       id = (await createConnection({}).expect(201)).body.id;
       // Checked at once, then by the sweep: Stripe answers 500 each time.
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      const balanceChecks = () => fake.requests.filter((r) => r.path === '/v1/balance').length;
+      await waitFor(() => balanceChecks() >= 1, { what: 'the first check of the connection' });
       await t.app.get(ConnectionsService).verifyPending();
       const res = await request(t.http).get(`/orchestration/connections/${id}`).set('BT-API-KEY', key);
       expect(res.body.status).toBe('pending');

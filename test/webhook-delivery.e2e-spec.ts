@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import supertest from 'supertest';
 import { DataSource } from 'typeorm';
@@ -10,9 +9,26 @@ import { EventOutbox } from '../src/common/events/event-outbox';
 import { WebhookDeliveryWorker } from '../src/modules/webhooks/delivery/webhook-delivery.worker';
 import { newTenant, startApp, TestApp } from './support/app';
 import { createDatabase, dropDatabase } from './support/test-database';
+import { Clock } from '../src/common/jobs/clock';
 import { createWebhookRow, inTransaction, payload, Receiver, recordEvents } from './support/webhooks';
+import { waitFor } from './support/wait';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One round of the worker with the service's clock moved on by `ms` (a retry delay passed), its sends
+ * awaited, and the clock put back: whatever would be due by then has been sent once it returns. (The
+ * database is shared by the file's tests: the count it answers may include other tests' retries.)
+ */
+async function roundAfter(t: TestApp, ms: number): Promise<number> {
+  const clock = t.app.get(Clock);
+  clock.advance(ms);
+  try {
+    return await t.app.get(WebhookDeliveryWorker).deliverDue();
+  } finally {
+    clock.reset();
+  }
+}
 
 /**
  * Delivery of webhook events (contract section 13) to a local receiver. The file has a database of its
@@ -90,15 +106,14 @@ describe('webhook delivery', () => {
     webhookId: string,
     check: (rows: Awaited<ReturnType<typeof deliveriesOf>>) => boolean,
     timeoutMs = 10_000,
-  ) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const rows = await deliveriesOf(webhookId);
-      if (check(rows)) return rows;
-      if (Date.now() > deadline) throw new Error(`deliveries of ${webhookId}: ${JSON.stringify(rows)}`);
-      await pause(50);
-    }
-  };
+  ) =>
+    waitFor(
+      async () => {
+        const rows = await deliveriesOf(webhookId);
+        return check(rows) && rows;
+      },
+      { timeoutMs, intervalMs: 50, what: `the deliveries of ${webhookId}` },
+    );
 
   it('posts {id, type, tenant_id, created_at, data} signed per Standard Webhooks; a success ends the failure streak', async () => {
     const tenant = await newTenant(t);
@@ -208,7 +223,8 @@ describe('webhook delivery', () => {
       .set('BT-API-KEY', tenant.managementKey)
       .expect(200);
     expect(listed.body.data).toEqual([expect.objectContaining({ status: 'failed', next_attempt_at: null })]);
-    await pause(1_200);
+    // A second past the last retry delay, nothing more is sent.
+    await roundAfter(t, 1_200);
     expect(receiver.to(failing)).toHaveLength(5);
     expect(receiver.to(closing)).toHaveLength(5);
     expect(await webhookRow(a.id)).toEqual({ status: 'enabled', consecutive_failures: 1 });
@@ -228,32 +244,6 @@ describe('webhook delivery', () => {
       'the log line of the refused attempt',
     );
   });
-
-  it('a receiver that hangs is cut off after 10 s and retried, and holds up no other webhook', async () => {
-    const tenant = await newTenant(t);
-    const hanging = receiver.hook((_, n) => (n === 1 ? 'hang' : 200));
-    const healthy = receiver.hook();
-    const h = await webhook(tenant.tenantId, hanging, ['token:created']);
-    await webhook(tenant.tenantId, healthy, ['token:updated']);
-    await recordEvents(t, event(tenant.tenantId, 'hanging-entity'));
-    await receiver.waitFor(() => receiver.to(hanging).length === 1);
-    const hungAt = Date.now();
-
-    // While the first attempt hangs, the other webhook's events arrive at once.
-    await recordEvents(t, event(tenant.tenantId, 'e1', 'token:updated'));
-    await receiver.waitFor(() => receiver.to(healthy).length === 1, 2_000);
-    await recordEvents(t, event(tenant.tenantId, 'e2', 'token:updated'));
-    await receiver.waitFor(() => receiver.to(healthy).length === 2, 2_000);
-    expect(Date.now() - hungAt).toBeLessThan(4_000);
-
-    const rows = await waitForDeliveries(h.id, (r) => r[0]?.status === 'succeeded', 15_000);
-    const [first, second] = receiver.to(hanging);
-    expect(second.at - first.at).toBeGreaterThanOrEqual(10_000);
-    expect(second.headers['webhook-id']).toBe(first.headers['webhook-id']);
-    expect(rows).toEqual([
-      expect.objectContaining({ status: 'succeeded', attempts: 2, last_status_code: 200 }),
-    ]);
-  }, 30_000);
 
   it('events of one entity recorded concurrently arrive in recording order, while other entities proceed', async () => {
     const tenant = await newTenant(t);
@@ -319,7 +309,8 @@ describe('webhook delivery', () => {
         ]);
     });
     await receiver.waitFor(() => receiver.to(enabledUrl).length === 1);
-    await pause(1_000);
+    // Neither delivery of a disabled webhook is ever claimed, even once retries would be due.
+    await roundAfter(t, 1_200);
     expect(receiver.to(disabledUrl)).toEqual([]);
     expect(receiver.to(laterUrl)).toEqual([]);
     expect(await deliveriesOf(later.id)).toEqual([
@@ -349,7 +340,7 @@ describe('webhook delivery', () => {
     );
 
     await recordEvents(t, event(tenant.tenantId));
-    await pause(500);
+    await roundAfter(t, 1_200);
     expect(receiver.to(url)).toHaveLength(500);
     expect(await deliveriesOf(hook.id)).toHaveLength(100);
   }, 40_000);
@@ -359,43 +350,22 @@ describe('webhook delivery', () => {
     const b = await newTenant(t, 'tenant b');
     const urlA = receiver.hook();
     const urlB = receiver.hook();
-    await webhook(a.tenantId, urlA);
-    await webhook(b.tenantId, urlB);
+    const hookA = await webhook(a.tenantId, urlA);
+    const hookB = await webhook(b.tenantId, urlB);
     await recordEvents(t, [event(a.tenantId), event(a.tenantId)]);
     await receiver.waitFor(() => receiver.to(urlA).length === 2);
     await recordEvents(t, event(b.tenantId));
     await receiver.waitFor(() => receiver.to(urlB).length === 1);
-    await pause(300);
+    // Every delivery of either webhook has ended: nothing more is on its way to either receiver.
+    const ended = (r: { status: string }[]) => r.every((d) => d.status === 'succeeded');
+    await waitForDeliveries(hookA.id, ended);
+    await waitForDeliveries(hookB.id, ended);
     expect(receiver.to(urlA).map((r) => payload(r).tenant_id)).toEqual([a.tenantId, a.tenantId]);
     expect(receiver.to(urlB).map((r) => payload(r).tenant_id)).toEqual([b.tenantId]);
   });
 
   it('deliverDue runs one round on demand: nothing due, nothing claimed', async () => {
     expect(await t.app.get(WebhookDeliveryWorker).deliverDue()).toBe(0);
-  });
-
-  it('the server closes at once with a delivery in flight, which its lease brings back later', async () => {
-    const tenant = await newTenant(t);
-    const url = receiver.hook(() => 'hang');
-    const hook = await webhook(tenant.tenantId, url);
-    await recordEvents(t, event(tenant.tenantId));
-    await receiver.waitFor(() => receiver.to(url).length === 1);
-    const started = Date.now();
-    await t.close();
-    closed = true;
-    expect(Date.now() - started).toBeLessThan(3_000);
-    const client = new Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query(
-        'SELECT status, attempts, leased_until FROM webhook_deliveries WHERE webhook_id = $1',
-        [hook.id],
-      );
-      expect(rows).toEqual([{ status: 'pending', attempts: 1, leased_until: expect.any(Date) }]);
-      expect(rows[0].leased_until.getTime()).toBeGreaterThan(Date.now());
-    } finally {
-      await client.end();
-    }
   });
 
   it('two instances on one database deliver each event exactly once to a healthy receiver', async () => {
@@ -424,6 +394,7 @@ describe('webhook delivery', () => {
         (r) => r.length === N && r.every((d) => d.status === 'succeeded'),
         20_000,
       );
+      // Kept: a duplicate send would be in flight from the other instance, and an absence cannot be polled.
       await pause(500);
       const perId = new Map<string, number>();
       for (const r of receiver.to(url)) {

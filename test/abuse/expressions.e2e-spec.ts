@@ -1,12 +1,13 @@
 import request from 'supertest';
 import { expectProblem, TestApp } from '../support/app';
-import { cardData, luhnCard, measureLoop, patchToken, tokenize, scene } from '../support/attacker';
+import { cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
  * Abuse class: expressions (contract section 15). An attacker holding only a public key with
  * `token:create` and `token:update` sends Liquid: tags, amplification, oversized filter results, errors
  * that would echo data. Expressions are output-only, bounded in size, time and memory, and their errors
- * carry a fixed reason.
+ * carry a fixed reason. How long an expression may hold the event loop is measured in
+ * test/timing/expressions.timing-spec.ts.
  */
 describe('abuse: expressions', () => {
   let t: TestApp;
@@ -85,21 +86,6 @@ describe('abuse: expressions', () => {
     }
   });
 
-  it('the amplification expression (capture doubling in a for, then replace) is refused at once: the loop keeps turning, the heap stays small', async () => {
-    const bomb =
-      '{% capture s %}xx{% endcapture %}{% for i in (1..26) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}' +
-      "{{ s | replace: 'x', 'yyyyyyyy' }}";
-    const measured = await measureLoop(() =>
-      tokenize(t, pub, { type: 'token', data: 'a', search_indexes: [bomb] }),
-    );
-    process.stdout.write(
-      `amplification: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
-    );
-    expectProblem(measured.result, 400);
-    expect(measured.maxBlockMs).toBeLessThan(100);
-    expect(measured.heapGrowthMb).toBeLessThan(100);
-  });
-
   it('refuses (never truncates) a filter result or an output over 4 KiB, even when later filters shrink it', async () => {
     const cases = [
       '{{ data | pad_left: 5000, "x" | slice: 0, 4 }}',
@@ -122,28 +108,6 @@ describe('abuse: expressions', () => {
       search_indexes: ['{{ data | pad_left: 4000, "x" | slice: 0, 4 }}'],
     });
     expect(fine.status).toBe(201);
-  });
-
-  it('a tokenize of 100 hostile expressions never holds the event loop for 100 ms', async () => {
-    const hostile = [
-      '{{ data | split: "" | sort | reverse | join: "," | split: "," | uniq | join: "" }}',
-      "{{ data | replace: 'a', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' }}",
-      '{{ data | strip_html | escape | url_encode | base64_encode | sha256 }}',
-      '{{ (1..100000000) | join }}',
-      '{{ data | split: "a" | join: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" | size }}',
-    ];
-    const data = 'a<'.repeat(2000);
-    const body = Array.from({ length: 100 }, (_, i) => ({
-      type: 'token',
-      data,
-      search_indexes: [hostile[i % hostile.length]],
-    }));
-    const measured = await measureLoop(() => tokenize(t, pub, body));
-    process.stdout.write(
-      `100 hostile expressions: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
-    );
-    expect(measured.result.status).toBe(400);
-    expect(measured.maxBlockMs).toBeLessThan(100);
   });
 
   it('expressions still do what users need (Basis Theory filters)', async () => {

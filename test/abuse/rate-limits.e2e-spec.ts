@@ -1,13 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { Clock } from '../../src/common/jobs/clock';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { Destination } from '../support/destination';
 
-/** Fixed one-minute windows: start a test well inside one so that no window ends mid-test. */
-async function awayFromMinuteEdge(needMs = 15_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+/**
+ * Fixed one-minute windows: start a test well inside one so that no window ends mid-test. Near a
+ * window's end the service's clock moves to just past the next window's start.
+ */
+function awayFromMinuteEdge(t: TestApp, needMs = 15_000): void {
+  const clock = t.app.get(Clock);
+  const left = 60_000 - (clock.now().getTime() % 60_000);
+  if (left < needMs) clock.advance(left + 100);
 }
 
 const digest = (value: string): string => createHash('sha256').update(value).digest('hex');
@@ -51,7 +56,7 @@ describe('abuse: rate limits count principals, not header values', () => {
       .set('BT-API-KEY', tenant.managementKey)
       .send({ name: 'Open', destination_url: dest.url(), require_auth: false })
       .expect(201);
-    await awayFromMinuteEdge();
+    awayFromMinuteEdge(t);
     const sent = dest.received.length;
     const keys = Array.from({ length: 30 }, randomKey);
     const statuses: number[] = [];
@@ -109,7 +114,7 @@ describe('abuse: rate limits still hold per key and per proxy key', () => {
       .set('BT-API-KEY', tenant.managementKey)
       .send({ name: 'Open', destination_url: dest.url(), require_auth: false })
       .expect(201);
-    await awayFromMinuteEdge();
+    awayFromMinuteEdge(t);
     const byKey: number[] = [];
     for (let i = 0; i < 6; i++)
       byKey.push((await request(t.http).get('/applications/key').set('BT-API-KEY', key)).status);
@@ -133,7 +138,7 @@ describe('abuse: random proxy keys are failed authentications, not counters', ()
   afterAll(() => t.close());
 
   it('anonymous requests naming unknown proxy keys are 404s that leave no row each; past the failures of the address a 429', async () => {
-    await awayFromMinuteEdge();
+    awayFromMinuteEdge(t);
     const keys = Array.from({ length: 10 }, () => `key_prx_${randomBytes(32).toString('hex').slice(0, 43)}`);
     const statuses: number[] = [];
     for (const key of keys)
