@@ -4,6 +4,7 @@ import { ClsService } from 'nestjs-cls';
 import { AuditChainService, ChainReport } from '../src/common/audit/audit-chain.service';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { spawnTs } from './support/processes';
+import { waitFor } from './support/wait';
 
 /** The audit log's hash chain: sealed shortly after commit, verified by `cli logs verify`. */
 describe('tamper-evident audit log', () => {
@@ -29,17 +30,20 @@ describe('tamper-evident audit log', () => {
   const inCls = <T>(work: () => Promise<T>) => t.app.get(ClsService).run(work);
   const sealAll = async () => {
     // The interval job may hold the tick; wait until every row of the tenant is sealed.
-    for (let i = 0; i < 50; i++) {
-      await inCls(() => chain.seal());
-      const [{ n }] = await db.query(
-        'SELECT count(*)::int AS n FROM audit_logs WHERE tenant_id = $1 AND seq IS NULL',
-        [tenant.tenantId],
-      );
-      if (n === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error('rows stayed unsealed');
+    await sealedAll(tenant.tenantId);
   };
+  const sealedAll = (tenantId: string) =>
+    waitFor(
+      async () => {
+        await inCls(() => chain.seal());
+        const [{ n }] = await db.query(
+          'SELECT count(*)::int AS n FROM audit_logs WHERE tenant_id = $1 AND seq IS NULL',
+          [tenantId],
+        );
+        return n === 0;
+      },
+      { timeoutMs: 5000, intervalMs: 100, what: 'every row of the tenant to be sealed' },
+    );
   const verify = (): Promise<ChainReport> => inCls(() => chain.verify(tenant.tenantId));
   /** What an attacker with database access does: change a row with the trigger bypassed. */
   const tamper = (sql: string, params: unknown[]) =>
@@ -125,15 +129,7 @@ describe('tamper-evident audit log', () => {
     const other = await newTenant(t, 'tail');
     const mgmt = other.managementKey;
     await request(t.http).get('/tenants/self').set('BT-API-KEY', mgmt).expect(200);
-    for (let i = 0; i < 50; i++) {
-      await inCls(() => chain.seal());
-      const [{ n }] = await db.query(
-        'SELECT count(*)::int AS n FROM audit_logs WHERE tenant_id = $1 AND seq IS NULL',
-        [other.tenantId],
-      );
-      if (n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await sealedAll(other.tenantId).catch(() => undefined);
     expect((await inCls(() => chain.verify(other.tenantId))).problems).toEqual([]);
     await db.query(
       'DELETE FROM audit_logs WHERE tenant_id = $1 AND seq = (SELECT max(seq) FROM audit_logs WHERE tenant_id = $1)',

@@ -10,6 +10,7 @@ import {
   THREE_DS_FAILURE,
 } from './support/fake-adyen';
 import { parseLogLine, PrismProxy, startPrismProxy } from './support/prism';
+import { waitFor } from './support/wait';
 
 const KEY = 'adyen_test_key';
 const MERCHANT = 'TestMerchant';
@@ -652,9 +653,11 @@ describe('FakeAdyen behind Prism with Adyen Checkout v71', () => {
           .status,
       ).toBe(500);
       expect(fake.requests.length).toBe(requests + 1);
-      const deadline = Date.now() + 5000;
-      while (prism.violations().length < 2 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => prism.violations().length >= 2, {
+        timeoutMs: 5000,
+        intervalMs: 50,
+        what: "both violations in Prism's log",
+      }).catch(() => undefined);
       expect(prism.violations()).toEqual([
         "POST /payments: UNPROCESSABLE_ENTITY: Invalid request (Prism's log)",
         "POST /payments/ABCDEFGHIJKLMNOP/cancels: VIOLATIONS: Request/Response not valid (Prism's log)",

@@ -28,6 +28,7 @@ import {
   TestTenant,
 } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
+import { waitFor } from './support/wait';
 
 const KEY_HEADER = 'BT-IDEMPOTENCY-KEY';
 const PATH = '/orchestration/transactions';
@@ -162,17 +163,17 @@ describe('idempotency: a retry after a crash answers the resource its request cr
       return new Promise((resolve) => (answer = () => resolve(result)));
     });
     const first = pay(body, key).then((res) => res);
-    const deadline = Date.now() + 5_000;
-    let id: string | undefined;
-    while (!id && Date.now() < deadline) {
-      const rows = await db.query(
-        `SELECT t.id FROM transactions t JOIN idempotency_records r ON r.resource_id = t.id
-          WHERE t.tenant_id = $1 AND t.created_at > now() - interval '1 minute' AND r.state = 'processing'`,
-        [me.tenant.tenantId],
-      );
-      id = rows[0]?.id;
-      if (!id) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const id = await waitFor(
+      async () => {
+        const rows = await db.query(
+          `SELECT t.id FROM transactions t JOIN idempotency_records r ON r.resource_id = t.id
+            WHERE t.tenant_id = $1 AND t.created_at > now() - interval '1 minute' AND r.state = 'processing'`,
+          [me.tenant.tenantId],
+        );
+        return rows[0]?.id as string | undefined;
+      },
+      { timeoutMs: 5_000, intervalMs: 50, what: 'the transaction pinned on the claim' },
+    );
     expect(id).toBeDefined();
     expect(answer).toBeDefined();
 

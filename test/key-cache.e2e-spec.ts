@@ -4,6 +4,7 @@ import { ChangeNotifications } from '../src/database/change-notifications';
 import { ApplicationKeyResolver } from '../src/modules/applications/application-key.resolver';
 import { ApplicationsRepository } from '../src/modules/applications/applications.repository';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { waitFor } from './support/wait';
 
 /**
  * Keys are kept in memory while the instance listens for key changes; every change, on any instance,
@@ -16,9 +17,11 @@ describe('API keys cached in memory, invalidated across instances', () => {
 
   const listening = async (t: TestApp, expected = true) => {
     const changes = t.app.get(ChangeNotifications);
-    for (let i = 0; i < 100 && changes.listening !== expected; i++)
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(changes.listening).toBe(expected);
+    await waitFor(() => changes.listening === expected, {
+      timeoutMs: 5000,
+      intervalMs: 50,
+      what: `the instance ${expected ? 'listening' : 'not listening'}`,
+    });
   };
 
   /**
@@ -30,9 +33,7 @@ describe('API keys cached in memory, invalidated across instances', () => {
     const resolver = t.app.get(ApplicationKeyResolver);
     const before = resolver.generation;
     await change();
-    for (let i = 0; i < 100 && resolver.generation === before; i++)
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(resolver.generation).toBeGreaterThan(before);
+    await waitFor(() => resolver.generation > before, { timeoutMs: 2000, what: 'the key change notice' });
   };
 
   beforeAll(async () => {

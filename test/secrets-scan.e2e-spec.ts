@@ -11,6 +11,7 @@ import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
 import { FakeAdyen, signNotification } from './support/fake-adyen';
+import { waitFor } from './support/wait';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -214,23 +215,28 @@ describe('secrets scan', () => {
     return res.body as { id: string; key: string; keys: { id: string }[] };
   };
 
-  const waitForConnection = async (key: string, id: string) => {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const res = await call('get', `/orchestration/connections/${id}`, 200, { key });
-      if (res.body.status !== 'pending') return res.body as { status: string; fields: unknown[] };
-      if (Date.now() > deadline) throw new Error(`connection ${id} still pending`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
+  const waitForConnection = (key: string, id: string) =>
+    waitFor(
+      async () => {
+        const res = await call('get', `/orchestration/connections/${id}`, 200, { key });
+        return res.body.status !== 'pending' && (res.body as { status: string; fields: unknown[] });
+      },
+      { timeoutMs: 5000, intervalMs: 100, what: `connection ${id} to be verified` },
+    );
 
+  /** The transaction as it last stood, even when it never reached `status`: the caller asserts it. */
   const waitForTransaction = async (key: string, id: string, status: string) => {
-    const deadline = Date.now() + 8000;
-    for (;;) {
-      const res = await call('get', `/orchestration/transactions/${id}`, 200, { key });
-      if (res.body.status === status || Date.now() > deadline) return res.body as { status: string };
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    let last = { status: '' };
+    await waitFor(
+      async () => {
+        last = (await call('get', `/orchestration/transactions/${id}`, 200, { key })).body as {
+          status: string;
+        };
+        return last.status === status;
+      },
+      { timeoutMs: 8000, intervalMs: 200, what: `transaction ${id} to be ${status}` },
+    ).catch(() => undefined);
+    return last;
   };
 
   it('keeps every planted secret out of the database, the logs and every response', async () => {
@@ -789,7 +795,9 @@ describe('secrets scan', () => {
     // Every request's log line is in (pino writes the completion line after the response is sent).
     expect(responses.every((r) => r.traceId)).toBe(true);
     const unlogged = () => responses.filter((r) => r.logged && !t.logs.some((l) => l.includes(r.traceId)));
-    for (let i = 0; i < 50 && unlogged().length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitFor(() => unlogged().length === 0, { timeoutMs: 1000, what: 'every log line' }).catch(
+      () => undefined,
+    );
     expect(unlogged().map((r) => r.route)).toEqual([]);
     // Every event was delivered (signed), and each delivery is scanned as a response is.
     const deliveredAll = async (): Promise<boolean> => {
@@ -798,9 +806,7 @@ describe('secrets scan', () => {
         .query(`SELECT count(*)::int AS left FROM webhook_deliveries WHERE status <> 'succeeded'`);
       return left === 0;
     };
-    for (let i = 0; i < 200 && !(await deliveredAll()); i++)
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await deliveredAll()).toBe(true);
+    await waitFor(deliveredAll, { timeoutMs: 10_000, intervalMs: 50, what: 'every delivery' });
     expect(receiver.received.length).toBeGreaterThan(20);
     for (const delivered of receiver.received)
       responses.push({

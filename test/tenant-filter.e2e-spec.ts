@@ -13,6 +13,7 @@ import { authorizedSession, cardData, patchToken, tokenize } from './support/att
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createWebhookRow, recordEvents } from './support/webhooks';
 import { createDatabase, dropDatabase } from './support/test-database';
+import { waitFor } from './support/wait';
 
 /** The tables that hold one tenant's rows (docs/scaling.md): distributed by tenant_id on Citus. */
 const TENANT_TABLES = [
@@ -247,16 +248,16 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       entityId: card.id,
       data: { id: card.id },
     });
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const rows: { status: string }[] = await db.query(
-        'SELECT status FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY status',
-        [tenant.tenantId],
-      );
-      if (rows.map((r) => r.status).join() === 'failed,succeeded') break;
-      if (Date.now() > deadline) throw new Error(`webhook deliveries: ${JSON.stringify(rows)}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitFor(
+      async () => {
+        const rows: { status: string }[] = await db.query(
+          'SELECT status FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY status',
+          [tenant.tenantId],
+        );
+        return rows.map((r) => r.status).join() === 'failed,succeeded';
+      },
+      { timeoutMs: 15_000, intervalMs: 50, what: 'one delivery failed and one succeeded' },
+    );
     await t.app.get(WebhookDeliveryWorker).deliverDue();
 
     // The audit log, and the jobs.

@@ -11,6 +11,7 @@ import {
   waitForConnection,
 } from './support/orchestration';
 import { statementsDuring } from './support/statements';
+import { waitFor } from './support/wait';
 
 /**
  * The transactional outbox's emission points (contract section 13): every change records its events in
@@ -315,11 +316,14 @@ describe('webhook events (the outbox)', () => {
         ['transaction:updated', 'processing', 0],
         ['transaction:updated', 'capture_pending', 0],
       ]);
-      const deadline = Date.now() + 10_000;
-      while ((await current(tx.id)).status === 'capture_pending' && Date.now() < deadline) {
-        await t.app.get(SettlementService).settle();
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      // The sandbox settles a capture some time after it is asked (SANDBOX_ASYNC_MS, on the wall clock).
+      await waitFor(
+        async () => {
+          await t.app.get(SettlementService).settle();
+          return (await current(tx.id)).status !== 'capture_pending';
+        },
+        { intervalMs: 200, what: 'the capture to settle' },
+      );
       const [settled, ...rest] = await s.fresh();
       expect(rest).toEqual([]);
       expect(settled).toMatchObject({ type: 'transaction:updated', data: { status: 'capture_succeeded' } });

@@ -1,5 +1,6 @@
 import request from 'supertest';
 import type { TestApp } from './app';
+import { waitFor } from './wait';
 
 export const ORCHESTRATION_PERMISSIONS = [
   'token:create',
@@ -67,15 +68,20 @@ export async function waitForConnection(
   id: string,
   timeoutMs = 5000,
 ): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await request(t.http)
-      .get(`/orchestration/connections/${id}`)
-      .set('BT-API-KEY', key)
-      .expect(200);
-    if (res.body.status !== 'pending' || Date.now() > deadline) return res.body.status as string;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  // The last status even when it stays pending: the caller's assertion names what it expected.
+  let status = 'pending';
+  await waitFor(
+    async () => {
+      const res = await request(t.http)
+        .get(`/orchestration/connections/${id}`)
+        .set('BT-API-KEY', key)
+        .expect(200);
+      status = res.body.status as string;
+      return status !== 'pending';
+    },
+    { timeoutMs, intervalMs: 100, what: `connection ${id} to be verified` },
+  ).catch(() => undefined);
+  return status;
 }
 
 /** Polls a transaction until `done` holds or the time is up. */
@@ -86,16 +92,20 @@ export async function waitForTransaction(
   done: (tx: { status: string }) => boolean,
   timeoutMs = 8000,
 ) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await request(t.http)
-      .get(`/orchestration/transactions/${id}`)
-      .set('BT-API-KEY', key)
-      .expect(200);
-    if (done(res.body) || Date.now() > deadline)
-      return res.body as { status: string; captured_amount: number };
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  // The transaction as it last stood even when `done` never held: the caller's assertion says more.
+  let last: { status: string; captured_amount: number } | undefined;
+  await waitFor(
+    async () => {
+      const res = await request(t.http)
+        .get(`/orchestration/transactions/${id}`)
+        .set('BT-API-KEY', key)
+        .expect(200);
+      last = res.body as { status: string; captured_amount: number };
+      return done(last);
+    },
+    { timeoutMs, intervalMs: 200, what: `transaction ${id}` },
+  ).catch(() => undefined);
+  return last!;
 }
 
 export interface LogRow {

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { waitFor } from './wait';
 
 export const ROOT = join(__dirname, '..', '..');
 
@@ -55,17 +56,16 @@ function spawnNode(argv: string[], env: Record<string, string | undefined>): Spa
 }
 
 export async function waitForReady(port: number, timeoutMs = 45_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`server on port ${port} did not become ready`);
+  await waitFor(
+    async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    { timeoutMs, intervalMs: 200, what: `the server on port ${port} to become ready` },
+  );
 }
 
 export async function stop(spawned: Spawned): Promise<void> {

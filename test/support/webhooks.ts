@@ -8,6 +8,7 @@ import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
 import { EventOutbox, OutboxEvent } from '../../src/common/events/event-outbox';
 import { generateWebhookSecret, sealWebhookSecret } from '../../src/modules/webhooks/webhook-secret';
 import type { TestApp } from './app';
+import { waitFor } from './wait';
 
 /**
  * A webhook row written directly (as the management API would), its secret sealed under the tenant's
@@ -117,11 +118,7 @@ export class Receiver {
 
   /** Waits until `check` holds (polling every 20 ms), or fails after `timeoutMs`. */
   async waitFor(check: () => boolean, timeoutMs = 10_000, what = 'the expected deliveries'): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(check, { timeoutMs, what });
   }
 
   async stop(): Promise<void> {
