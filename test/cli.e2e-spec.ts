@@ -4,18 +4,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_FILE_NAME } from '../src/database/embedded-lock';
 import { freePort, Spawned, spawnJs, stop, waitForReady } from './support/processes';
+import { waitFor } from './support/wait';
 
 const TENANT =
   /^\{"tenant_id":"[0-9a-f-]{36}","management_application_id":"[0-9a-f-]{36}","management_key":"key_mgt_[0-9A-Za-z]+"\}$/;
 
 /** Waits until `spawned` has printed `pattern` on stdout (the server prints its key after it listens). */
 async function printed(spawned: Spawned, pattern: RegExp, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pattern.test(spawned.stdout())) {
-    if (Date.now() > deadline || spawned.child.exitCode !== null)
-      throw new Error(`not printed: ${pattern}\n${spawned.stdout()}\n${spawned.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitFor(
+    () => {
+      if (spawned.child.exitCode !== null)
+        throw new Error(`exited before printing ${pattern}\n${spawned.stdout()}\n${spawned.stderr()}`);
+      return pattern.test(spawned.stdout());
+    },
+    { timeoutMs, intervalMs: 100, what: `${pattern} on stdout` },
+  ).catch((error: Error) => {
+    throw new Error(`not printed: ${error.message}\n${spawned.stdout()}\n${spawned.stderr()}`);
+  });
 }
 
 /**
@@ -109,8 +114,9 @@ describe('the CLI with the embedded database', () => {
     } finally {
       holder.kill();
     }
-    // The holder is gone: its lock is stale and is taken over.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The holder is gone (once it has exited): its lock is stale and is taken over.
+    if (holder.exitCode === null && holder.signalCode === null)
+      await new Promise((resolve) => holder.once('exit', resolve));
     expect((await cli('tenant', 'create', '--name', 'after')).code).toBe(0);
   }, 120_000);
 });

@@ -12,6 +12,7 @@ import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant
 import { luhnCard } from './support/attacker';
 import { freePort, Spawned, spawnJs, stop, waitForReady } from './support/processes';
 import { createDatabase, dropDatabase } from './support/test-database';
+import { waitFor } from './support/wait';
 
 /**
  * What a new user meets in the first hour: a start-up that fails says what to change in one line, a
@@ -152,14 +153,22 @@ describe('start-up failures: one line naming the variable', () => {
   }, 90_000);
 });
 
-/** A destination that answers 200 after `delayMs`. */
-async function slowDestination(delayMs: number): Promise<{ server: Server; url: string }> {
+/** A destination that answers 200 after `delayMs`; `arrived` counts the requests it has begun to answer. */
+async function slowDestination(
+  delayMs: number,
+): Promise<{ server: Server; url: string; arrived: () => number }> {
+  let arrived = 0;
   const server = createHttpServer((req, res) => {
+    arrived++;
     req.resume();
     setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('slow answer'), delayMs);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/slow` };
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/slow`,
+    arrived: () => arrived,
+  };
 }
 
 /** A spawned server on a fresh database, its management key (printed at bootstrap). */
@@ -177,9 +186,11 @@ async function runningServer(
   });
   await waitForReady(port, 90_000);
   // The banner comes right after "listening".
-  const deadline = Date.now() + 5000;
-  while (!KEY_LINE.test(spawned.stdout()) && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => KEY_LINE.test(spawned.stdout()), {
+    timeoutMs: 5000,
+    intervalMs: 50,
+    what: 'the management key banner',
+  }).catch(() => undefined);
   return { spawned, base: `http://127.0.0.1:${port}`, managementKey: KEY_LINE.exec(spawned.stdout())?.[1] };
 }
 
@@ -207,7 +218,8 @@ describe('stopping: SIGTERM lets the requests in flight finish', () => {
           headers: { 'BT-API-KEY': apiKey, 'BT-PROXY-URL': destination.url, 'Content-Type': 'text/plain' },
           body: 'hello',
         });
-        await new Promise((r) => setTimeout(r, 300));
+        // In flight: the destination has the request (and answers a second later).
+        await waitFor(() => destination.arrived() === 1, { what: 'the proxied request at the destination' });
         spawned.child.kill('SIGTERM');
         const res = await inFlight;
         expect(res.status).toBe(200);
