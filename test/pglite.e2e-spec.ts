@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
+import { waitFor } from './support/wait';
 import { DataSource } from 'typeorm';
 import { BootstrapService } from '../src/modules/tenants/bootstrap.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
@@ -97,7 +98,7 @@ describe('embedded PGlite database', () => {
         throw new Error('roll back');
       })
       .catch(() => events.push('first rolled back'));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => events.includes('first inserted'), { what: 'the first transaction to insert' });
     const seen = await dataSource.transaction(async (em) => {
       events.push('second started');
       const rows: { n: number }[] = await em.query(

@@ -1,5 +1,6 @@
 import { newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { tokenize } from '../support/attacker';
+import { waitFor } from '../support/wait';
 import { ExpressionEvaluator } from '../../src/modules/tokens/expressions/expression-evaluator';
 
 /**
@@ -68,9 +69,10 @@ describe('abuse: one tenant cannot starve another tenant of expression workers',
     try {
       for (let i = 0; i < 5; i++) {
         // Measure while the attack holds every worker and more of its requests wait for one.
-        const deadline = Date.now() + 10_000;
-        while (evaluator.queued < 3 && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 10));
+        await waitFor(() => evaluator.queued >= 3, {
+          intervalMs: 10,
+          what: "the attacker's requests queued",
+        }).catch(() => undefined);
         const queued = evaluator.queued;
         during.push({ ...(await victimTokenize()), queued });
       }

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { tokenize } from '../support/attacker';
 import { Destination } from '../support/destination';
+import { waitFor } from '../support/wait';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -41,7 +42,7 @@ async function rssSampler(): Promise<{ peak(): number; stop(): Promise<number> }
      setInterval(() => { peak[0] = Math.max(peak[0], process.memoryUsage.rss()); }, 2);`,
     { eval: true, workerData: shared.buffer },
   );
-  while (shared[0] === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitFor(() => shared[0] !== 0, { intervalMs: 10, what: 'the first RSS sample' });
   return { peak: () => shared[0], stop: () => worker.terminate() };
 }
 
