@@ -12,7 +12,7 @@ import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant
 import { luhnCard } from './support/attacker';
 import { freePort, Spawned, spawnJs, stop, waitForReady } from './support/processes';
 import { createDatabase, dropDatabase } from './support/test-database';
-import { waitFor } from './support/wait';
+import { ignoreTimeout, waitFor } from './support/wait';
 
 /**
  * What a new user meets in the first hour: a start-up that fails says what to change in one line, a
@@ -190,7 +190,7 @@ async function runningServer(
     timeoutMs: 5000,
     intervalMs: 50,
     what: 'the management key banner',
-  }).catch(() => undefined);
+  }).catch(ignoreTimeout);
   return { spawned, base: `http://127.0.0.1:${port}`, managementKey: KEY_LINE.exec(spawned.stdout())?.[1] };
 }
 

@@ -11,7 +11,7 @@ import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
 import { FakeAdyen, signNotification } from './support/fake-adyen';
-import { waitFor } from './support/wait';
+import { ignoreTimeout, waitFor } from './support/wait';
 
 /**
  * One scenario that goes through every feature with planted secret values, then looks for each secret in
@@ -235,7 +235,7 @@ describe('secrets scan', () => {
         return last.status === status;
       },
       { timeoutMs: 8000, intervalMs: 200, what: `transaction ${id} to be ${status}` },
-    ).catch(() => undefined);
+    ).catch(ignoreTimeout);
     return last;
   };
 
@@ -796,7 +796,7 @@ describe('secrets scan', () => {
     expect(responses.every((r) => r.traceId)).toBe(true);
     const unlogged = () => responses.filter((r) => r.logged && !t.logs.some((l) => l.includes(r.traceId)));
     await waitFor(() => unlogged().length === 0, { timeoutMs: 1000, what: 'every log line' }).catch(
-      () => undefined,
+      ignoreTimeout,
     );
     expect(unlogged().map((r) => r.route)).toEqual([]);
     // Every event was delivered (signed), and each delivery is scanned as a response is.

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import type { TestApp } from './app';
-import { waitFor } from './wait';
+import { ignoreTimeout, waitFor } from './wait';
 
 export const ORCHESTRATION_PERMISSIONS = [
   'token:create',
@@ -80,7 +80,7 @@ export async function waitForConnection(
       return status !== 'pending';
     },
     { timeoutMs, intervalMs: 100, what: `connection ${id} to be verified` },
-  ).catch(() => undefined);
+  ).catch(ignoreTimeout);
   return status;
 }
 
@@ -104,7 +104,7 @@ export async function waitForTransaction(
       return done(last);
     },
     { timeoutMs, intervalMs: 200, what: `transaction ${id}` },
-  ).catch(() => undefined);
+  ).catch(ignoreTimeout);
   return last!;
 }
 
