@@ -1,4 +1,4 @@
-import type { Change } from '../unit-of-work/change';
+import type { ChangeWrites } from '../unit-of-work/write-batch';
 
 /**
  * The events a change reports to webhooks. Services record them through this
@@ -40,5 +40,5 @@ export abstract class EventOutbox {
   abstract record(events: OutboxEvent | OutboxEvent[]): Promise<void>;
 
   /** Records the events (in order) with the change: in its transaction, or in its one statement. */
-  abstract recordIn(change: Change, events: OutboxEvent[]): Promise<void>;
+  abstract recordIn(change: ChangeWrites, events: OutboxEvent[]): Promise<void>;
 }

@@ -4,8 +4,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { afterCommit, deferredWrite, inOneStatement } from '../../common/context/transactional';
 import { EventOutbox, OutboxEvent } from '../../common/events/event-outbox';
-import type { Change } from '../../common/unit-of-work/change';
-import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
+import type { ChangeWrites, PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { Clock } from '../../common/jobs/clock';
 import { DatabaseModule } from '../../database/database.module';
 import { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
@@ -43,7 +42,7 @@ export class WebhookOutbox extends EventOutbox {
   }
 
   /** Records the events with the change; once it has committed, this process's delivery worker is nudged. */
-  async recordIn(change: Change, events: OutboxEvent[]): Promise<void> {
+  async recordIn(change: ChangeWrites, events: OutboxEvent[]): Promise<void> {
     if (!events.length) return;
     await change.write(this.piece(events), {
       then: (deliveries) => {
