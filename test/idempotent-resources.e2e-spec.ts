@@ -45,7 +45,7 @@ interface Caller {
 }
 
 /**
- * A request that created a transaction and then lost its process (contract section 8): the retry that
+ * A request that created a transaction and then lost its process (docs/idempotency.md): the retry that
  * takes over its stale claim answers THAT transaction, never a second one (a second vendor payment).
  * The crash is simulated without killing: the request runs through the service on a claim that is
  * never completed, as a process dying after its commit leaves it; test/faults kills a real server.

@@ -15,7 +15,7 @@ import { createWebhookRow, inTransaction, payload, Receiver, recordEvents } from
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Delivery of webhook events (contract section 13) to a local receiver. The file has a database of its
+ * Delivery of webhook events (docs/webhooks.md) to a local receiver. The file has a database of its
  * own: the workers of other test files' servers would otherwise claim these deliveries too.
  */
 describe('webhook delivery', () => {

@@ -13,7 +13,7 @@ import {
 import { statementsDuring } from './support/statements';
 
 /**
- * The transactional outbox's emission points (contract section 13): every change records its events in
+ * The transactional outbox's emission points (docs/webhooks.md): every change records its events in
  * its own database transaction, `data` the entity as the API answers it (masked). The webhooks here are
  * rows inserted directly (their secret is irrelevant); what is asserted is `webhook_events` and
  * `webhook_deliveries`. No scheduled jobs: the settlement job is run by hand.

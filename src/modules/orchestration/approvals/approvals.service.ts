@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
 import { ConnectionsService } from '../connections/connections.service';
 import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
-import type { AuthorizeResult, ProcessorPort } from '../processors/processor.port';
+import type { AuthorizeResult, Processor } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { approvalDigest, ApprovalLinks } from '../transactions/approval-links';
 import { fromReconciliationId } from '../transactions/reconciliation';
@@ -141,7 +141,7 @@ export class ApprovalsService {
   }
 
   /** The vendor adapter of a transaction whose challenge happens at the vendor; undefined in the sandbox. */
-  private async vendorProcessor(row: TransactionRow): Promise<ProcessorPort | undefined> {
+  private async vendorProcessor(row: TransactionRow): Promise<Processor | undefined> {
     const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
     if (!connection || connection.row.environment === 'sandbox') return undefined;
     return this.processors.for(connection.row);
