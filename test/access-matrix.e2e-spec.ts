@@ -62,7 +62,7 @@ const permissionsOfKind = (kind: Kind) => Object.keys(CATALOG).filter((p) => CAT
  * token routes and GET /applications/{id}/keys/{keyId} need what their v1 and
  * list-keys siblings need.
  */
-const CONTRACT_PERMISSIONS: Record<string, string[]> = {
+const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   createApplication: ['application:create'],
   listApplications: ['application:read'],
   getApplicationByKey: [],
@@ -228,7 +228,7 @@ const ALIASES: Operation[] = (
     id,
     method,
     path,
-    route: `${method.toUpperCase()} ${path} (contract alias of ${original.route}, not in openapi.json)`,
+    route: `${method.toUpperCase()} ${path} (documented alias of ${original.route}, not in openapi.json)`,
     success: 200,
   };
 });
@@ -908,13 +908,13 @@ describe('access matrix: every keyed operation × every caller that must be refu
     });
   }
 
-  it('reads the keyed operations of openapi.json, each naming the permission the contract gives it', () => {
+  it('reads the keyed operations of openapi.json, each naming the permission docs/permissions.md gives it', () => {
     expect(OPERATIONS.length).toBeGreaterThanOrEqual(38);
     const documented = Object.fromEntries(OPERATIONS.map((op) => [op.id, op.permissions]));
-    expect(documented).toEqual(CONTRACT_PERMISSIONS);
+    expect(documented).toEqual(DOCUMENTED_PERMISSIONS);
   });
 
-  it("GET /permissions describes the contract's permission catalog", async () => {
+  it('GET /permissions describes the permission catalog of docs/permissions.md', async () => {
     const res = await call('get', '/permissions', w.a.full.private.key).expect(200);
     const served = (res.body as { type: string; application_types: Kind[] }[]).map(
       (p) => [p.type, [...p.application_types].sort()] as const,
