@@ -11,6 +11,12 @@ export interface GenerateSqlOptions {
   change?: boolean;
   /** Example arguments (after the change). */
   params: unknown[];
+  /**
+   * What the recording connection answers to the method's statements, in the order it sends them, where
+   * the method needs rows to go on (a lock it must get, a row it reads a value of). Past the list, and
+   * by default, it answers no rows (`[[], 0]`, rows and count, to an UPDATE or DELETE, as TypeORM does).
+   */
+  answers?: unknown[];
 }
 
 export interface GeneratedMethod {
