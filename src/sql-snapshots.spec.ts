@@ -2,9 +2,10 @@ import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
-import type { EntityManager } from 'typeorm';
+import { Column, DataSource, Entity, EntityManager, getMetadataArgsStorage, PrimaryColumn } from 'typeorm';
 import { Change, Origin } from './common/unit-of-work/change';
 import { PieceBuilder, PieceOptions, WriteBatch } from './common/unit-of-work/write-batch';
+import type { EntityClass } from './database/data-source';
 import { GenerateSql, generatedSql, GenerateSqlOptions } from './database/generate-sql';
 
 /**
@@ -20,72 +21,95 @@ const ROOT = join(__dirname, '..');
 const SQL_DIR = join(ROOT, 'test', 'sql');
 const UPDATE = process.env.UPDATE_SQL === 'true';
 
-/** Every `*.repository.ts` under src/, in a stable order. */
-async function repositoryFiles(dir = join(ROOT, 'src')): Promise<string[]> {
+/** The files under src/ that `wanted` accepts, in a stable order. */
+async function sourceFiles(wanted: (path: string) => boolean, dir = join(ROOT, 'src')): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const files: string[] = [];
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) files.push(...(await repositoryFiles(path)));
-    else if (entry.name.endsWith('.repository.ts')) files.push(path);
+    if (entry.isDirectory()) files.push(...(await sourceFiles(wanted, path)));
+    else if (wanted(path)) files.push(path);
   }
   return files.sort();
 }
+
+/** Every `*.repository.ts` under src/. */
+const repositoryFiles = () => sourceFiles((path) => path.endsWith('.repository.ts'));
+
+/** What a statement gets: rows, or rows and a count (of an UPDATE or DELETE without RETURNING). */
+type Answer = unknown[] | { rows?: unknown[]; rowCount?: number };
+
+/** Statements TypeORM adds around a unit of work of its own (`save`, `transaction`): left out. */
+const TRANSACTION_CONTROL =
+  /^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE SAVEPOINT|SET TRANSACTION)\b/i;
 
 /** The statements one call sent, in order, and what the connection answers them. */
 class Recorder {
   readonly statements: string[] = [];
   private answered = 0;
 
-  constructor(private readonly answers: unknown[] = []) {}
+  constructor(private readonly answers: Answer[] = []) {}
 
-  /** Keeps the statement; answers the next of `answers`, else no rows as TypeORM gives them. */
-  query(sql: unknown): unknown {
+  /** Keeps the statement; answers as pg does: the next of `answers`, else no rows. */
+  query(sql: unknown): { command: string; rows: unknown[]; rowCount: number } {
     // pg also takes a query object: `{ name, text, values }`.
     const text = typeof sql === 'string' ? sql : (sql as { text?: unknown } | undefined)?.text;
     if (typeof text !== 'string') throw new Error(`a query without SQL text: ${String(sql)}`);
+    const command = /^\s*\(?\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? '';
+    if (TRANSACTION_CONTROL.test(text)) return { command, rows: [], rowCount: 0 };
     this.statements.push(text);
-    if (this.answered < this.answers.length) return this.answers[this.answered++];
-    return /^\s*(UPDATE|DELETE)\b/i.test(text) ? [[], 0] : [];
+    const answer = this.answered < this.answers.length ? this.answers[this.answered++] : [];
+    const rows = Array.isArray(answer) ? answer : (answer.rows ?? []);
+    return {
+      command,
+      rows,
+      rowCount: Array.isArray(answer) ? rows.length : (answer.rowCount ?? rows.length),
+    };
   }
 }
 
-const noEntities = (): never => {
-  throw new Error(
-    'the recording connection renders SQL a repository writes, not what TypeORM builds for an entity ' +
-      'repository (getRepository); mark only methods that send their own SQL',
-  );
+/** The recorder of the call being rendered. */
+let recorder = new Recorder();
+
+/** The one pg connection of the recording data source: it records and answers, and sends nothing. */
+const client = {
+  query: (sql: unknown) => Promise.resolve(recorder.query(sql)),
+  on: () => client,
+  removeListener: () => client,
 };
 
 /**
- * What a repository gets for every parameter of its constructor: a stand-in for a `DataSource` (query,
- * createQueryRunner, transaction, manager), for the transaction host of `@nestjs-cls/transactional`
- * (`tx`) and for a pg client (query), recording every statement into `recorder`.
+ * A TypeORM data source over the recording connection, never connected: with the metadata of every
+ * entity, so that entity repositories build their SQL as they would against the database, and every
+ * statement goes to `client`. Answers are what TypeORM makes of pg's (rows; rows and count for an
+ * UPDATE or DELETE).
  */
-function recordingConnection(recorder: Recorder) {
-  const query = (sql: unknown) => Promise.resolve(recorder.query(sql));
-  const manager = {
-    query,
-    getRepository: noEntities,
-    transaction: (work: (m: unknown) => Promise<unknown>) => work(manager),
+async function recordingDataSource(): Promise<DataSource> {
+  for (const file of await sourceFiles((path) => /([.]entity[.]ts|\/entities\/[^/]+[.]ts)$/.test(path)))
+    await import(file);
+  const entities = getMetadataArgsStorage().tables.map((table) => table.target);
+  const dataSource = new DataSource({ type: 'postgres', entities: entities as EntityClass[] });
+  await (dataSource as unknown as { buildMetadatas(): Promise<void> }).buildMetadatas();
+  const driver = dataSource.driver as unknown as {
+    obtainMasterConnection(): Promise<[unknown, () => void]>;
+    version: string;
   };
-  const runner = {
-    manager,
-    query,
-    connect: () => Promise.resolve(),
-    release: () => Promise.resolve(),
-    startTransaction: () => Promise.resolve(),
-    commitTransaction: () => Promise.resolve(),
-    rollbackTransaction: () => Promise.resolve(),
-  };
-  return {
-    ...manager,
-    manager,
-    tx: manager,
-    driver: {},
-    createQueryRunner: () => runner,
-    createEntityManager: () => manager,
-  };
+  driver.version = '16.0';
+  driver.obtainMasterConnection = () => Promise.resolve([client, () => undefined]);
+  return dataSource;
+}
+
+let dataSource: DataSource;
+
+/**
+ * What a repository gets for every parameter of its constructor: the recording data source, which also
+ * stands for the transaction host of `@nestjs-cls/transactional` (`tx`, a transaction's manager) and for
+ * a pg client (`query`).
+ */
+function recordingConnection(): DataSource & { tx: EntityManager } {
+  return Object.assign(Object.create(dataSource) as DataSource, {
+    tx: dataSource.createQueryRunner().manager,
+  });
 }
 
 /** The origin of the recorded changes: a fixed application of a fixed tenant. */
@@ -102,33 +126,49 @@ const ORIGIN: Origin = {
  * into one statement the same way).
  */
 class RecordingChange extends Change {
-  constructor(private readonly recorder: Recorder) {
-    super(ORIGIN, 'transaction', recordingConnection(recorder).manager as unknown as EntityManager);
+  constructor() {
+    super(ORIGIN, 'transaction', dataSource.createQueryRunner().manager);
   }
 
   override async write(build: PieceBuilder, options: PieceOptions = {}): Promise<void> {
     const batch = new WriteBatch();
     batch.add(build, options);
     await batch.run(async (sql) => {
-      this.recorder.statements.push(sql);
+      recorder.statements.push(sql);
       return [{}];
     });
   }
 }
 
+/** Clauses a long statement of one line (as TypeORM builds them) is broken before. */
+const CLAUSES =
+  / +(?=(?:FROM|WHERE|GROUP BY|ORDER BY|LIMIT|OFFSET|VALUES|RETURNING|ON CONFLICT|SET|(?:INNER |LEFT )?JOIN) )/;
+
 /**
  * One statement as it appears in a snapshot: its first line as written, the lines after it moved left
  * together (as far as the least indented goes) and indented by two, no blank lines, no trailing spaces.
+ * A statement of one line longer than 100 characters is broken before its clauses.
  */
 function formatStatement(sql: string): string {
-  const lines = sql
+  let lines = sql
     .split('\n')
     .map((line) => line.trimEnd())
     .filter((line) => line.trim() !== '');
   if (!lines.length) return ';';
+  if (lines.length === 1 && lines[0].trim().length > 100) lines = lines[0].trim().split(CLAUSES);
   const [first, ...rest] = lines;
   const indent = Math.min(...rest.map((line) => line.length - line.trimStart().length));
   return [first.trim(), ...rest.map((line) => `  ${line.slice(indent)}`)].join('\n') + ';';
+}
+
+/** An entity of the entity repository test (registered with TypeORM's metadata on import, as any). */
+@Entity('sql_probes')
+class SqlProbeEntity {
+  @PrimaryColumn()
+  id: string;
+
+  @Column()
+  name: string;
 }
 
 type RepositoryClass = (new (...args: unknown[]) => Record<string, unknown>) & { name: string };
@@ -161,12 +201,12 @@ async function call(
   method: string,
   options: GenerateSqlOptions,
 ): Promise<string[]> {
-  const recorder = new Recorder(options.answers);
-  const connection = recordingConnection(recorder);
+  recorder = new Recorder(options.answers as Answer[] | undefined);
+  const connection = recordingConnection();
   const repository = new Class(
     ...Array.from({ length: Math.max(parameters, Class.length) }, () => connection),
   );
-  const args = options.change ? [new RecordingChange(recorder), ...options.params] : options.params;
+  const args = options.change ? [new RecordingChange(), ...options.params] : options.params;
   const heading = `-- ${Class.name}.${method}${options.name ? ` (${options.name})` : ''}`;
   try {
     await (repository[method] as (...a: unknown[]) => Promise<unknown>)(...args);
@@ -185,6 +225,7 @@ describe('SQL snapshots (test/sql/*.sql; UPDATE_SQL=true rewrites them)', () => 
 
   beforeAll(async () => {
     files = await repositoryFiles();
+    dataSource = await recordingDataSource();
     if (UPDATE) await mkdir(SQL_DIR, { recursive: true });
   });
 
@@ -234,7 +275,7 @@ describe('SQL snapshots (test/sql/*.sql; UPDATE_SQL=true rewrites them)', () => 
 
       @GenerateSql(
         { name: 'count of an UPDATE', params: [] },
-        { name: 'answered', params: [], answers: [[[], 3]] },
+        { name: 'answered', params: [], answers: [{ rowCount: 3 }] },
       )
       async touch(): Promise<number> {
         const [, count] = (await this.db.query('UPDATE probes SET seen = true', [])) as [unknown[], number];
@@ -253,6 +294,50 @@ describe('SQL snapshots (test/sql/*.sql; UPDATE_SQL=true rewrites them)', () => 
         '',
         '-- ProbeRepository.touch (answered)',
         'UPDATE probes SET seen = true;',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('renders what TypeORM builds for an entity repository', async () => {
+    class ProbeRepository {
+      constructor(private readonly db: { tx: EntityManager }) {}
+
+      @GenerateSql({ params: ['p1'] })
+      find(id: string): Promise<SqlProbeEntity | null> {
+        return this.db.tx.getRepository(SqlProbeEntity).findOneBy({ id });
+      }
+
+      // A full page: TypeORM counts the rows only when the page does not tell it.
+      @GenerateSql({
+        params: [],
+        answers: [
+          [
+            { SqlProbeEntity_id: 'p1', SqlProbeEntity_name: 'one' },
+            { SqlProbeEntity_id: 'p2', SqlProbeEntity_name: 'two' },
+          ],
+        ],
+      })
+      page(): Promise<[SqlProbeEntity[], number]> {
+        return this.db.tx.getRepository(SqlProbeEntity).findAndCount({ order: { id: 'ASC' }, take: 2 });
+      }
+    }
+    expect(await renderClasses([ProbeRepository as unknown as RepositoryClass])).toBe(
+      [
+        '-- ProbeRepository.find',
+        'SELECT "SqlProbeEntity"."id" AS "SqlProbeEntity_id", "SqlProbeEntity"."name" AS "SqlProbeEntity_name"',
+        '  FROM "sql_probes" "SqlProbeEntity"',
+        '  WHERE (("SqlProbeEntity"."id" = $1))',
+        '  LIMIT 1;',
+        '',
+        '-- ProbeRepository.page',
+        'SELECT "SqlProbeEntity"."id" AS "SqlProbeEntity_id", "SqlProbeEntity"."name" AS "SqlProbeEntity_name"',
+        '  FROM "sql_probes" "SqlProbeEntity"',
+        '  ORDER BY "SqlProbeEntity"."id" ASC',
+        '  LIMIT 2;',
+        '',
+        '-- ProbeRepository.page',
+        'SELECT COUNT(1) AS "cnt" FROM "sql_probes" "SqlProbeEntity";',
         '',
       ].join('\n'),
     );
