@@ -10,6 +10,7 @@ export class AdvisoryLocksRepository {
    * waiting for the lock as long as another session holds it; the lock is released before the
    * connection goes back to the pool, whether or not the work succeeded.
    */
+  // The example is the key of the migrations (LOCK_KEYS, which imports this file).
   @GenerateSql({ params: [72_001, () => Promise.resolve()] })
   async whileLocked<T>(lockKey: number, work: (runner: QueryRunner) => Promise<T>): Promise<T> {
     const runner = this.dataSource.createQueryRunner();
