@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
+import type { Change } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
 import { multiRowInsert } from '../../database/sql';
 import { deferredWrite, inOneStatement } from '../../common/context/transactional';
@@ -368,7 +369,8 @@ export class TokensRepository {
     return row?.cvc;
   }
 
-  async deleteCvc(tenantId: string, tokenId: string): Promise<void> {
-    await this.cvcs().delete({ tenantId, tokenId });
+  /** Deletes the token's CVC in the change that used it (orchestration's authorization outcome). */
+  async deleteCvc(change: Change, tenantId: string, tokenId: string): Promise<void> {
+    await change.manager.getRepository(TokenCvcEntity).delete({ tenantId, tokenId });
   }
 }

@@ -14,6 +14,7 @@ import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
+import type { Change } from '../../common/unit-of-work/change';
 import type { UpdateTokenDto } from './dto/update-token.dto';
 import { enumerableNumbers, pendingGroups } from './enumeration/card-enumeration';
 import { CardEnumerationGuard } from './enumeration/card-enumeration.service';
@@ -381,8 +382,8 @@ export class TokensService {
     );
   }
 
-  /** The CVC is deleted after its first use in an authorization. */
-  async forgetCvc(tenantId: string, tokenId: string): Promise<void> {
-    await this.tokens.deleteCvc(tenantId, tokenId);
+  /** The CVC is deleted after its first use in an authorization, in the change that records it. */
+  async forgetCvc(change: Change, tenantId: string, tokenId: string): Promise<void> {
+    await this.tokens.deleteCvc(change, tenantId, tokenId);
   }
 }
