@@ -62,6 +62,7 @@ export async function verifyMasterKeys(
       throw new ConfigError(
         `ENCRYPTION_KEYS: tenant keys are wrapped by master key ${list(missing.map((m) => m.keyVersion))} (${missing.reduce((n, m) => n + m.tenants, 0)} tenant(s)), which is not configured (${ring.source} holds ${list(ring.keys.map((k) => k.version))}). Add it back; drop a version only after \`cli keys rotate\`.`,
       );
-    for (const key of fresh) await checks.record(change, { version: key.version, checkValue: checkValue(key.key) });
+    for (const key of fresh)
+      await checks.record(change, { version: key.version, checkValue: checkValue(key.key) });
   });
 }
