@@ -14,6 +14,19 @@ const OTHER_TENANT = '00000000-0000-4000-8000-0000000000b1';
 const PUBLIC_APP = '00000000-0000-4000-8000-000000000001';
 const PRIVATE_APP = '00000000-0000-4000-8000-000000000002';
 
+/** The service's clock, stopped at a fixed instant: it moves only when a test advances it. */
+class StoppedClock extends Clock {
+  private at = Date.parse('2026-11-26T12:00:00.000Z');
+
+  override now(): Date {
+    return new Date(this.at);
+  }
+
+  override advance(ms: number): void {
+    this.at += ms;
+  }
+}
+
 interface StoredSession extends NewSession {
   grant?: SessionGrant;
 }
@@ -74,7 +87,7 @@ const privateKey = (overrides: Partial<Principal> = {}): RequestOrigin => ({
 function setup() {
   const store = new FakeSessions();
   const work = new FakeUnitOfWork();
-  const clock = new Clock();
+  const clock = new StoppedClock();
   const register = jest.fn();
   const retention = { register } as unknown as RetentionJob;
   const service = new SessionsService(work.asUnitOfWork(), store.repository, clock, retention);
