@@ -210,6 +210,43 @@ describe('SessionsService', () => {
     expect(store.rows.get(created.id)!.expiresAt.getTime()).toBe(createdAt + 3_600_000);
   });
 
+  it('a refused authorization rolls back: no audit row, and the nonce still works', async () => {
+    const { service, store, work, clock } = setup();
+    const created = await service.create(publicKey());
+    await expect(
+      service.authorize(privateKey(), {
+        nonce: created.nonce,
+        permissions: ['token:read'],
+        expires_at: new Date(clock.now().getTime() - 1000).toISOString(),
+      }),
+    ).rejects.toBeInstanceOf(ValidationException);
+    expect(work.rolledBack).toHaveLength(1);
+    expect(work.rolledBack[0].entries).toEqual([]);
+    expect(store.calls).not.toContain('authorize');
+    await service.authorize(privateKey(), { nonce: created.nonce, permissions: ['token:read'] });
+    expect(store.rows.get(created.id)!.grant).toBeDefined();
+  });
+
+  it('a rule the private application holds no permission of is refused by path', async () => {
+    const { service } = setup();
+    const created = await service.create(publicKey());
+    await expect(
+      service.authorize(privateKey(), {
+        nonce: created.nonce,
+        rules: [{ priority: 1, container: '/general/', permissions: ['token:delete'] }],
+      }),
+    ).rejects.toMatchObject({ errors: { 'rules[0].permissions[0]': [expect.any(String)] } });
+  });
+
+  it('opens each change with the request’s origin, whose actor the audit rows name', async () => {
+    const { service, work } = setup();
+    const origin = privateKey();
+    const created = await service.create(publicKey());
+    await service.authorize(origin, { nonce: created.nonce, permissions: ['token:read'] });
+    expect(work.committed.map((change) => change.actor.applicationId)).toEqual([PUBLIC_APP, PRIVATE_APP]);
+    expect(work.committed[1].origin).toBe(origin);
+  });
+
   it('registers the purge of expired sessions with the retention job', () => {
     const { service, register } = setup();
     service.onModuleInit();
