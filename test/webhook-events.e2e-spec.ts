@@ -455,12 +455,13 @@ describe('webhook events (the outbox)', () => {
 
   it("a new tenant's management application is reported as created (no webhook can exist yet: not kept)", async () => {
     const outbox = t.app.get(EventOutbox);
-    const spy = jest.spyOn(outbox, 'record');
+    // The tenant's change records its events as it ends (`recordIn(change, events)`).
+    const spy = jest.spyOn(outbox, 'recordIn');
     let tenant: TestTenant;
     let calls: unknown[][];
     try {
       tenant = await newTenant(t);
-      calls = spy.mock.calls;
+      calls = spy.mock.calls.map(([, events]) => events);
     } finally {
       spy.mockRestore();
     }
