@@ -8,6 +8,7 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { jsonBodyParser, rawBodyParser, requireJsonContentType } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
 import { usePreparedStatements } from './common/context/transactional';
+import { usePreparedStatements as usePreparedChanges } from './common/unit-of-work/unit-of-work';
 import { createValidationPipe } from './common/errors/validation';
 import { httpMetricsMiddleware } from './common/metrics/http-metrics';
 import { Metrics } from './common/metrics/metrics';
@@ -99,6 +100,7 @@ export async function createApp(
   options: AppModuleOptions = {},
 ): Promise<NestExpressApplication> {
   usePreparedStatements(config.DB_PREPARED_STATEMENTS);
+  usePreparedChanges(config.DB_PREPARED_STATEMENTS);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,

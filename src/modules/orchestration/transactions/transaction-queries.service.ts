@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { currentChange } from '../../../common/context/transactional';
 import type { Principal } from '../../../common/auth/principal';
 import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
 import { TokensService } from '../../tokens/tokens.service';
@@ -36,6 +37,7 @@ export class TransactionQueriesService {
     const readable = await this.tokens.readableTokens(
       who,
       rows.map((row) => row.token_id),
+      currentChange(),
     );
     return offsetPage(
       await Promise.all(rows.map((row) => this.present(row, readable.has(row.token_id)))),
@@ -59,7 +61,7 @@ export class TransactionQueriesService {
    * and the card's fingerprint only if `who` may read the token now.
    */
   async toDto(who: Principal, row: TransactionRow): Promise<TransactionDto> {
-    const readable = await this.tokens.readableTokens(who, [row.token_id]);
+    const readable = await this.tokens.readableTokens(who, [row.token_id], currentChange());
     return this.present(row, readable.has(row.token_id));
   }
 

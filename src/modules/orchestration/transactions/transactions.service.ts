@@ -1,5 +1,5 @@
 import { IdempotentResource } from '../../../common/context/idempotent-resource';
-import { inTransaction } from '../../../common/context/transactional';
+import { currentChange, inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
@@ -169,7 +169,7 @@ export class TransactionsService {
           updated = await this.journal.apply(who.tenantId, id, next, this.clock.now(), approval);
         }
         // The CVC serves one authorization only (the token object does not change: no token event).
-        if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
+        if (cvc !== undefined) await this.tokens.forgetCvc(currentChange()!, who.tenantId, token.id);
         await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
         return updated ? this.queries.toDto(who, updated) : this.queries.get(who, id);
       });
@@ -364,7 +364,7 @@ export class TransactionsService {
    */
   private async leftToSettlement(who: Principal, id: string, cvcTokenId?: string): Promise<TransactionDto> {
     return inTransaction(async () => {
-      if (cvcTokenId) await this.tokens.forgetCvc(who.tenantId, cvcTokenId);
+      if (cvcTokenId) await this.tokens.forgetCvc(currentChange()!, who.tenantId, cvcTokenId);
       await this.journal.log(who, id, 'update', 'Processor did not answer: processing, left to settlement');
       return this.queries.get(who, id);
     });
