@@ -7,7 +7,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { jsonBodyParser, rawBodyParser, requireJsonContentType } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
-import { usePreparedStatements } from './common/context/transactional';
+import { usePreparedStatements } from './common/unit-of-work/unit-of-work';
 import { httpMetricsMiddleware } from './common/metrics/http-metrics';
 import { Metrics } from './common/metrics/metrics';
 import { setupOpenApi } from './common/openapi';

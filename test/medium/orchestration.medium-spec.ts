@@ -37,10 +37,13 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
 
   async function card(number = '4242424242424242'): Promise<string> {
     const token = (await m.run(() =>
-      m.get(TokenizeService).tokenize(who(), {
-        type: 'card',
-        data: { number, expiration_month: 12, expiration_year: 2031 },
-      }),
+      m.get(TokenizeService).tokenize(
+        { actor: who() },
+        {
+          type: 'card',
+          data: { number, expiration_month: 12, expiration_year: 2031 },
+        },
+      ),
     )) as { id: string };
     return token.id;
   }
