@@ -1,5 +1,3 @@
-import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -7,7 +5,6 @@ import type { Request } from 'express';
 import { ClsModule } from 'nestjs-cls';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
-import { DataSource } from 'typeorm';
 import { AuditModule } from './common/audit/audit.module';
 import { AuditInterceptor } from './common/audit/audit.interceptor';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
@@ -70,12 +67,6 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
         generateId: true,
         idGenerator: (req: Request) => assignTraceId(req, req.res),
       },
-      plugins: [
-        new ClsPluginTransactional({
-          imports: [DatabaseModule],
-          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }),
-        }),
-      ],
     }),
   ];
 }
@@ -90,9 +81,10 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
  *                                            address with too many failed authentications
  *                 3. PermissionsGuard        key kind, authorized session, the route's permission: 403
  *                 4. ApiKeyThrottlerGuard    the key's rate limit: 429
- *   interceptors  5. IdempotencyInterceptor  BT-IDEMPOTENCY-KEY: claims it, replays, or runs what follows;
- *                                            it wraps the audit, so both commit with the operation
- *                 6. AuditInterceptor        the operation's audit rows
+ *   interceptors  5. IdempotencyInterceptor  BT-IDEMPOTENCY-KEY: claims it, replays, or runs what follows,
+ *                                            handing its claim to the handler's change (@Origin())
+ *                 6. AuditInterceptor        the audit row of a read or search (a write records its
+ *                                            rows in its change)
  *   pipe          7. ValidationPipe          the handler's body, query and parameters: 400 by field
  *   filter        8. ProblemDetailsFilter    anything thrown above becomes problem+json (docs/errors.md)
  *

@@ -103,8 +103,7 @@ let dataSource: DataSource;
 
 /**
  * What a repository gets for every parameter of its constructor: the recording data source, which also
- * stands for the transaction host of `@nestjs-cls/transactional` (`tx`, a transaction's manager) and for
- * a pg client (`query`).
+ * stands for a transaction's manager (`tx`) and for a pg client (`query`).
  */
 function recordingConnection(): DataSource & { tx: EntityManager } {
   return Object.assign(Object.create(dataSource) as DataSource, {
@@ -185,12 +184,21 @@ async function render(file: string): Promise<string> {
 
 async function renderClasses(classes: RepositoryClass[]): Promise<string> {
   const entries: string[] = [];
+  const failures: string[] = [];
   for (const Class of classes) {
     const types = (Reflect.getMetadata('design:paramtypes', Class) as unknown[] | undefined) ?? [];
     for (const { method, queries } of generatedSql(Class)) {
-      for (const options of queries) entries.push(...(await call(Class, types.length, method, options)));
+      for (const options of queries) {
+        try {
+          entries.push(...(await call(Class, types.length, method, options)));
+        } catch (error) {
+          failures.push((error as Error).message);
+        }
+      }
     }
   }
+  // Every method that cannot be rendered, at once.
+  if (failures.length) throw new Error(failures.join('\n'));
   return entries.length ? `${entries.join('\n\n')}\n` : '';
 }
 
@@ -236,10 +244,12 @@ describe('SQL snapshots (test/sql/*.sql; UPDATE_SQL=true rewrites them)', () => 
 
   it('renders the marked methods of every repository as committed', async () => {
     const rendered = new Map<string, string>();
+    const failures: string[] = [];
     for (const file of files) {
-      const text = await render(file);
+      const text = await render(file).catch((error: Error) => void failures.push(error.message));
       if (text) rendered.set(`${basename(file, '.ts')}.sql`, text);
     }
+    if (failures.length) throw new Error(failures.join('\n'));
     const committed = existsSync(SQL_DIR) ? (await readdir(SQL_DIR)).filter((f) => f.endsWith('.sql')) : [];
 
     if (UPDATE) {

@@ -178,9 +178,9 @@ describe('idempotency', () => {
     // The record is completed under another claim id: what finds it when a retry has taken it over.
     const service = t.app.get(IdempotencyService);
     // (The tokenize's change completes the record through `completeIn`.)
-    const complete = service.completeIn.bind(service);
+    const complete = service.completeWithChange.bind(service);
     const spy = jest
-      .spyOn(service, 'completeIn')
+      .spyOn(service, 'completeWithChange')
       .mockImplementationOnce((change, scope, _claimId, response, takenOver) =>
         complete(change, scope, randomUUID(), response, takenOver),
       );

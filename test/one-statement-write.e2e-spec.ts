@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { usePreparedStatements } from '../src/common/context/transactional';
+import { usePreparedStatements } from '../src/common/unit-of-work/unit-of-work';
 import { WriteBatch } from '../src/common/unit-of-work/write-batch';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';

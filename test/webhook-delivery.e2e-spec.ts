@@ -1,5 +1,3 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -274,12 +272,11 @@ describe('webhook delivery', () => {
     // Changes of one entity are serialized by a lock on it (as a row lock does in the services); the
     // order they take it in is the order they happen.
     let counter = 0;
-    const host = t.app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost);
     const change = () =>
-      inTransaction(t, async () => {
-        await host.tx.query('SELECT pg_advisory_xact_lock(4242, hashtext($1))', [slow]);
+      inTransaction(t, async (c) => {
+        await c.query('SELECT pg_advisory_xact_lock(4242, hashtext($1))', [slow]);
         const n = counter++;
-        await t.app.get(EventOutbox).record(event(tenant.tenantId, slow, 'token:updated', { n }));
+        await t.app.get(EventOutbox).record(c, [event(tenant.tenantId, slow, 'token:updated', { n })]);
       });
     const N = 20;
     await Promise.all(Array.from({ length: N }, () => change()));
@@ -309,14 +306,12 @@ describe('webhook delivery', () => {
     const later = await webhook(tenant.tenantId, laterUrl);
     await webhook(tenant.tenantId, enabledUrl);
     // The event, and in the same transaction the second webhook disabled (its delivery already made).
-    await inTransaction(t, async () => {
-      await t.app.get(EventOutbox).record(event(tenant.tenantId));
-      await t.app
-        .get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost)
-        .tx.query(`UPDATE webhooks SET status = 'disabled' WHERE tenant_id = $1 AND id = $2`, [
-          tenant.tenantId,
-          later.id,
-        ]);
+    await inTransaction(t, async (c) => {
+      await t.app.get(EventOutbox).record(c, [event(tenant.tenantId)]);
+      await c.query(`UPDATE webhooks SET status = 'disabled' WHERE tenant_id = $1 AND id = $2`, [
+        tenant.tenantId,
+        later.id,
+      ]);
     });
     await receiver.waitFor(() => receiver.to(enabledUrl).length === 1);
     await pause(1_000);

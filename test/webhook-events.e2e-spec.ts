@@ -455,8 +455,8 @@ describe('webhook events (the outbox)', () => {
 
   it("a new tenant's management application is reported as created (no webhook can exist yet: not kept)", async () => {
     const outbox = t.app.get(EventOutbox);
-    // The tenant's change records its events as it ends (`recordIn(change, events)`).
-    const spy = jest.spyOn(outbox, 'recordIn');
+    // The tenant's change records its events as it ends (`record(change, events)`).
+    const spy = jest.spyOn(outbox, 'record');
     let tenant: TestTenant;
     let calls: unknown[][];
     try {

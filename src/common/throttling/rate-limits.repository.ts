@@ -12,7 +12,10 @@ export class RateLimitsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** Adds `hits` to a window's shared count; returns the count every instance has added so far. */
-  @GenerateSql({ params: ['default:3f2a', new Date('2026-01-01T00:00:00.000Z'), 5] })
+  @GenerateSql({
+    params: ['default:3f2a', new Date('2026-01-01T00:00:00.000Z'), 5],
+    answers: [[{ hits: 5 }]],
+  })
   async add(key: string, windowStart: Date, hits: number): Promise<number> {
     const rows: { hits: number }[] = await this.dataSource.query(
       `INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, $3)

@@ -151,6 +151,7 @@ export class ApplicationsRepository {
   @GenerateSql({
     change: true,
     params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION, ['application:create', 'application:update']],
+    answers: [[{ others: 1 }]],
   })
   async countOthersHoldingWithKey(
     change: Change,

@@ -10,8 +10,7 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
-import { bindIdempotentResource } from '../../common/context/idempotent-resource';
-import { isNeverReplayed, isWithheldFromReplay } from '../../common/context/never-replayed.decorator';
+import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
@@ -108,8 +107,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
         serialize(result, res),
       );
       (req as RequestWithOrigin).idempotency = claim;
-      // What the handler creates before it calls a vendor is pinned on the claim (IdempotentResource).
-      bindIdempotentResource(this.idempotency.resourceBinding(scope, outcome.claimId, outcome.resumed));
       let result: unknown;
       try {
         result = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -118,7 +115,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw error;
       }
       if (claim.recorded) return send(claim.recorded, res);
-      if (isWithheldFromReplay() || claim.withheld) {
+      if (claim.withheld) {
         await this.idempotency.release(scope, outcome.claimId);
         return result;
       }

@@ -1,8 +1,5 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { deferredWrite } from '../../common/context/transactional';
 import type { Change } from '../../common/unit-of-work/change';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { GenerateSql } from '../../database/generate-sql';
@@ -72,10 +69,7 @@ const RESUMING = 'r.resource_id IS NOT NULL AND r.expires_at > EXCLUDED.created_
  */
 @Injectable()
 export class IdempotencyRepository {
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
-  ) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /**
    * Inserts a claim, or takes over a record past its lifetime or a claim past its timeout (one atomic
@@ -171,21 +165,11 @@ export class IdempotencyRepository {
 
   /**
    * Stores the response on the record with the change it answers: in the change's transaction, or in its
-   * one statement (`@OneStatement()`). Where `claimId` no longer holds the record (a retry took it over),
+   * one statement. Where `claimId` no longer holds the record (a retry took it over),
    * the change fails with the error `takenOver` makes, and nothing of it is written.
    */
-  async completeWithChange(
-    key: RecordKey,
-    claimId: string,
-    response: CompletedResponse,
-    takenOver: () => Error,
-  ): Promise<void> {
-    await deferredWrite(completePiece(key, claimId, response), { refused: takenOver });
-  }
-
-  /** `completeWithChange`, in the given change (its transaction, or its one statement). */
   @GenerateSql({ change: true, params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESPONSE, () => new Error()] })
-  async completeIn(
+  async completeWithChange(
     change: Change,
     key: RecordKey,
     claimId: string,
@@ -196,20 +180,10 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Pins the resource the request made on its claim, in the caller's transaction (the one that inserts
-   * the resource); false when `claimId` no longer holds the record.
+   * Pins the resource the request made on its claim, in the change that inserts it; false when `claimId` no longer holds the record.
    */
-  async pin(key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
-      `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
-      [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
-    );
-    return count === 1;
-  }
-
-  /** `pin`, in the given change (the one that inserts the resource). */
   @GenerateSql({ change: true, params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESOURCE] })
-  async pinIn(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
+  async pin(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
     const [, count] = await change.manager.query<[unknown, number]>(
       `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
       [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],

@@ -123,7 +123,7 @@ export class LogsRepository {
     return rows.map(record);
   }
 
-  @GenerateSql({ params: [EXAMPLE_FILTER] })
+  @GenerateSql({ params: [EXAMPLE_FILTER], answers: [[{ n: 0 }]] })
   async count(filter: LogFilter): Promise<number> {
     const { sql, params } = logCountQuery(filter);
     const [{ n }]: { n: number }[] = await this.dataSource.query(sql, params);

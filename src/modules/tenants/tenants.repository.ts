@@ -55,7 +55,11 @@ export class TenantsRepository implements TenantKeyStore {
     return tenant ? { keyVersion: tenant.keyVersion, wrappedKey: tenant.wrappedKey } : undefined;
   }
 
-  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_KEY] })
+  @GenerateSql({
+    change: true,
+    params: [EXAMPLE_TENANT, EXAMPLE_KEY],
+    answers: [{ rows: [{ key_version: 'v1', wrapped_key: Buffer.alloc(0) }], rowCount: 1 }],
+  })
   async setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
     const [rows] = await change.manager.query<[{ key_version: string; wrapped_key: Buffer }[], number]>(
       `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)

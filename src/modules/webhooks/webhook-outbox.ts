@@ -1,7 +1,4 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Module } from '@nestjs/common';
-import { afterCommit, deferredWrite, inOneStatement } from '../../common/context/transactional';
 import { EventOutbox, OutboxEvent } from '../../common/events/event-outbox';
 import type { ChangeWrites } from '../../common/unit-of-work/write-batch';
 import { Clock } from '../../common/jobs/clock';
@@ -21,7 +18,6 @@ import { WebhookEventsRepository } from './webhook-events.repository';
 @Injectable()
 export class WebhookOutbox extends EventOutbox {
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly clock: Clock,
     private readonly nudge: DeliveryNudge,
     private readonly events: WebhookEventsRepository,
@@ -29,21 +25,8 @@ export class WebhookOutbox extends EventOutbox {
     super();
   }
 
-  /** The older path, for modules not yet writing through a change: joins the request's own write. */
-  async record(events: OutboxEvent | OutboxEvent[]): Promise<void> {
-    const list = Array.isArray(events) ? events : [events];
-    if (!list.length) return;
-    if (!this.db.isTransactionActive() && !inOneStatement())
-      throw new Error('events recorded outside a transaction would not commit with their change');
-    await deferredWrite(this.events.piece(list, this.clock.now()), {
-      then: (deliveries) => {
-        if (Number(deliveries) > 0) afterCommit(() => this.nudge.poke());
-      },
-    });
-  }
-
   /** Records the events with the change; once it has committed, this process's delivery worker is nudged. */
-  async recordIn(change: ChangeWrites, events: OutboxEvent[]): Promise<void> {
+  async record(change: ChangeWrites, events: OutboxEvent[]): Promise<void> {
     await this.events.insert(change, events, this.clock.now(), (deliveries) => {
       if (deliveries > 0) change.afterCommit(() => this.nudge.poke());
     });

@@ -42,7 +42,7 @@ export class RefundsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** The total of the transaction's refunds still `processing` (read under the transaction's lock). */
-  @GenerateSql({ change: true, params: [TENANT, TRANSACTION] })
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION], answers: [[{ pending: '0' }]] })
   async pendingTotal(change: Change, tenantId: string, transactionId: string): Promise<number> {
     const [{ pending }] = await change.query<{ pending: string }>(
       `SELECT coalesce(sum(amount), 0) AS pending FROM refunds
@@ -97,7 +97,7 @@ export class RefundsRepository {
   }
 
   /** A page of a transaction's refunds, oldest first, and how many it has. */
-  @GenerateSql({ params: [TENANT, TRANSACTION, { skip: 0, take: 20 }] })
+  @GenerateSql({ params: [TENANT, TRANSACTION, { skip: 0, take: 20 }], answers: [[], [{ n: 0 }]] })
   async list(
     tenantId: string,
     transactionId: string,

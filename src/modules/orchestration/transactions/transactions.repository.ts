@@ -309,7 +309,7 @@ export class TransactionsRepository {
 
   /** A page of the tenant's transactions, newest first, and how many match in all. */
   @GenerateSql(
-    { name: 'list', params: [TENANT, {}, { skip: 0, take: 20 }] },
+    { name: 'list', params: [TENANT, {}, { skip: 0, take: 20 }], answers: [[], [{ n: 0 }]] },
     {
       name: 'list filtered',
       params: [
@@ -317,6 +317,7 @@ export class TransactionsRepository {
         { status: 'capture_succeeded', connectionId: CONNECTION, externalIdentifier: 'order-1' },
         { skip: 20, take: 20 },
       ],
+      answers: [[], [{ n: 0 }]],
     },
   )
   async list(

@@ -248,6 +248,7 @@ export class TokenSearchRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   @GenerateSql({
+    answers: [[{ total: 0 }]],
     params: [EXAMPLE_SCOPE, EXAMPLE_SEARCH, { page: 2, size: 20 }],
   })
   async findOffsetPage(
