@@ -151,6 +151,11 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
       'src/modules/health/probe-orphan.ts': 'export const lonely = 1;\n',
       'src/modules/health/probe-a.ts': "import { b } from './probe-b';\nexport const a = (): unknown => b;\n",
       'src/modules/health/probe-b.ts': "import { a } from './probe-a';\nexport const b = (): unknown => a;\n",
+      'src/modules/health/probe.repository.ts':
+        "import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';\nexport const p = UnitOfWork;\n",
+      'src/modules/health/probe.controller.ts':
+        "import { ProbeRepository } from './probe-target.repository';\nexport const p = ProbeRepository;\n",
+      'src/modules/health/probe-target.repository.ts': 'export class ProbeRepository {}\n',
       // Allowed: a module's own folders may import each other (the module imports its DTOs, a DTO its types).
       'src/modules/tokens/dto/probe.ts':
         "import { TokensService } from '../tokens.service';\nexport const p = TokensService;\n",
@@ -164,6 +169,7 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
     expect(brief(found).filter((line) => !configCycle.test(line))).toEqual([
       'common-knows-no-domain: src/common/probe-domain.ts -> src/modules/health/health.module.ts',
       'config-imports-nothing: src/config/probe.ts -> src/common/errors/domain.exception.ts',
+      'controllers-reach-no-repository: src/modules/health/probe.controller.ts -> src/modules/health/probe-target.repository.ts',
       'database-imports-no-domain: src/database/probe.ts -> src/common/auth/principal.ts',
       'module-internals-stay-inside-modules: src/cli/probe.ts -> src/modules/tenants/tenant.entity.ts',
       'module-internals-stay-inside: src/modules/orchestration/probe.ts -> src/modules/applications/entities/application.entity.ts',
@@ -177,6 +183,7 @@ describe('layering (dependency-cruiser, run by npm run lint)', () => {
       'not-to-unresolvable: src/modules/health/probe-unresolvable.ts -> ./no-such-file',
       'nothing-imports-entry-points: src/common/probe-entry.ts -> src/app.module.ts',
       'recorders-know-nothing-they-record: src/modules/logs/probe.ts -> src/modules/tokens/tokens.service.ts',
+      'repositories-are-given-their-change: src/modules/health/probe.repository.ts -> src/common/unit-of-work/unit-of-work.ts',
       'vault-knows-no-payments: src/modules/applications/probe.ts -> src/modules/orchestration/formulas/formulas.ts',
     ]);
   });
