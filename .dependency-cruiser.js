@@ -70,6 +70,25 @@ module.exports = {
       to: { path: MODULE_INTERNALS },
     },
     {
+      name: 'repositories-are-given-their-change',
+      comment:
+        'A repository runs the SQL of the change it is given: it opens none (UnitOfWork), reads no request ' +
+        'context (nestjs-cls) and calls no service.',
+      severity: 'error',
+      from: { path: '[.]repository[.]ts$' },
+      to: {
+        path: '(^src/common/unit-of-work/unit-of-work[.]ts$|node_modules/nestjs-cls/|[.](service|controller)[.]ts$)',
+      },
+    },
+    {
+      name: 'controllers-reach-no-repository',
+      comment:
+        'A controller hands the request to a service; the SQL is two layers down (a row type may pass).',
+      severity: 'error',
+      from: { path: '[.]controller[.]ts$' },
+      to: { path: '[.]repository[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-circular',
       comment: 'Files do not import each other in a cycle.',
       severity: 'error',

@@ -2,6 +2,10 @@
 import eslint from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+import sql from './eslint-rules/no-sql-outside-repositories.js';
+
+/** The project's own rules (eslint-rules/), each with its unit test under src/. */
+const vault = { rules: { 'no-sql-outside-repositories': sql.rule } };
 
 export default tseslint.config(
   {
@@ -41,5 +45,13 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
     },
+  },
+  {
+    // SQL lives in repositories (eslint-rules/no-sql-outside-repositories.js says what reads as SQL, and
+    // lists the other files where it is allowed, with their reasons).
+    files: ['**/*.ts'],
+    ignores: ['**/*.repository.ts', ...sql.ALLOWED.flatMap((allowed) => allowed.files)],
+    plugins: { vault },
+    rules: { 'vault/no-sql-outside-repositories': 'error' },
   },
 );

@@ -1,16 +1,15 @@
-import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Request } from 'express';
 import { ClsModule } from 'nestjs-cls';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
-import { DataSource } from 'typeorm';
 import { AuditModule } from './common/audit/audit.module';
 import { AuditInterceptor } from './common/audit/audit.interceptor';
+import { ApiKeyGuard } from './common/auth/api-key.guard';
 import { AuthModule } from './common/auth/auth.module';
+import { PermissionsGuard } from './common/auth/permissions.guard';
 import { loggerParams } from './common/context/logging';
 import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
@@ -18,8 +17,10 @@ import { EventsModule } from './common/events/events.module';
 import { JobsModule } from './common/jobs/jobs.module';
 import { RouteLabelGuard } from './common/metrics/http-metrics';
 import { MetricsModule } from './common/metrics/metrics.module';
+import { ApiKeyThrottlerGuard } from './common/throttling/api-key-throttler.guard';
 import { ThrottlingModule } from './common/throttling/throttling.module';
 import { ProblemDetailsFilter } from './common/errors/problem-details.filter';
+import { createValidationPipe } from './common/errors/validation';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -66,13 +67,43 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
         generateId: true,
         idGenerator: (req: Request) => assignTraceId(req, req.res),
       },
-      plugins: [
-        new ClsPluginTransactional({
-          imports: [DatabaseModule],
-          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }),
-        }),
-      ],
     }),
+  ];
+}
+
+/**
+ * Every global guard, interceptor, pipe and exception filter of the HTTP application, registered here and
+ * nowhere else, in the order they run (docs/architecture.md):
+ *
+ *   guards        1. RouteLabelGuard         the route's template, for the request metrics (only with
+ *                                            METRICS_ENABLED); first, so that refused requests have it too
+ *                 2. ApiKeyGuard             BT-API-KEY: 401 when missing or not valid, 429 for an
+ *                                            address with too many failed authentications
+ *                 3. PermissionsGuard        key kind, authorized session, the route's permission: 403
+ *                 4. ApiKeyThrottlerGuard    the key's rate limit: 429
+ *   interceptors  5. IdempotencyInterceptor  BT-IDEMPOTENCY-KEY: claims it, replays, or runs what follows,
+ *                                            handing its claim to the handler's change (@Origin())
+ *                 6. AuditInterceptor        the audit row of a read or search (a write records its
+ *                                            rows in its change)
+ *   pipe          7. ValidationPipe          the handler's body, query and parameters: 400 by field
+ *   filter        8. ProblemDetailsFilter    anything thrown above becomes problem+json (docs/errors.md)
+ *
+ * Guards run in the order they are listed, then interceptors in theirs; pipes run after both, just
+ * before the handler. nestjs-cls adds a pass-through guard and interceptor of its own after these (the
+ * request context comes from its middleware). The only route-scoped enhancer is the proxy's error filter
+ * (`ProxyErrorFilter`, on `/proxy`). Middleware (body parsing, trace ids, security headers) runs before
+ * all of them and is set up in app.setup.ts.
+ */
+export function globalEnhancers(config: AppConfig): Provider[] {
+  return [
+    ...(config.METRICS_ENABLED ? [{ provide: APP_GUARD, useClass: RouteLabelGuard }] : []),
+    { provide: APP_GUARD, useExisting: ApiKeyGuard },
+    { provide: APP_GUARD, useExisting: PermissionsGuard },
+    { provide: APP_GUARD, useExisting: ApiKeyThrottlerGuard },
+    { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
+    { provide: APP_INTERCEPTOR, useExisting: AuditInterceptor },
+    { provide: APP_PIPE, useFactory: createValidationPipe },
+    { provide: APP_FILTER, useClass: ProblemDetailsFilter },
   ];
 }
 
@@ -101,16 +132,7 @@ export class AppModule {
         // With the embedded database, the CLI's requests come to the server (control socket).
         AdminModule.forRoot({ controlSocket: config.embedded, heartbeat: true }),
       ],
-      providers: [
-        // The root module's guards run before those of the modules it imports (authentication's), so
-        // that the route of a request they refuse is known too.
-        ...(config.METRICS_ENABLED ? [{ provide: APP_GUARD, useClass: RouteLabelGuard }] : []),
-        BootstrapService,
-        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
-        // Order matters: idempotency wraps the audited operation, so both share its transaction.
-        { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
-        { provide: APP_INTERCEPTOR, useExisting: AuditInterceptor },
-      ],
+      providers: [BootstrapService, ...globalEnhancers(config)],
     };
   }
 }

@@ -7,8 +7,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule, AppModuleOptions } from './app.module';
 import { jsonBodyParser, rawBodyParser, requireJsonContentType } from './common/context/body-parser';
 import { traceIdMiddleware } from './common/context/trace-id';
-import { usePreparedStatements } from './common/context/transactional';
-import { createValidationPipe } from './common/errors/validation';
+import { usePreparedStatements } from './common/unit-of-work/unit-of-work';
 import { httpMetricsMiddleware } from './common/metrics/http-metrics';
 import { Metrics } from './common/metrics/metrics';
 import { setupOpenApi } from './common/openapi';
@@ -49,7 +48,7 @@ class QuietStartupLogger implements LoggerService {
   }
 }
 
-/** Everything main.ts and the e2e tests share: pipes, body parsing, trace ids, OpenAPI. */
+/** Everything main.ts and the e2e tests share: middleware (body parsing, trace ids, headers), OpenAPI. */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(new QuietStartupLogger(app.get(Logger)));
   // Logged while the application was made; a start that fails shows its one line instead (main.ts).
@@ -85,7 +84,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // The approval page's buttons are form posts whose (empty) bodies are never read.
   app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/)/));
   app.use(jsonBodyParser());
-  app.useGlobalPipes(createValidationPipe());
+  // Guards, interceptors, the validation pipe and the problem filter: `globalEnhancers` in app.module.ts.
   setupOpenApi(app);
   // A fresh visitor of the service's root finds the API's documentation.
   app.use((req: Request, res: Response, next: NextFunction) =>

@@ -10,7 +10,7 @@ import { newConnection } from './support/orchestration';
 
 /**
  * A generated tenant-and-permission matrix. Every keyed operation of openapi.json (and the aliases the
- * contract names) is called by every kind of caller that must be refused: no key, a revoked key, a key of
+ * service also serves) is called by every kind of caller that must be refused: no key, a revoked key, a key of
  * a deleted application, a key with one letter's case changed, an expired session, an unauthorized
  * session, a key of the wrong application type, a key (or session) of the right type without the
  * permission, and keys and a session of another tenant holding every permission. Each answer is checked
@@ -26,7 +26,7 @@ const KINDS: readonly Kind[] = ['public', 'private', 'management'];
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 type Method = (typeof METHODS)[number];
 
-/** Contract section 2: the application types that may hold each permission. */
+/** The application types that may hold each permission (docs/permissions.md). */
 const CATALOG: Record<string, Kind[]> = {
   'token:create': ['public', 'private'],
   'token:read': ['private'],
@@ -59,11 +59,11 @@ const CATALOG: Record<string, Kind[]> = {
 const permissionsOfKind = (kind: Kind) => Object.keys(CATALOG).filter((p) => CATALOG[p].includes(kind));
 
 /**
- * Contract sections 2, 3, 4 and 7: the permission each operation needs ([] is "any valid key"). The v2
- * token routes and GET /applications/{id}/keys/{keyId} are not in the contract; they follow their v1 and
- * list-keys siblings.
+ * The permission each operation needs ([] is "any valid key"; docs/permissions.md). The v2
+ * token routes and GET /applications/{id}/keys/{keyId} need what their v1 and
+ * list-keys siblings need.
  */
-const CONTRACT_PERMISSIONS: Record<string, string[]> = {
+const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   createApplication: ['application:create'],
   listApplications: ['application:read'],
   getApplicationByKey: [],
@@ -119,7 +119,7 @@ const CONTRACT_PERMISSIONS: Record<string, string[]> = {
   ping: [],
 };
 
-/** Contract section 4: routes that accept one key kind only (other kinds: 403). */
+/** Routes that accept one key kind only (other kinds: 403; docs/permissions.md). */
 const KIND_ONLY: Record<string, Kind[]> = { createSession: ['public'], authorizeSession: ['private'] };
 
 /**
@@ -207,7 +207,7 @@ const OPERATIONS: Operation[] = Object.entries(spec.paths)
   );
 
 /**
- * Routes the contract names (section 7) that openapi.json leaves out as aliases: they must be guarded
+ * Routes the service serves that openapi.json leaves out as aliases: they must be guarded
  * exactly as the operation they stand for.
  */
 const ALIASES: Operation[] = (
@@ -229,7 +229,7 @@ const ALIASES: Operation[] = (
     id,
     method,
     path,
-    route: `${method.toUpperCase()} ${path} (contract alias of ${original.route}, not in openapi.json)`,
+    route: `${method.toUpperCase()} ${path} (documented alias of ${original.route}, not in openapi.json)`,
     success: 200,
   };
 });
@@ -302,7 +302,7 @@ interface Caller {
   cross?: 'resource' | 'list';
 }
 
-/** Keys are case-sensitive (contract section 2): the same key with one letter's case changed is unknown. */
+/** Keys are case-sensitive (docs/permissions.md): the same key with one letter's case changed is unknown. */
 function caseChanged(key: string): string {
   const at = key.search(/[A-Za-z][0-9]*$/);
   const letter = key[at];
@@ -404,7 +404,7 @@ function callersFor(op: Operation): Caller[] {
 }
 
 /**
- * Contract section 5: a rule grants its permissions on its container (or on the tokens its conditions
+ * A rule grants its permissions on its container (docs/permissions.md) (or on the tokens its conditions
  * match) only; flat permissions alone hold everywhere. These callers hold every private permission, but
  * only through such a rule, and none of the resources they address is in its scope.
  */
@@ -912,13 +912,13 @@ describe('access matrix: every keyed operation × every caller that must be refu
     });
   }
 
-  it('reads the keyed operations of openapi.json, each naming the permission the contract gives it', () => {
+  it('reads the keyed operations of openapi.json, each naming the permission docs/permissions.md gives it', () => {
     expect(OPERATIONS.length).toBeGreaterThanOrEqual(38);
     const documented = Object.fromEntries(OPERATIONS.map((op) => [op.id, op.permissions]));
-    expect(documented).toEqual(CONTRACT_PERMISSIONS);
+    expect(documented).toEqual(DOCUMENTED_PERMISSIONS);
   });
 
-  it("GET /permissions describes the contract's permission catalog", async () => {
+  it('GET /permissions describes the permission catalog of docs/permissions.md', async () => {
     const res = await call('get', '/permissions', w.a.full.private.key).expect(200);
     const served = (res.body as { type: string; application_types: Kind[] }[]).map(
       (p) => [p.type, [...p.application_types].sort()] as const,

@@ -127,7 +127,7 @@ describe('API keys and permissions', () => {
         permissions: ['token:create'],
       });
       const all = await request(t.http).get('/permissions').set('BT-API-KEY', pub.key).expect(200);
-      // Contract section 2: 19, plus proxy:* (section 12) and webhook:* (section 13).
+      // The catalog of docs/permissions.md: 19, plus proxy:* and webhook:*.
       expect(all.body).toHaveLength(27);
       expect(all.body).toContainEqual({
         type: 'token:create',

@@ -2,7 +2,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
-/** Basis Theory idioms (contract section 16): card enrichments and the ISO 8601 forms dates take. */
+/** Basis Theory idioms (docs/tokens.md): card enrichments and the ISO 8601 forms dates take. */
 describe('Basis Theory idioms: enrichments and dates', () => {
   let t: TestApp;
   let key: string;

@@ -8,7 +8,7 @@ const T = '0c000000-0000-4000-8000-000000000000';
 const CARD = '0c000000-0000-4000-8000-0000000000c1';
 
 /**
- * Migration 18 (contract section 16): `tokens.card_bin`, empty for the card tokens made before it (their
+ * Migration 18 (docs/tokens.md): `tokens.card_bin`, empty for the card tokens made before it (their
  * objects carry no enrichments: the number is not read again to fill it); down() drops it.
  */
 describe('migration CardEnrichments1795000000018', () => {

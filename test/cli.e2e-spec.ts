@@ -25,7 +25,7 @@ async function printed(spawned: Spawned, pattern: RegExp, timeoutMs = 60_000): P
 
 /**
  * The CLI as users run it (`npm run cli` is `node bin/vault.js`: compiled code, built first when stale)
- * against the embedded database (contract section 15): with no server it opens the database itself;
+ * against the embedded database (docs/applications.md): with no server it opens the database itself;
  * with the server running it sends the request to the server (its control socket), so nothing it
  * reports is lost; with the database held by anything else it stops with a message.
  */

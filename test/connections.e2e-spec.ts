@@ -48,7 +48,7 @@ describe('connection formulas and connections', () => {
     (await db.query('SELECT count(*)::int AS n FROM connections WHERE tenant_id = $1', [tenant.tenantId]))[0]
       .n;
 
-  it('lists the 18 formulas exactly as published, at every path the contract names', async () => {
+  it('lists the 18 formulas exactly as published, at every path docs/payments.md names', async () => {
     const res = await request(t.http)
       .get('/orchestration/connection_formulas')
       .set('BT-API-KEY', key)

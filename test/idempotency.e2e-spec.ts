@@ -177,11 +177,12 @@ describe('idempotency', () => {
     const before = await count('tokens');
     // The record is completed under another claim id: what finds it when a retry has taken it over.
     const service = t.app.get(IdempotencyService);
+    // (The tokenize's change completes the record through `completeIn`.)
     const complete = service.completeWithChange.bind(service);
     const spy = jest
       .spyOn(service, 'completeWithChange')
-      .mockImplementationOnce((scope, _claimId, response, takenOver) =>
-        complete(scope, randomUUID(), response, takenOver),
+      .mockImplementationOnce((change, scope, _claimId, response, takenOver) =>
+        complete(change, scope, randomUUID(), response, takenOver),
       );
     try {
       expectProblem(await tokenize({ type: 'token', data: 'late' }, key), 409);

@@ -3,10 +3,11 @@ import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../src/common/auth/principal';
-import { bindIdempotentResource, IdempotentResource } from '../src/common/context/idempotent-resource';
 import { ProblemException } from '../src/common/errors/problem.exception';
 import { Clock } from '../src/common/jobs/clock';
-import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
+import { UnitOfWork } from '../src/common/unit-of-work/unit-of-work';
+import { IdempotencyScope, IdempotencyService } from '../src/modules/idempotency/idempotency.service';
+import { RequestClaim } from '../src/modules/idempotency/request-claim';
 import type {
   AuthorizeRequest,
   AuthorizeResult,
@@ -46,7 +47,7 @@ interface Caller {
 }
 
 /**
- * A request that created a transaction and then lost its process (contract section 8): the retry that
+ * A request that created a transaction and then lost its process (docs/idempotency.md): the retry that
  * takes over its stale claim answers THAT transaction, never a second one (a second vendor payment).
  * The crash is simulated without killing: the request runs through the service on a claim that is
  * never completed, as a process dying after its commit leaves it; test/faults kills a real server.
@@ -87,16 +88,31 @@ describe('idempotency: a retry after a crash answers the resource its request cr
   const pay = (body: object, key: string, c: Caller = me) =>
     request(t.http).post(PATH).set('BT-API-KEY', c.app.key).set(KEY_HEADER, key).send(body);
 
+  /**
+   * The claim as the idempotency interceptor hands it to the handler (`@Origin()`); the service's changes
+   * are `partOf` the request, so its response is never recorded here (the interceptor would, after).
+   */
+  const requestClaim = (scope: IdempotencyScope, claimId: string, resumed?: string): RequestClaim =>
+    new RequestClaim(t.app.get(IdempotencyService), scope, claimId, resumed, () => {
+      throw new Error('the response is recorded by the interceptor, after the handler');
+    });
+
   /** What a process that died after committing the transaction leaves: the claim, pinned, never completed. */
   const interrupted = async (body: object, key: string, c: Caller = me): Promise<TransactionDto> => {
     const idempotency = t.app.get(IdempotencyService);
     const scope = await idempotency.scopeFor(principal(c), key, { method: 'POST', path: PATH, body });
     const claim = await idempotency.claim(scope);
     if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`);
-    return t.app.get(ClsService).run(async () => {
-      bindIdempotentResource(idempotency.resourceBinding(scope, claim.claimId, claim.resumed));
-      return t.app.get(TransactionsService).create(principal(c), body as CreateTransactionDto);
-    });
+    return t.app
+      .get(ClsService)
+      .run(async () =>
+        t.app
+          .get(TransactionsService)
+          .create(
+            { actor: principal(c), idempotency: requestClaim(scope, claim.claimId, claim.resumed) },
+            body as CreateTransactionDto,
+          ),
+      );
   };
   const transactions = async (c: Caller = me): Promise<number> =>
     (
@@ -268,10 +284,13 @@ describe('idempotency: a retry after a crash answers the resource its request cr
     const taken = await idempotency.claim(scope);
     expect(taken.kind).toBe('claimed');
     const before = await transactions();
-    const late = t.app.get(ClsService).run(async () => {
-      bindIdempotentResource(idempotency.resourceBinding(scope, slow.claimId));
-      return t.app.get(TransactionsService).create(principal(me), body);
-    });
+    const late = t.app
+      .get(ClsService)
+      .run(async () =>
+        t.app
+          .get(TransactionsService)
+          .create({ actor: principal(me), idempotency: requestClaim(scope, slow.claimId) }, body),
+      );
     const refused: unknown = await late.catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ProblemException);
     expect((refused as ProblemException).getStatus()).toBe(409);
@@ -280,9 +299,9 @@ describe('idempotency: a retry after a crash answers the resource its request cr
   });
 
   it('without a key, pin does nothing and nothing is resumed', async () => {
-    await t.app.get(ClsService).run(async () => {
-      expect(IdempotentResource.resumed()).toBeUndefined();
-      await IdempotentResource.pin(randomUUID());
+    await t.app.get(UnitOfWork).transaction({}, async (change) => {
+      expect(change.resumed).toBeUndefined();
+      await change.pinResource(randomUUID());
     });
     const res = await request(t.http)
       .post(PATH)

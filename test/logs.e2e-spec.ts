@@ -336,7 +336,7 @@ describe('audit logs', () => {
     const before = (
       await db.query('SELECT count(*)::int AS n FROM tokens WHERE tenant_id = $1', [tenant.tenantId])
     )[0].n;
-    const spy = jest.spyOn(AuditTrail.prototype, 'write').mockRejectedValueOnce(new Error('disk full'));
+    const spy = jest.spyOn(AuditTrail.prototype, 'writeChange').mockRejectedValueOnce(new Error('disk full'));
     try {
       expectProblem(await tokenize({ type: 'token', data: 'lost' }), 500);
     } finally {

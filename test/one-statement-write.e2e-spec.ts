@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { usePreparedStatements } from '../src/common/context/transactional';
+import { usePreparedStatements } from '../src/common/unit-of-work/unit-of-work';
 import { WriteBatch } from '../src/common/unit-of-work/write-batch';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
@@ -11,7 +11,7 @@ import { createDatabase, dropDatabase } from './support/test-database';
 
 /**
  * A tokenize of generated ids sends its tokens, search indexes, CVCs, audit rows and outbox events as one
- * statement of data-modifying CTEs, atomic without BEGIN and COMMIT (`@OneStatement()`): all of it
+ * statement of data-modifying CTEs, atomic without BEGIN and COMMIT (`UnitOfWork.statement`): all of it
  * commits, or none of it. Anything that must read or lock first (deduplication, given ids) or whose
  * record can veto the commit (an idempotency key) still runs in a transaction, and so does a tokenize of
  * cards by a key that receives their fingerprints (the card enumeration guard counts them first).

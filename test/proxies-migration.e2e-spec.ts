@@ -17,7 +17,7 @@ const PRIVATE = '0a000000-0000-4000-8000-0000000000a3';
 const PROXY_PERMISSIONS = ['proxy:create', 'proxy:delete', 'proxy:read', 'proxy:update'];
 
 /**
- * Migration 11 (contract section 2): the management application a tenant was created with holds every
+ * Migration 11 (docs/permissions.md): the management application a tenant was created with holds every
  * management permission, so it is granted `proxy:*`; applications made through the API keep what their
  * creator gave them.
  */

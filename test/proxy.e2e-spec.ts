@@ -8,7 +8,7 @@ import { authorizedSession, cardData, luhnCard } from './support/attacker';
 import { Destination } from './support/destination';
 
 /**
- * The ephemeral proxy (contract section 12): a request to `/proxy` with `BT-PROXY-URL` goes to a local
+ * The ephemeral proxy (docs/proxy.md): a request to `/proxy` with `BT-PROXY-URL` goes to a local
  * destination (allowed through OUTBOUND_ALLOWED_HOSTS=127.0.0.1) with token expressions replaced.
  */
 describe('proxy: ephemeral (BT-PROXY-URL)', () => {

@@ -5,7 +5,7 @@ import { expectProblem, newApplication, newTenant, TestApp, TestTenant } from '.
 import { authorizedSession, cardData, luhnCard, patchToken, scene, tokenize } from './support/attacker';
 
 /**
- * Reveal (contract section 12): a rule with `transform: "reveal"` shows token data in clear on reads
+ * Reveal (docs/access-rules.md): a rule with `transform: "reveal"` shows token data in clear on reads
  * through it, never the CVC; private applications and sessions only, no escalation; every revealed
  * token is audited.
  */

@@ -437,7 +437,7 @@ describe('secrets scan', () => {
     await search(`data:${TOKEN_STRING}`, 1);
     await search(`data:${TOKEN_OBJECT.national_id}`, 1);
 
-    // The one deliberate exit (contract section 12): reads through a reveal rule show the data in clear,
+    // The one deliberate exit (docs/access-rules.md): reads through a reveal rule show the data in clear,
     // in that response body only (taken out of it before the scan, like a key shown once); never the CVC,
     // and nothing of it in the log, the audit rows, the dump or an idempotency record.
     const revealer = await createApplication(mgt, {
@@ -474,7 +474,7 @@ describe('secrets scan', () => {
       body: JSON.stringify({ metadata: { updated: 'yes' }, search_indexes: ['{{ data.number }}'] }),
     });
     await search(`data:${CARDS.amex.number}`, 1);
-    // Re-keying over stored data needs reveal (contract section 15): refused, and the error echoes nothing.
+    // Re-keying over stored data needs reveal (docs/permissions.md): refused, and the error echoes nothing.
     await call('patch', `/tokens/${stringToken.body.id}`, 403, {
       key: pvt.key,
       body: { search_indexes: ['{{ data | downcase }}'] },

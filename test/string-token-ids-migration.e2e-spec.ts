@@ -105,7 +105,7 @@ const idsInOrder = async (db: DataSource): Promise<string[]> =>
   ).map((r) => r.id);
 
 /**
- * Migration 16 (contract section 16): every column that holds a token id becomes varchar(400) in byte
+ * Migration 16 (docs/tokens.md): every column that holds a token id becomes varchar(400) in byte
  * order; rows, keys and their names stay, the foreign keys onto tokens still cascade, ids are unique per
  * tenant only. down() goes back to uuids while every id is one.
  */

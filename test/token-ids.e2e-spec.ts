@@ -11,7 +11,7 @@ const ID_FORMAT = 'id must be 1 to 400 characters of letters, digits, _ and -';
 const LONGEST = `L${'0123456789'.repeat(39)}abcdefghi`;
 
 /**
- * Contract section 16: a token id given at tokenize is any string of 1 to 400 letters, digits, `_` and
+ * docs/tokens.md: a token id given at tokenize is any string of 1 to 400 letters, digits, `_` and
  * `-`, unique within its tenant only; generated ids stay uuids. Every route that names a token takes
  * such ids: reads, updates and deletes, `GET /tokens?id=`, a transaction's `token`, proxy expressions.
  */
@@ -350,7 +350,7 @@ describe('token ids', () => {
 });
 
 /**
- * Contract section 16: `/` is a container. A token in `["/"]` is reachable only through flat
+ * docs/tokens.md: `/` is a container. A token in `["/"]` is reachable only through flat
  * permissions or a rule on `/`; a rule on `/` covers every container.
  */
 describe('the root container /', () => {

@@ -245,7 +245,7 @@ describe('master key rotation', () => {
       await t.close();
 
       // Every tenant key is wrapped by v2 now: a process holding only v1 stops at start, naming v2
-      // (contract section 15), instead of answering 500 on the first request that needs a key.
+      // (docs/operations.md, master keys), instead of answering 500 on the first request that needs a key.
       await expect(boot(v1)).rejects.toThrow(/master key v2/);
     } finally {
       await dropDatabase(db.name);

@@ -1,5 +1,3 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import supertest from 'supertest';
@@ -31,7 +29,7 @@ async function roundAfter(t: TestApp, ms: number): Promise<number> {
 }
 
 /**
- * Delivery of webhook events (contract section 13) to a local receiver. The file has a database of its
+ * Delivery of webhook events (docs/webhooks.md) to a local receiver. The file has a database of its
  * own: the workers of other test files' servers would otherwise claim these deliveries too.
  */
 describe('webhook delivery', () => {
@@ -264,12 +262,11 @@ describe('webhook delivery', () => {
     // Changes of one entity are serialized by a lock on it (as a row lock does in the services); the
     // order they take it in is the order they happen.
     let counter = 0;
-    const host = t.app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost);
     const change = () =>
-      inTransaction(t, async () => {
-        await host.tx.query('SELECT pg_advisory_xact_lock(4242, hashtext($1))', [slow]);
+      inTransaction(t, async (c) => {
+        await c.query('SELECT pg_advisory_xact_lock(4242, hashtext($1))', [slow]);
         const n = counter++;
-        await t.app.get(EventOutbox).record(event(tenant.tenantId, slow, 'token:updated', { n }));
+        await t.app.get(EventOutbox).record(c, [event(tenant.tenantId, slow, 'token:updated', { n })]);
       });
     const N = 20;
     await Promise.all(Array.from({ length: N }, () => change()));
@@ -299,14 +296,12 @@ describe('webhook delivery', () => {
     const later = await webhook(tenant.tenantId, laterUrl);
     await webhook(tenant.tenantId, enabledUrl);
     // The event, and in the same transaction the second webhook disabled (its delivery already made).
-    await inTransaction(t, async () => {
-      await t.app.get(EventOutbox).record(event(tenant.tenantId));
-      await t.app
-        .get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost)
-        .tx.query(`UPDATE webhooks SET status = 'disabled' WHERE tenant_id = $1 AND id = $2`, [
-          tenant.tenantId,
-          later.id,
-        ]);
+    await inTransaction(t, async (c) => {
+      await t.app.get(EventOutbox).record(c, [event(tenant.tenantId)]);
+      await c.query(`UPDATE webhooks SET status = 'disabled' WHERE tenant_id = $1 AND id = $2`, [
+        tenant.tenantId,
+        later.id,
+      ]);
     });
     await receiver.waitFor(() => receiver.to(enabledUrl).length === 1);
     // Neither delivery of a disabled webhook is ever claimed, even once retries would be due.

@@ -14,7 +14,7 @@ import { statementsDuring } from './support/statements';
 import { waitFor } from './support/wait';
 
 /**
- * The transactional outbox's emission points (contract section 13): every change records its events in
+ * The transactional outbox's emission points (docs/webhooks.md): every change records its events in
  * its own database transaction, `data` the entity as the API answers it (masked). The webhooks here are
  * rows inserted directly (their secret is irrelevant); what is asserted is `webhook_events` and
  * `webhook_deliveries`. No scheduled jobs: the settlement job is run by hand.
@@ -459,12 +459,13 @@ describe('webhook events (the outbox)', () => {
 
   it("a new tenant's management application is reported as created (no webhook can exist yet: not kept)", async () => {
     const outbox = t.app.get(EventOutbox);
+    // The tenant's change records its events as it ends (`record(change, events)`).
     const spy = jest.spyOn(outbox, 'record');
     let tenant: TestTenant;
     let calls: unknown[][];
     try {
       tenant = await newTenant(t);
-      calls = spy.mock.calls;
+      calls = spy.mock.calls.map(([, events]) => events);
     } finally {
       spy.mockRestore();
     }

@@ -18,7 +18,7 @@ const WEBHOOK_PERMISSIONS = ['webhook:create', 'webhook:delete', 'webhook:read',
 const TABLES = ['webhooks', 'webhook_events', 'webhook_deliveries'];
 
 /**
- * Migration 12 (contract sections 2 and 13): the management application a tenant was created with holds
+ * Migration 12 (docs/permissions.md, docs/webhooks.md): the management application a tenant was created with holds
  * every management permission, so it is granted `webhook:*`; applications made through the API keep what
  * their creator gave them. down() takes the grant back and drops the three tables.
  */

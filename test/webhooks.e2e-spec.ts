@@ -24,7 +24,7 @@ interface DeliveryRow {
 }
 
 /**
- * The webhooks management API (contract section 13): CRUD, the secret shown once and kept sealed, the
+ * The webhooks management API (docs/webhooks.md): CRUD, the secret shown once and kept sealed, the
  * validation of urls and event types, permissions, tenant isolation, the deliveries list and retry, and
  * the audit trail.
  */

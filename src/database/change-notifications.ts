@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppConfig } from '../config/app-config';
+import { ChangeNotificationsRepository } from './change-notifications.repository';
 
 /** The channel the database announces changes on (migration 20's triggers); the payload names the table. */
 export const CHANGES_CHANNEL = 'vault_changes';
@@ -48,7 +49,7 @@ export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown 
     client.on('end', () => this.reconnect(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      await new ChangeNotificationsRepository(client).listen(CHANGES_CHANNEL);
       this.client = client;
       this.listening = true;
       // Anything may have changed while not listening.

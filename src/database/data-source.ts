@@ -1,6 +1,7 @@
 import { Client, type ClientConfig } from 'pg';
 import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { AdvisoryLocksRepository } from './advisory-locks.repository';
 import { EmbeddedPostgres } from './embedded-postgres';
 import { MIGRATIONS } from './migrations';
 
@@ -104,21 +105,12 @@ export async function createDataSource(
  * several instances starting together on one empty database apply each migration exactly once.
  */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
-  const runner = dataSource.createQueryRunner();
-  await runner.connect();
-  try {
-    await runner.query('SELECT pg_advisory_lock($1)', [LOCK_KEYS.migrations]);
-    try {
-      const executor = new MigrationExecutor(dataSource, runner);
-      executor.transaction = 'all';
-      const applied = await executor.executePendingMigrations();
-      return applied.map((m) => m.name);
-    } finally {
-      await runner.query('SELECT pg_advisory_unlock($1)', [LOCK_KEYS.migrations]);
-    }
-  } finally {
-    await runner.release();
-  }
+  return new AdvisoryLocksRepository(dataSource).whileLocked(LOCK_KEYS.migrations, async (runner) => {
+    const executor = new MigrationExecutor(dataSource, runner);
+    executor.transaction = 'all';
+    const applied = await executor.executePendingMigrations();
+    return applied.map((m) => m.name);
+  });
 }
 
 /** Opens the data source and brings its schema up to date. */

@@ -11,6 +11,14 @@ export interface GenerateSqlOptions {
   change?: boolean;
   /** Example arguments (after the change). */
   params: unknown[];
+  /**
+   * What the recording connection answers the method's statements, in the order it sends them, as pg
+   * would: each the rows of one statement, or `{ rows, rowCount }`. Needed where the method must read
+   * rows to go on (a lock it must get, a row it reads a value of, a full page TypeORM then counts); past
+   * the list, and by default, no rows. TypeORM makes of them what it makes of pg's answers (rows and
+   * count for an UPDATE or DELETE).
+   */
+  answers?: unknown[];
 }
 
 export interface GeneratedMethod {

@@ -4,7 +4,7 @@ import { newApplication, newTenant, TestApp, TestTenant } from '../support/app';
 import { authorizedSession, cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: deduplication (contract section 15). `deduplicate_token` hands back an existing token
+ * Abuse class: deduplication (docs/reliability.md). `deduplicate_token` hands back an existing token
  * only to a caller that may read it (rules-aware) and only one in the same containers; otherwise it
  * creates a token of the caller's own. Concurrent identical requests create exactly one token.
  */

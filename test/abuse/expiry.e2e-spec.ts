@@ -3,7 +3,7 @@ import { expectProblem, newApplication, TestApp, TestTenant } from '../support/a
 import { authorizedSession, cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: expiry (contract section 15). `expires_at` a second ahead is a delete in effect, so
+ * Abuse class: expiry (docs/reliability.md). `expires_at` a second ahead is a delete in effect, so
  * adding one or moving it earlier needs `token:delete` on the token; `token:update` alone may only move
  * it later or remove it.
  */

@@ -3,7 +3,7 @@ import { expectProblem, TestApp } from '../support/app';
 import { cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: expressions (contract section 15). An attacker holding only a public key with
+ * Abuse class: expressions (docs/reliability.md). An attacker holding only a public key with
  * `token:create` and `token:update` sends Liquid: tags, amplification, oversized filter results, errors
  * that would echo data. Expressions are output-only, bounded in size, time and memory, and their errors
  * carry a fixed reason. How long an expression may hold the event loop is measured in

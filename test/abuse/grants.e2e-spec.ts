@@ -20,7 +20,7 @@ const ALL_MANAGEMENT = [
 ];
 
 /**
- * Abuse class: grants (contract section 15). Nobody grants what they do not hold: a management key
+ * Abuse class: grants (docs/reliability.md). Nobody grants what they do not hold: a management key
  * with one application permission cannot raise itself, mint keys for (or update, or delete) an
  * application holding management permissions it lacks, or create one with them; the last application
  * able to administer the tenant cannot be deleted (tenant lockout).

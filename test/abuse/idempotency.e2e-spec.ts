@@ -4,7 +4,7 @@ import { expectProblem, TestApp, TestTenant } from '../support/app';
 import { cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: replayed credentials (contract section 15). A public key is shared by every browser of
+ * Abuse class: replayed credentials (docs/reliability.md). A public key is shared by every browser of
  * a shop, so a second holder sending the same `BT-IDEMPOTENCY-KEY` must never receive the first
  * holder's session key (which a private application may authorize later): `POST /sessions` creates a
  * new session on every call and stores nothing for replay.

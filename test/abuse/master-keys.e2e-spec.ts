@@ -10,7 +10,7 @@ import { createDatabase, dropDatabase } from '../support/test-database';
 const masterKey = (version: string) => `${version}:${randomBytes(32).toString('base64')}`;
 
 /**
- * Abuse class: master keys (contract section 15). With DATABASE_URL set no key file is ever generated:
+ * Abuse class: master keys (docs/reliability.md). With DATABASE_URL set no key file is ever generated:
  * the server and the CLI stop with a message naming ENCRYPTION_KEYS. The database records a check
  * value per master key version, so a process whose keys do not match stops at start, naming the
  * versions, instead of creating tenants that other instances cannot open or answering 500 later.

@@ -3,7 +3,7 @@ import { expectProblem, newApplication, TestApp, TestTenant } from '../support/a
 import { authorizedSession, cardData, luhnCard, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: sessions outliving their grant (contract section 15). A session's grants are checked at
+ * Abuse class: sessions outliving their grant (docs/reliability.md). A session's grants are checked at
  * every use against what its authorizing application holds then; deleting that application ends it.
  */
 describe('abuse: sessions outliving their grant', () => {

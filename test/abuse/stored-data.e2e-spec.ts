@@ -4,10 +4,10 @@ import { expectProblem, newApplication, newTenant, TestApp, TestTenant } from '.
 import { authorizedSession, cardData, luhnCard, patchToken, tokenize, scene } from '../support/attacker';
 
 /**
- * Abuse class: evaluation over stored data (contract section 15). Re-keying a stored card's
+ * Abuse class: evaluation over stored data (docs/reliability.md). Re-keying a stored card's
  * `fingerprint_expression` or `search_indexes` and comparing the result with tokens the attacker made
  * itself is an oracle on the hidden digits. A PATCH that changes either needs the rule deciding
- * `token:read` for the token to carry `reveal` (section 12): a key that may read the data in clear
+ * `token:read` for the token to carry `reveal` (docs/access-rules.md): a key that may read the data in clear
  * learns nothing from a fingerprint. Every other key, flat permissions included, gets a 403.
  */
 describe('abuse: evaluation over stored data', () => {

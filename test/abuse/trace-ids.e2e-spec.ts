@@ -4,7 +4,7 @@ import { startApp, TestApp } from '../support/app';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Abuse class: trace ids (contract section 15). `BT-TRACE-ID` is echoed and written on every log line
+ * Abuse class: trace ids (docs/reliability.md). `BT-TRACE-ID` is echoed and written on every log line
  * of the request, so only 1 to 128 characters of `[A-Za-z0-9._:-]` are kept; anything else is
  * replaced by a new id and never reaches the log.
  */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { inTransaction } from '../../src/common/context/transactional';
+import type { Change } from '../../src/common/unit-of-work/change';
+import { UnitOfWork } from '../../src/common/unit-of-work/unit-of-work';
 import { FORMULAS } from '../../src/modules/orchestration/formulas/formulas';
 import { ConnectionsService } from '../../src/modules/orchestration/connections/connections.service';
 import { RefundsRepository } from '../../src/modules/orchestration/transactions/refunds.repository';
@@ -30,13 +31,19 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   let connectionId: string;
 
   const who = () => principal(tenant, PERMISSIONS);
+  /** Work in a change of its own, as a request or a job opens one (no audit rows: no actor). */
+  const inChange = <T>(work: (change: Change) => Promise<T>): Promise<T> =>
+    m.run(() => m.get(UnitOfWork).transaction({}, work));
 
   async function card(number = '4242424242424242'): Promise<string> {
     const token = (await m.run(() =>
-      m.get(TokenizeService).tokenize(who(), {
-        type: 'card',
-        data: { number, expiration_month: 12, expiration_year: 2031 },
-      }),
+      m.get(TokenizeService).tokenize(
+        { actor: who() },
+        {
+          type: 'card',
+          data: { number, expiration_month: 12, expiration_year: 2031 },
+        },
+      ),
     )) as { id: string };
     return token.id;
   }
@@ -44,13 +51,16 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   async function pay(intent: 'authorize' | 'capture' = 'capture') {
     const token = await card();
     return m.run(() =>
-      m.get(TransactionsService).create(who(), {
-        amount: 1200,
-        currency: 'USD',
-        connection_id: connectionId,
-        token,
-        intent,
-      }),
+      m.get(TransactionsService).create(
+        { actor: who() },
+        {
+          amount: 1200,
+          currency: 'USD',
+          connection_id: connectionId,
+          token,
+          intent,
+        },
+      ),
     );
   }
 
@@ -60,14 +70,17 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     other = await m.newTenant();
     const formula = FORMULAS.find((f) => f.id === 'stripe-card')!;
     const connection = await m.run(() =>
-      m.get(ConnectionsService).create(who(), {
-        connection_formula_id: formula.id,
-        method: 'card',
-        display_name: 'medium',
-        fields: sandboxFields(formula),
-        accepted_countries: formula.supported_countries.slice(0, 2),
-        accepted_currencies: ['USD'],
-      }),
+      m.get(ConnectionsService).create(
+        { actor: who() },
+        {
+          connection_formula_id: formula.id,
+          method: 'card',
+          display_name: 'medium',
+          fields: sandboxFields(formula),
+          accepted_countries: formula.supported_countries.slice(0, 2),
+          accepted_currencies: ['USD'],
+        },
+      ),
     );
     connectionId = connection.id;
     await m.run(() => m.get(ConnectionsService).verify(tenant, connectionId));
@@ -83,8 +96,8 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     const now = new Date();
     const begin = transition(stateOf(row), { kind: 'begin', operation: 'capture', amount: 1200 }, now);
     const outcomes = await Promise.all([
-      m.run(() => repository.apply(tenant, tx.id, begin, now)),
-      m.run(() => repository.apply(tenant, tx.id, begin, now)),
+      inChange((change) => repository.apply(change, tenant, tx.id, begin, now)),
+      inChange((change) => repository.apply(change, tenant, tx.id, begin, now)),
     ]);
     // The writer that applied it gets the transaction as it now stands; the other, nothing.
     expect(outcomes.map((o) => o !== undefined).sort()).toEqual([false, true]);
@@ -100,7 +113,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     const tx = await pay();
     const transactions = m.get(TransactionsRepository);
     expect(await m.run(() => transactions.find(other, tx.id))).toBeUndefined();
-    expect(await m.run(() => transactions.find(other, tx.id, { lock: true }))).toBeUndefined();
+    expect(await inChange((change) => transactions.lock(change, other, tx.id))).toBeUndefined();
     expect((await m.run(() => transactions.list(other, {}, { skip: 0, take: 100 }))).total).toBe(0);
     const refused = transition(
       stateOf((await m.run(() => transactions.find(tenant, tx.id)))!),
@@ -109,8 +122,10 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
       },
       new Date(),
     );
-    expect(await m.run(() => transactions.apply(other, tx.id, refused, new Date()))).toBeUndefined();
-    expect(await m.run(() => transactions.usesConnection(other, connectionId))).toBe(false);
+    expect(
+      await inChange((change) => transactions.apply(change, other, tx.id, refused, new Date())),
+    ).toBeUndefined();
+    expect(await inChange((change) => transactions.usesConnection(change, other, connectionId))).toBe(false);
     expect(
       (await m.run(() => m.get(RefundsRepository).list(other, tx.id, { skip: 0, take: 10 }))).total,
     ).toBe(0);
@@ -118,8 +133,8 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
 
   it('settles a refund once, adding to the refunded amount once', async () => {
     const tx = await pay();
-    const refund = await m.run(() =>
-      m.get(RefundsRepository).insert({
+    const refund = await inChange((change) =>
+      m.get(RefundsRepository).insert(change, {
         id: randomUUID(),
         tenantId: tenant,
         transactionId: tx.id,
@@ -130,9 +145,9 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     );
     const journal = m.get(TransactionJournal);
     const settled = await Promise.all([
-      // Each in a transaction, as requests and the job call it (its event commits with it).
-      m.run(() => inTransaction(() => journal.settleRefund(refund, 'succeeded', 're_1'))),
-      m.run(() => inTransaction(() => journal.settleRefund(refund, 'succeeded', 're_1'))),
+      // Each in a change, as requests and the job call it (its event commits with it).
+      inChange((change) => journal.settleRefund(change, refund, 'succeeded', 're_1')),
+      inChange((change) => journal.settleRefund(change, refund, 'succeeded', 're_1')),
     ]);
     expect(settled.map((r) => r.status).sort()).toEqual(['processing', 'succeeded']);
     const row = (await m.run(() => m.get(TransactionsRepository).find(tenant, tx.id)))!;
@@ -143,8 +158,8 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     const token = await card();
     const id = randomUUID();
     const longAgo = new Date(Date.now() - 10 * 60_000);
-    await m.run(() =>
-      m.get(TransactionsRepository).insert({
+    await inChange((change) =>
+      m.get(TransactionsRepository).insert(change, {
         id,
         tenantId: tenant,
         connectionId,

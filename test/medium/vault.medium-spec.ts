@@ -30,7 +30,7 @@ describe('the vault on PostgreSQL (no HTTP)', () => {
                 ? { routing_number: '110000000', account_number: `00012345${i}` }
                 : `value ${container} ${i}`;
           const created = (await m.run(() =>
-            m.get(TokenizeService).createOne(who, { type, data, containers: [container] }),
+            m.get(TokenizeService).createOne({ actor: who }, { type, data, containers: [container] }),
           )) as { id: string; type: string; containers: string[] };
           tokens.push({ id: created.id, type: created.type, containers: created.containers });
         }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClsService } from 'nestjs-cls';
 import type { DataSource } from 'typeorm';
-import { Transactional } from '../../src/common/context/transactional';
 import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
 import { EventOutbox, OutboxEvent } from '../../src/common/events/event-outbox';
+import type { Change } from '../../src/common/unit-of-work/change';
+import { UnitOfWork } from '../../src/common/unit-of-work/unit-of-work';
 import { generateWebhookSecret, sealWebhookSecret } from '../../src/modules/webhooks/webhook-secret';
 import type { TestApp } from './app';
 import { waitFor } from './wait';
@@ -38,22 +38,16 @@ export async function createWebhookRow(
   return { id, secret };
 }
 
-/** A service-like method: its transaction runs afterCommit work (the outbox's nudge) as a handler's would. */
-class InTransaction {
-  @Transactional()
-  run<T>(work: () => Promise<T>): Promise<T> {
-    return work();
-  }
+/** Runs `work` in one change of `t` (a transaction whose after-commit work runs, as a service's would). */
+export function inTransaction<T>(t: TestApp, work: (change: Change) => Promise<T>): Promise<T> {
+  return t.app.get(UnitOfWork).transaction({}, work);
 }
 
-/** Runs `work` in one transaction of `t`, in a request-like context (as a service method would). */
-export function inTransaction<T>(t: TestApp, work: () => Promise<T>): Promise<T> {
-  return t.app.get(ClsService).run(() => new InTransaction().run(work));
-}
-
-/** Records events through the outbox, in a transaction of their own. */
+/** Records events through the outbox, in a change of their own. */
 export function recordEvents(t: TestApp, events: OutboxEvent | OutboxEvent[]): Promise<void> {
-  return inTransaction(t, () => t.app.get(EventOutbox).record(events));
+  return inTransaction(t, (change) =>
+    t.app.get(EventOutbox).record(change, Array.isArray(events) ? events : [events]),
+  );
 }
 
 /** One request a receiver got. */

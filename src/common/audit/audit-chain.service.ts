@@ -3,6 +3,7 @@ import { Interval } from '@nestjs/schedule';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../database/data-source';
 import { ExclusiveJobRunner, Tick } from '../jobs/exclusive';
+import type { Change } from '../unit-of-work/change';
 import { AuditChainRepository, ChainRow, ChainSeal } from './audit-chain.repository';
 
 const GENESIS = Buffer.alloc(32);
@@ -57,26 +58,26 @@ export class AuditChainService {
     await this.seal({ tickMs: 1_000 });
   }
 
-  /** Seals what has committed since the last tick; returns how many rows were sealed. */
+  /** Seals what has committed since the last tick, in the job's change; returns how many rows were sealed. */
   seal(tick?: Tick): Promise<number | undefined> {
     return this.jobs.run(
       'audit-chain',
       LOCK_KEYS.jobAuditChain,
-      async () => {
+      async (change) => {
         let sealed = 0;
-        for (const tenantId of await this.chain.tenantsWithUnsealedRows(1000))
-          sealed += await this.sealTenant(tenantId);
+        for (const tenantId of await this.chain.tenantsWithUnsealedRows(change, 1000))
+          sealed += await this.sealTenant(change, tenantId);
         return sealed;
       },
       tick,
     );
   }
 
-  private async sealTenant(tenantId: string): Promise<number> {
-    const head = await this.chain.head(tenantId);
+  private async sealTenant(change: Change, tenantId: string): Promise<number> {
+    const head = await this.chain.head(change, tenantId);
     let seq = head?.seq ?? 0;
     let prev = head?.hash ?? GENESIS;
-    const rows = await this.chain.unsealedRows(tenantId, BATCH);
+    const rows = await this.chain.unsealedRows(change, tenantId, BATCH);
     if (!rows.length) return 0;
     const seals: ChainSeal[] = rows.map((row) => {
       seq += 1;
@@ -85,7 +86,7 @@ export class AuditChainService {
       prev = hash;
       return placed;
     });
-    await this.chain.seal(tenantId, seals, { seq, hash: prev });
+    await this.chain.seal(change, tenantId, seals, { seq, hash: prev });
     return rows.length;
   }
 

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { deferredWrite } from '../context/transactional';
 import type { Change } from '../unit-of-work/change';
 import type { PieceBuilder } from '../unit-of-work/write-batch';
 import type { EntityType, Operation } from './audit.types';
@@ -23,22 +22,12 @@ const RECORD = `id uuid, tenant_id uuid, actor_id uuid, actor_type varchar, enti
   operation varchar, message text, token_type varchar, created_at timestamptz`;
 
 /**
- * Appends to `audit_logs` (the chain and the logs module read it): in the caller's transaction, or in the
- * one statement of a `@OneStatement()` method.
+ * Appends to `audit_logs` (the chain and the logs module read it), with the change that records the rows.
  */
 @Injectable()
 export class AuditLogsRepository {
-  /**
-   * One INSERT of the rows, which travel as one JSON parameter: the statement's text is the same for one
-   * row or a hundred (PostgreSQL can keep it prepared).
-   */
-  async insert(rows: NewAuditLog[]): Promise<void> {
-    if (!rows.length) return;
-    await deferredWrite(insertPiece(rows));
-  }
-
-  /** The rows, written with the change. */
-  async insertIn(change: Change, rows: NewAuditLog[]): Promise<void> {
+  /** The rows, written with the change (its transaction, or its one statement). */
+  async insert(change: Change, rows: NewAuditLog[]): Promise<void> {
     if (!rows.length) return;
     await change.write(insertPiece(rows));
   }

@@ -2,8 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import { Reflector } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../auth/principal';
-import { onRequestCommit } from '../context/transactional';
-import { AuditTrail } from './audit-trail.service';
+import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { ENTITY_TYPES, type AuditEntry } from './audit.types';
 import { AUDIT_METADATA, type AuditSpec } from './audited.decorator';
 
@@ -25,40 +24,32 @@ function resultId(result: unknown): string | null {
 }
 
 /**
- * Writes the audit log of every handler marked `@Audited`. A change's log rows commit with it: they are
- * written in the transaction the service method declares (`@Transactional()`), just before it commits,
- * so a failed change leaves no log and a committed one always has its log. A handler that commits
- * several transactions itself (orchestration) writes its own rows in them; anything left is written
- * after it. A read is logged once it has succeeded.
+ * Writes the audit row of every read and search marked `@Audited`, once it has succeeded, as a change
+ * of its own. A write records its rows in its own change (`change.audit`), where the service makes it, so
+ * that they commit with it; a write route marked `@Audited` is a mistake this refuses loudly.
  */
 @Injectable()
 export class AuditInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
-    private readonly trail: AuditTrail,
+    private readonly work: UnitOfWork,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = this.reflector.get<AuditSpec | undefined>(AUDIT_METADATA, context.getHandler());
     if (!spec || context.getType() !== 'http') return next.handle();
+    if (spec.operation !== 'read' && spec.operation !== 'search')
+      throw new Error(
+        `@Audited('${spec.entityType}', '${spec.operation}'): a write records its rows in its change`,
+      );
     const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
     return defer(async (): Promise<unknown> => {
-      const pending = this.trail.begin();
-      const write = async (result: unknown): Promise<void> => {
-        const who = req.principal;
-        if (!who) return;
-        const entries: AuditEntry[] =
-          spec.entries === 'recorded' ? pending : [...pending, this.defaultEntry(spec, req, result)];
-        await this.trail.write(
-          { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
-          entries,
-        );
-      };
-      const changes = spec.operation !== 'read' && spec.operation !== 'search';
-      // Deferrable: it only inserts (through AuditLogsRepository), so it joins a @OneStatement() write.
-      const edge = changes ? onRequestCommit(write, { deferrable: true }) : undefined;
       const result: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
-      if (!edge?.ran) await write(result);
+      const who = req.principal;
+      if (who)
+        await this.work.statement({ actor: who }, async (change) => {
+          change.audit(this.defaultEntry(spec, req, result));
+        });
       return result;
     });
   }

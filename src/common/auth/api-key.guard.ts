@@ -1,6 +1,5 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../config/app-config';
 import { ProblemException, unauthorized } from '../errors/problem.exception';
 import { Clock } from '../jobs/clock';
@@ -9,8 +8,6 @@ import { AuthFailureCounter } from './auth-failures';
 import type { Principal, RequestWithPrincipal } from './principal';
 import { PrincipalResolvers } from './principal-resolver';
 import { KEY_OPTIONAL_METADATA, PUBLIC_METADATA } from './require-permissions.decorator';
-
-export const PRINCIPAL_CLS_KEY = 'principal';
 
 /**
  * Resolves `BT-API-KEY` to its principal (401 when missing, malformed, unknown, revoked or expired) and
@@ -26,7 +23,6 @@ export class ApiKeyAuthenticator {
 
   constructor(
     private readonly resolvers: PrincipalResolvers,
-    private readonly cls: ClsService,
     private readonly clock: Clock,
     config: AppConfig,
   ) {
@@ -48,7 +44,6 @@ export class ApiKeyAuthenticator {
       );
     }
     req.principal = resolution;
-    if (this.cls.isActive()) this.cls.set(PRINCIPAL_CLS_KEY, resolution);
     return resolution;
   }
 

@@ -1,18 +1,15 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyAuthenticator, ApiKeyGuard } from './api-key.guard';
 import { PermissionsGuard } from './permissions.guard';
 import { PrincipalResolvers } from './principal-resolver';
 
-/** Authentication then authorization, as global guards, in that order. */
+/**
+ * Authentication and authorization. The guards are provided here and registered as global guards by
+ * the root module, in its one ordered list (`globalEnhancers` in app.module.ts).
+ */
 @Global()
 @Module({
-  providers: [
-    PrincipalResolvers,
-    ApiKeyAuthenticator,
-    { provide: APP_GUARD, useClass: ApiKeyGuard },
-    { provide: APP_GUARD, useClass: PermissionsGuard },
-  ],
-  exports: [PrincipalResolvers, ApiKeyAuthenticator],
+  providers: [PrincipalResolvers, ApiKeyAuthenticator, ApiKeyGuard, PermissionsGuard],
+  exports: [PrincipalResolvers, ApiKeyAuthenticator, ApiKeyGuard, PermissionsGuard],
 })
 export class AuthModule {}

@@ -1,6 +1,5 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiExtension } from '@nestjs/swagger';
-import { ClsServiceManager } from 'nestjs-cls';
 import type { ExecutionContext } from '@nestjs/common';
 import type { Reflector } from '@nestjs/core';
 
@@ -19,21 +18,4 @@ export const NEVER_REPLAYED_EXTENSION = 'x-never-replayed';
 
 export function isNeverReplayed(reflector: Reflector, context: ExecutionContext): boolean {
   return reflector.get<boolean | undefined>(NEVER_REPLAYED_METADATA, context.getHandler()) === true;
-}
-
-const WITHHELD_KEY = 'idempotency:withheld';
-
-/**
- * The current response shows token data in clear (a read through a reveal rule):
- * the idempotency interceptor keeps no record of it and gives the key back, so a retry reads again
- * (under the rules as they are then) and clear data never rests in an idempotency record.
- */
-export function withholdFromReplay(): void {
-  const cls = ClsServiceManager.getClsService();
-  if (cls.isActive()) cls.set(WITHHELD_KEY, true);
-}
-
-export function isWithheldFromReplay(): boolean {
-  const cls = ClsServiceManager.getClsService();
-  return cls.isActive() && cls.get<boolean | undefined>(WITHHELD_KEY) === true;
 }

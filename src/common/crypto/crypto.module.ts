@@ -1,8 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { DynamicModule, Global, Logger, Module, Type } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { verifyMasterKeys } from './master-key-checks';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import { loadMasterKeys, MasterKeyRing } from './master-keys';
@@ -25,17 +24,17 @@ export class CryptoModule {
         {
           // The server and the CLI both stop here when their keys do not fit the database.
           provide: MasterKeyRing,
-          inject: [AppConfig, DataSource, TransactionHost, MasterKeyChecksRepository, TenantKeyStore],
+          inject: [AppConfig, DataSource, UnitOfWork, MasterKeyChecksRepository, TenantKeyStore],
           useFactory: async (
             config: AppConfig,
             dataSource: DataSource,
-            db: TransactionHost<TransactionalAdapterTypeOrm>,
+            work: UnitOfWork,
             checks: MasterKeyChecksRepository,
             tenantKeys: TenantKeyStore,
           ) => {
             try {
               const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
-              await verifyMasterKeys(ring, { db, checks, tenantKeys });
+              await verifyMasterKeys(ring, { work, checks, tenantKeys });
               return ring;
             } catch (error) {
               // Nothing else will close the database: the application never finishes starting.

@@ -1,7 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { LOCK_KEYS } from '../../database/data-source';
+import { GenerateSql } from '../../database/generate-sql';
+import type { Change } from '../unit-of-work/change';
 
 /** The check value recorded for a master key version the first time a process used it. */
 export interface MasterKeyCheck {
@@ -9,26 +9,27 @@ export interface MasterKeyCheck {
   checkValue: Buffer;
 }
 
-/** `master_key_checks`, under the lock that lets instances starting together record once; joins the caller's transaction. */
+/** `master_key_checks`, under the lock that lets instances starting together record once; runs in the change it is given. */
 @Injectable()
 export class MasterKeyChecksRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
-  /** `pg_advisory_xact_lock` of the checks, held until the transaction ends. */
-  async lock(): Promise<void> {
-    await this.db.tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.masterKeyChecks]);
+  /** `pg_advisory_xact_lock` of the checks, held until the change ends. */
+  @GenerateSql({ change: true, params: [] })
+  async lock(change: Change): Promise<void> {
+    await change.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.masterKeyChecks]);
   }
 
-  async all(): Promise<MasterKeyCheck[]> {
-    const rows: { version: string; check_value: Buffer }[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [] })
+  async all(change: Change): Promise<MasterKeyCheck[]> {
+    const rows = await change.query<{ version: string; check_value: Buffer }>(
       'SELECT version, check_value FROM master_key_checks',
     );
     return rows.map((row) => ({ version: row.version, checkValue: row.check_value }));
   }
 
   /** Records a version's check value unless one is recorded already. */
-  async record(check: MasterKeyCheck): Promise<void> {
-    await this.db.tx.query(
+  @GenerateSql({ change: true, params: [{ version: 'v1', checkValue: Buffer.alloc(32, 7) }] })
+  async record(change: Change, check: MasterKeyCheck): Promise<void> {
+    await change.query(
       `INSERT INTO master_key_checks (version, check_value, created_at) VALUES ($1, $2, now())
        ON CONFLICT (version) DO NOTHING`,
       [check.version, check.checkValue],

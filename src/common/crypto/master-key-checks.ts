@@ -1,5 +1,3 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../../config/app-config';
 import { open } from './aead';
@@ -7,6 +5,7 @@ import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import type { MasterKey, MasterKeyRing } from './master-keys';
 import { TenantKeyStore } from './tenant-key.store';
 import { wrapAad } from './tenant-keys.service';
+import type { UnitOfWork } from '../unit-of-work/unit-of-work';
 
 /** A value that shows whether a key is the one a version was first used with, and tells nothing of it. */
 export const checkValue = (key: Buffer): Buffer =>
@@ -15,7 +14,7 @@ export const checkValue = (key: Buffer): Buffer =>
 const list = (versions: string[]): string => versions.join(', ');
 
 export interface MasterKeyCheckDeps {
-  db: TransactionHost<TransactionalAdapterTypeOrm>;
+  work: UnitOfWork;
   checks: MasterKeyChecksRepository;
   tenantKeys: TenantKeyStore;
 }
@@ -31,23 +30,24 @@ export interface MasterKeyCheckDeps {
  */
 export async function verifyMasterKeys(
   ring: MasterKeyRing,
-  { db, checks, tenantKeys }: MasterKeyCheckDeps,
+  { work, checks, tenantKeys }: MasterKeyCheckDeps,
 ): Promise<void> {
-  await db.withTransaction(async () => {
-    await checks.lock();
-    const recorded = await checks.all();
+  // One change of the process's own, before it serves anything: nothing audited.
+  await work.transaction({}, async (change) => {
+    await checks.lock(change);
+    const recorded = await checks.all(change);
     const byVersion = new Map(recorded.map((row) => [row.version, row.checkValue]));
     const matches = (key: MasterKey, value: Buffer): boolean => timingSafeEqual(checkValue(key.key), value);
     const mismatched = ring.keys.filter(
       (k) => byVersion.has(k.version) && !matches(k, byVersion.get(k.version)!),
     );
 
-    const used = await tenantKeys.countByVersion();
+    const used = await tenantKeys.countByVersion(change);
     const missing = used.filter((row) => !ring.get(row.keyVersion));
 
     const fresh = ring.keys.filter((k) => !byVersion.has(k.version));
     for (const key of fresh) {
-      const sample = await tenantKeys.sample(key.version);
+      const sample = await tenantKeys.sample(change, key.version);
       try {
         if (sample) open(key.key, sample.wrappedKey, wrapAad(sample.tenantId));
       } catch {
@@ -62,6 +62,7 @@ export async function verifyMasterKeys(
       throw new ConfigError(
         `ENCRYPTION_KEYS: tenant keys are wrapped by master key ${list(missing.map((m) => m.keyVersion))} (${missing.reduce((n, m) => n + m.tenants, 0)} tenant(s)), which is not configured (${ring.source} holds ${list(ring.keys.map((k) => k.version))}). Add it back; drop a version only after \`cli keys rotate\`.`,
       );
-    for (const key of fresh) await checks.record({ version: key.version, checkValue: checkValue(key.key) });
+    for (const key of fresh)
+      await checks.record(change, { version: key.version, checkValue: checkValue(key.key) });
   });
 }

@@ -1,3 +1,5 @@
+import type { Change, Queryable } from '../unit-of-work/change';
+
 /** A tenant's root key, sealed (AES-256-GCM) under a master key version. */
 export interface WrappedTenantKey {
   keyVersion: string;
@@ -17,24 +19,27 @@ export interface StoredTenantKey {
 /**
  * Where tenants' root keys are kept. A port: the keys live on the tenants table, which belongs to the
  * tenants module, and common/ reads no domain table; that module implements it and hands it to
- * `CryptoModule.forRoot`. Every operation joins the caller's transaction.
+ * `CryptoModule.forRoot`. Writes and locks run in the change they are given.
  */
 export abstract class TenantKeyStore {
-  /** The tenant's key; undefined when there is no such tenant. */
-  abstract find(tenantId: string): Promise<StoredTenantKey | undefined>;
+  /**
+   * The tenant's key; undefined when there is no such tenant. Read through `db`: the caller's change
+   * when it has one open (its transaction may hold the pool's only connection), else the pool.
+   */
+  abstract find(db: Queryable, tenantId: string): Promise<StoredTenantKey | undefined>;
 
   /** Stores `key` for a tenant that has none (once, whoever races); returns the key the tenant has now. */
-  abstract setIfUnset(tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey>;
+  abstract setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey>;
 
-  /** Every tenant whose key is wrapped under a version other than `keyVersion`, locked until the transaction ends. */
-  abstract lockWrappedUnderOther(keyVersion: string): Promise<TenantWrappedKey[]>;
+  /** Every tenant whose key is wrapped under a version other than `keyVersion`, locked until the change ends. */
+  abstract lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]>;
 
   /** Replaces a tenant's key (re-wrapped under another master key). */
-  abstract replace(tenantId: string, key: WrappedTenantKey): Promise<void>;
+  abstract replace(change: Change, tenantId: string, key: WrappedTenantKey): Promise<void>;
 
-  /** How many tenants have a key wrapped under each version, by version. */
-  abstract countByVersion(): Promise<{ keyVersion: string; tenants: number }[]>;
+  /** How many tenants have a key wrapped under each version, by version (read in the change). */
+  abstract countByVersion(change: Change): Promise<{ keyVersion: string; tenants: number }[]>;
 
   /** Some tenant's key wrapped under `keyVersion`, to try a master key on; undefined when none is. */
-  abstract sample(keyVersion: string): Promise<TenantWrappedKey | undefined>;
+  abstract sample(change: Change, keyVersion: string): Promise<TenantWrappedKey | undefined>;
 }

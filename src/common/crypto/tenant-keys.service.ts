@@ -1,8 +1,8 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { BASE62 } from '../auth/api-key';
+import type { Change } from '../unit-of-work/change';
+import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { open, seal } from './aead';
 import { MasterKeyRing } from './master-keys';
 import { TenantKeyStore, WrappedTenantKey } from './tenant-key.store';
@@ -44,7 +44,7 @@ export class TenantKeysService {
   constructor(
     private readonly ring: MasterKeyRing,
     private readonly store: TenantKeyStore,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly work: UnitOfWork,
   ) {}
 
   /** A new root key for a tenant being created, wrapped under the active master key. */
@@ -53,18 +53,25 @@ export class TenantKeysService {
     return { keyVersion: version, wrappedKey: seal(key, randomBytes(32), wrapAad(tenantId)) };
   }
 
-  async keysFor(tenantId: string): Promise<TenantKeys> {
+  /**
+   * The tenant's keys. A caller inside a change passes it (`within`): a miss of the cache then reads in
+   * its transaction, which may hold the pool's only connection (the embedded database has one). A
+   * one-statement change holds no connection before its end, so the pool serves it.
+   */
+  async keysFor(tenantId: string, within?: Change): Promise<TenantKeys> {
     const cached = this.cache.get(tenantId);
     if (cached) return cached;
-    const stored = await this.store.find(tenantId);
+    const transaction = within?.mode === 'transaction' ? within : undefined;
+    const stored = await this.store.find(transaction ?? this.work.reader, tenantId);
     if (!stored) throw new Error(`tenant ${tenantId} does not exist`);
     let { keyVersion: version, wrappedKey: wrapped } = stored;
     if (!wrapped) {
-      // A tenant created before envelope encryption existed: give it a key now, once.
-      ({ keyVersion: version, wrappedKey: wrapped } = await this.store.setIfUnset(
-        tenantId,
-        this.newTenantKey(tenantId),
-      ));
+      // A tenant created before envelope encryption existed: give it a key now, once (in the caller's
+      // transaction, or in a change of its own: whoever races, the first key stays).
+      const fresh = this.newTenantKey(tenantId);
+      ({ keyVersion: version, wrappedKey: wrapped } = transaction
+        ? await this.store.setIfUnset(transaction, tenantId, fresh)
+        : await this.work.transaction({}, (change) => this.store.setIfUnset(change, tenantId, fresh)));
     }
     const root = this.unwrap(tenantId, version, wrapped);
     const keys: TenantKeys = {
@@ -81,11 +88,12 @@ export class TenantKeysService {
   /** Re-wraps every tenant root key not yet under the active master key; returns how many changed. */
   async rotate(): Promise<{ rewrapped: number; active: string }> {
     const active = this.ring.active;
-    return this.db.withTransaction(async () => {
-      const rows = await this.store.lockWrappedUnderOther(active.version);
+    // The command line's (or the control socket's) change: nothing audited.
+    return this.work.transaction({}, async (change) => {
+      const rows = await this.store.lockWrappedUnderOther(change, active.version);
       for (const row of rows) {
         const root = this.unwrap(row.tenantId, row.keyVersion, row.wrappedKey);
-        await this.store.replace(row.tenantId, {
+        await this.store.replace(change, row.tenantId, {
           keyVersion: active.version,
           wrappedKey: seal(active.key, root, wrapAad(row.tenantId)),
         });

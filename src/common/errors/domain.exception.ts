@@ -25,7 +25,7 @@ export type DomainErrorKind =
  *     }
  *
  * Services throw them and never build HTTP responses. The code is sent to clients as the problem's
- * `code`, so codes are part of the wire contract.
+ * `code`, so codes are part of the API: every code is listed in docs/errors.md.
  */
 export abstract class DomainException<Code extends string = string> extends Error {
   abstract readonly kind: DomainErrorKind;

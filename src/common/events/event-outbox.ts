@@ -1,4 +1,4 @@
-import type { Change } from '../unit-of-work/change';
+import type { ChangeWrites } from '../unit-of-work/write-batch';
 
 /**
  * The events a change reports to webhooks. Services record them through this
@@ -32,13 +32,6 @@ export interface OutboxEvent {
 }
 
 export abstract class EventOutbox {
-  /**
-   * Records the events (in order) in the current database transaction, for every webhook of their
-   * tenant that is enabled and subscribed to their type now; an event no webhook takes is not kept.
-   * One statement whatever the number of events. Must be called inside the change's transaction.
-   */
-  abstract record(events: OutboxEvent | OutboxEvent[]): Promise<void>;
-
   /** Records the events (in order) with the change: in its transaction, or in its one statement. */
-  abstract recordIn(change: Change, events: OutboxEvent[]): Promise<void>;
+  abstract record(change: ChangeWrites, events: OutboxEvent[]): Promise<void>;
 }

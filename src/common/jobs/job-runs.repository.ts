@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { GenerateSql } from '../../database/generate-sql';
 import type { Change } from '../unit-of-work/change';
 
 /** One period of a job, as claimed in `job_runs`. */
@@ -9,6 +10,18 @@ export interface JobTick {
   instanceId: string;
   ranAt: Date;
 }
+
+/** The examples of the SQL snapshots (test/sql/job-runs.repository.sql). */
+const EXAMPLE = {
+  lockKey: 72_104,
+  tick: {
+    job: 'log-retention',
+    tickStart: new Date('2026-01-01T00:00:00.000Z'),
+    instanceId: '7d3c5a2e-0000-4000-8000-000000000001',
+    ranAt: new Date('2026-01-01T00:00:00.250Z'),
+  },
+  cutoff: new Date('2025-12-30T00:00:00.000Z'),
+};
 
 /** The advisory locks and `job_runs` claims of scheduled jobs; every statement joins the given change. */
 @Injectable()
@@ -20,6 +33,10 @@ export class JobRunsRepository {
    * that the work itself may commit transactions of its own (and call vendors between them) while no
    * other instance runs it. Undefined when another instance holds the lock.
    */
+  @GenerateSql(
+    { name: 'locked', params: [EXAMPLE.lockKey, () => Promise.resolve()], answers: [[{ locked: true }]] },
+    { name: 'held elsewhere', params: [EXAMPLE.lockKey, () => Promise.resolve()] },
+  )
   async whileLocked<T>(lockKey: number, work: () => Promise<T>): Promise<{ value: T } | undefined> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
@@ -39,6 +56,7 @@ export class JobRunsRepository {
   }
 
   /** `pg_try_advisory_xact_lock`: true when this transaction now holds the lock (released at its end). */
+  @GenerateSql({ change: true, params: [EXAMPLE.lockKey] })
   async tryLock(change: Change, lockKey: number): Promise<boolean> {
     const rows = await change.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
       lockKey,
@@ -47,6 +65,7 @@ export class JobRunsRepository {
   }
 
   /** Claims a tick (primary key job + period start): false when some instance has claimed it already. */
+  @GenerateSql({ change: true, params: [EXAMPLE.tick] })
   async claim(change: Change, tick: JobTick): Promise<boolean> {
     const claimed = await change.query<{ job: string }>(
       `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
@@ -57,6 +76,7 @@ export class JobRunsRepository {
   }
 
   /** Forgets the runs recorded before `cutoff`. */
+  @GenerateSql({ change: true, params: [EXAMPLE.cutoff] })
   async deleteRanBefore(change: Change, cutoff: Date): Promise<void> {
     await change.query('DELETE FROM job_runs WHERE ran_at < $1', [cutoff]);
   }

@@ -40,8 +40,8 @@ export function httpMetricsMiddleware(
  * Express), never its concrete path. Only a route handler's guards run, so a request that no route of
  * the API took (an unknown path, a body the parser refused, the /docs pages) keeps none: `unmatched`.
  * Express's own `req.route` alone cannot tell: Nest mounts its middleware (the request context) as a
- * catch-all route, which an unknown path reaches last. Provided by the root module (an `APP_GUARD`
- * there runs before those of the modules it imports), so that a request the API key guard
+ * catch-all route, which an unknown path reaches last. First in the root module's list of global
+ * enhancers (`globalEnhancers` in app.module.ts), so that a request the API key guard
  * refuses still has its route. It lets everything through.
  */
 @Injectable()

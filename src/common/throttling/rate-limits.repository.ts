@@ -1,7 +1,6 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { GenerateSql } from '../../database/generate-sql';
 import type { Change } from '../unit-of-work/change';
 
 /**
@@ -10,12 +9,13 @@ import type { Change } from '../unit-of-work/change';
  */
 @Injectable()
 export class RateLimitsRepository {
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
-  ) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /** Adds `hits` to a window's shared count; returns the count every instance has added so far. */
+  @GenerateSql({
+    params: ['default:3f2a', new Date('2026-01-01T00:00:00.000Z'), 5],
+    answers: [[{ hits: 5 }]],
+  })
   async add(key: string, windowStart: Date, hits: number): Promise<number> {
     const rows: { hits: number }[] = await this.dataSource.query(
       `INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, $3)
@@ -27,6 +27,7 @@ export class RateLimitsRepository {
   }
 
   /** Deletes the windows that started before `cutoff`: one set-based statement, in the job's transaction. */
+  @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')] })
   async deleteStartedBefore(change: Change, cutoff: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM rate_limits WHERE window_start < $1',

@@ -1,5 +1,4 @@
 import { Global, Module, OnModuleInit } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfig } from '../../config/app-config';
 import { LOCK_KEYS } from '../../database/data-source';
@@ -33,7 +32,8 @@ class ThrottlerStorageModule implements OnModuleInit {
 
 /**
  * Per-key rate limits shared through PostgreSQL; 429 problem with Retry-After past the limit. Global, so
- * that a handler counting a key only it can recognise (the anonymous proxy) gets the RateLimiter.
+ * that a handler counting a key only it can recognise (the anonymous proxy) gets the RateLimiter. The
+ * guard is registered as a global guard by the root module (`globalEnhancers` in app.module.ts).
  */
 @Global()
 @Module({
@@ -49,7 +49,7 @@ class ThrottlerStorageModule implements OnModuleInit {
       }),
     }),
   ],
-  providers: [{ provide: APP_GUARD, useClass: ApiKeyThrottlerGuard }, RateLimiter],
-  exports: [RateLimiter],
+  providers: [ApiKeyThrottlerGuard, RateLimiter],
+  exports: [ApiKeyThrottlerGuard, RateLimiter],
 })
 export class ThrottlingModule {}

@@ -70,7 +70,7 @@ export class UnitOfWork {
   /** What every change records besides its own writes, added as it ends. */
   private async complete(change: Change, result: unknown): Promise<void> {
     await this.trail.writeChange(change);
-    if (change.events.length) await this.outbox.recordIn(change, change.events);
+    if (change.events.length) await this.outbox.record(change, change.events);
     await change.origin.idempotency?.record(change, result);
   }
 

@@ -36,6 +36,12 @@ export interface PieceOptions {
   refused?: () => Error;
 }
 
+/** What a writer outside the unit of work's own module needs of a change: its writes and its commit. */
+export interface ChangeWrites {
+  write(build: PieceBuilder, options?: PieceOptions): Promise<void>;
+  afterCommit(fn: () => void): void;
+}
+
 type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
 
 /**

@@ -12,6 +12,7 @@ import { RequirePermissions } from '../../common/auth/require-permissions.decora
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
+import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { ApplicationsService } from './applications.service';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
 import { CreateApplicationDto } from './dto/create-application.dto';
@@ -39,7 +40,6 @@ export class ApplicationsController {
 
   @Post()
   @RequirePermissions('application:create')
-  @Audited('application', 'create')
   // The answer holds the new key: no idempotency record may keep it for a replay.
   @NeverReplayed()
   @ApiOperation({
@@ -48,8 +48,8 @@ export class ApplicationsController {
     description: `The response holds the new key in clear; it is never shown again. ${NOT_REPLAYED} ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApplicationDto })
-  create(@Principal() who: Principal, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
-    return this.applications.create(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
+    return this.applications.create(origin, body);
   }
 
   @Get()
@@ -81,32 +81,30 @@ export class ApplicationsController {
 
   @Put(':id')
   @RequirePermissions('application:update')
-  @Audited('application', 'update')
   @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application', description: GRANTS })
   @ApiOkResponse({ type: ApplicationDto })
   @LastAdministrator(
     'Removing application:create or application:update from the last application holding them',
   )
   update(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @AppId() id: string,
     @Body() body: UpdateApplicationDto,
   ): Promise<ApplicationDto> {
-    return this.applications.update(who, id, body);
+    return this.applications.update(origin, id, body);
   }
 
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('application:delete')
-  @Audited('application', 'delete')
   @ApiOperation({
     operationId: 'deleteApplication',
     summary: 'Delete an application',
     description: `Its keys stop working at once, and so do the sessions it authorized. ${GRANTS}`,
   })
   @LastAdministrator('Deleting it')
-  delete(@Principal() who: Principal, @AppId() id: string): Promise<void> {
-    return this.applications.delete(who, id);
+  delete(@Origin() origin: RequestOrigin, @AppId() id: string): Promise<void> {
+    return this.applications.delete(origin, id);
   }
 
   @Get(':id/keys')
@@ -139,9 +137,6 @@ export class ApplicationsController {
 
   @Post(':id/keys')
   @RequirePermissions('application:update')
-  @Audited('application', 'update', {
-    message: (_req, result) => `Application key ${(result as ApiKeyDto).id} created`,
-  })
   // The answer holds the new key: no idempotency record may keep it for a replay.
   @NeverReplayed()
   @ApiOperation({
@@ -150,23 +145,20 @@ export class ApplicationsController {
     description: `The response holds the new key in clear; it is never shown again. Old keys keep working until deleted. ${NOT_REPLAYED} ${GRANTS}`,
   })
   @ApiCreatedResponse({ type: ApiKeyDto })
-  createKey(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto> {
-    return this.applications.createKey(who, id);
+  createKey(@Origin() origin: RequestOrigin, @AppId() id: string): Promise<ApiKeyDto> {
+    return this.applications.createKey(origin, id);
   }
 
   @Delete(':id/keys/:keyId')
   @HttpCode(204)
   @RequirePermissions('application:update')
-  @Audited('application', 'update', {
-    message: (req) => `Application key ${String(req.params.keyId)} revoked`,
-  })
   @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key', description: GRANTS })
   @LastAdministrator('Deleting the last key of the last application holding them')
   deleteKey(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @AppId() id: string,
     @Param('keyId', new ParseIdPipe('Application key')) keyId: string,
   ): Promise<void> {
-    return this.applications.deleteKey(who, id, keyId);
+    return this.applications.deleteKey(origin, id, keyId);
   }
 }

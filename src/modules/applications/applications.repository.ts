@@ -1,9 +1,9 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { In, Repository } from 'typeorm';
+import { DataSource, EntityManager, In, Repository } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { ApplicationType } from '../../common/auth/permissions';
+import type { Change } from '../../common/unit-of-work/change';
+import { GenerateSql } from '../../database/generate-sql';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import { ApplicationEntity } from './entities/application.entity';
 
@@ -55,34 +55,46 @@ interface KeySummaryRow {
 }
 
 const KEY_SUMMARY = 'id, created_by, created_at';
+
+const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000002';
+const EXAMPLE_KEY = '00000000-0000-4000-8000-000000000003';
 const keySummary = (row: KeySummaryRow): KeySummary => ({
   id: row.id,
   createdBy: row.created_by,
   createdAt: row.created_at,
 });
 
-/** Applications and their keys (`applications`, `api_keys`); every statement joins the caller's transaction. */
+/**
+ * Applications and their keys (`applications`, `api_keys`). Writes, locks and the reads a write decides
+ * on run in the change they are given; reads outside any change (GET, key lookups) through the pool.
+ */
 @Injectable()
 export class ApplicationsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  private get apps(): Repository<ApplicationEntity> {
-    return this.db.tx.getRepository(ApplicationEntity);
+  private apps(manager: EntityManager = this.dataSource.manager): Repository<ApplicationEntity> {
+    return manager.getRepository(ApplicationEntity);
   }
 
-  private get keys(): Repository<ApiKeyEntity> {
-    return this.db.tx.getRepository(ApiKeyEntity);
+  private keys(manager: EntityManager = this.dataSource.manager): Repository<ApiKeyEntity> {
+    return manager.getRepository(ApiKeyEntity);
   }
 
-  async insert(app: ApplicationEntity): Promise<void> {
-    await this.apps.insert(app);
+  async insert(change: Change, app: ApplicationEntity): Promise<void> {
+    await this.apps(change.manager).insert(app);
   }
 
-  /** A tenant's application, locked until the transaction ends when `lock` is set. */
-  findOne(tenantId: string, id: string, lock = false): Promise<ApplicationEntity | null> {
-    return this.apps.findOne({
+  /** A tenant's application. */
+  findOne(tenantId: string, id: string): Promise<ApplicationEntity | null> {
+    return this.apps().findOneBy({ tenantId, id });
+  }
+
+  /** A tenant's application, locked until the change ends. */
+  lockOne(change: Change, tenantId: string, id: string): Promise<ApplicationEntity | null> {
+    return this.apps(change.manager).findOne({
       where: { tenantId, id },
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+      lock: { mode: 'pessimistic_write' },
     });
   }
 
@@ -92,7 +104,7 @@ export class ApplicationsRepository {
     start: PageStart,
     take: number,
   ): Promise<{ total: number; rows: ApplicationEntity[] }> {
-    const qb = this.apps
+    const qb = this.apps()
       .createQueryBuilder('a')
       .where('a.tenant_id = :tenant', { tenant: filter.tenantId })
       .orderBy('a.created_at', 'ASC')
@@ -109,13 +121,14 @@ export class ApplicationsRepository {
     return { total, rows: await qb.take(take).getMany() };
   }
 
-  async update(tenantId: string, id: string, changes: ApplicationChanges): Promise<void> {
-    await this.apps.update({ tenantId, id }, changes);
+  async update(change: Change, tenantId: string, id: string, changes: ApplicationChanges): Promise<void> {
+    await this.apps(change.manager).update({ tenantId, id }, changes);
   }
 
   /** Deletes an application with its keys (and, by cascade, its sessions); answers the keys it had. */
-  async delete(tenantId: string, id: string): Promise<KeySummary[]> {
-    const rows: KeySummaryRow[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION] })
+  async delete(change: Change, tenantId: string, id: string): Promise<KeySummary[]> {
+    const rows = await change.query<KeySummaryRow>(
       `WITH app AS (DELETE FROM applications WHERE tenant_id = $1 AND id = $2),
             keys AS (DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM keys ORDER BY created_at, id`,
@@ -129,17 +142,24 @@ export class ApplicationsRepository {
    * are serialized. `FOR NO KEY UPDATE`, not `FOR UPDATE`: the latter also blocks the `FOR KEY SHARE`
    * lock that every foreign-key insert (a new key, an audit row) takes on the tenant, and deadlocks with them.
    */
-  async lockTenant(tenantId: string): Promise<void> {
-    await this.db.tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [tenantId]);
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT] })
+  async lockTenant(change: Change, tenantId: string): Promise<void> {
+    await change.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [tenantId]);
   }
 
   /** How many of the tenant's applications other than `exceptId` hold every one of `permissions` and have a key. */
+  @GenerateSql({
+    change: true,
+    params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION, ['application:create', 'application:update']],
+    answers: [[{ others: 1 }]],
+  })
   async countOthersHoldingWithKey(
+    change: Change,
     tenantId: string,
     exceptId: string,
     permissions: string[],
   ): Promise<number> {
-    const [{ others }]: { others: number }[] = await this.db.tx.query(
+    const [{ others }] = await change.query<{ others: number }>(
       `SELECT count(*)::int AS others FROM applications a
         WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
           AND EXISTS (SELECT 1 FROM api_keys k WHERE k.tenant_id = a.tenant_id AND k.application_id = a.id)`,
@@ -148,13 +168,26 @@ export class ApplicationsRepository {
     return others;
   }
 
-  async insertKey(key: ApiKeyEntity): Promise<void> {
-    await this.keys.insert(key);
+  async insertKey(change: Change, key: ApiKeyEntity): Promise<void> {
+    await this.keys(change.manager).insert(key);
   }
 
   /** Adds a key to its application; answers every key the application then has, oldest first. */
-  async insertKeyListingKeys(key: ApiKeyEntity): Promise<KeySummary[]> {
-    const rows: KeySummaryRow[] = await this.db.tx.query(
+  @GenerateSql({
+    change: true,
+    params: [
+      {
+        id: EXAMPLE_KEY,
+        tenantId: EXAMPLE_TENANT,
+        applicationId: EXAMPLE_APPLICATION,
+        keyHash: Buffer.alloc(32, 7),
+        createdBy: EXAMPLE_APPLICATION,
+        createdAt: new Date('2026-01-01T00:00:00.000Z'),
+      },
+    ],
+  })
+  async insertKeyListingKeys(change: Change, key: ApiKeyEntity): Promise<KeySummary[]> {
+    const rows = await change.query<KeySummaryRow>(
       `WITH added AS (
          INSERT INTO api_keys (tenant_id, id, application_id, key_hash, created_by, created_at)
          VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_SUMMARY})
@@ -168,23 +201,37 @@ export class ApplicationsRepository {
 
   /** The keys of these applications of the tenant, oldest first. */
   keysOf(tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
-    return this.keys.find({
+    return this.findKeys(this.dataSource.manager, tenantId, applicationIds);
+  }
+
+  /** `keysOf`, read in the change (under its locks). */
+  keysIn(change: Change, tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
+    return this.findKeys(change.manager, tenantId, applicationIds);
+  }
+
+  private findKeys(
+    manager: EntityManager,
+    tenantId: string,
+    applicationIds: string[],
+  ): Promise<ApiKeyEntity[]> {
+    return this.keys(manager).find({
       where: { tenantId, applicationId: In(applicationIds) },
       order: { createdAt: 'ASC' },
     });
   }
 
   findKey(tenantId: string, applicationId: string, id: string): Promise<ApiKeyEntity | null> {
-    return this.keys.findOneBy({ tenantId, applicationId, id });
+    return this.keys().findOneBy({ tenantId, applicationId, id });
   }
 
-  async deleteKey(tenantId: string, applicationId: string, id: string): Promise<void> {
-    await this.keys.delete({ tenantId, applicationId, id });
+  async deleteKey(change: Change, tenantId: string, applicationId: string, id: string): Promise<void> {
+    await this.keys(change.manager).delete({ tenantId, applicationId, id });
   }
 
   /** The key with this digest and its application, of any tenant: the key is what tells the tenant. */
+  @GenerateSql({ params: [Buffer.alloc(32, 7)] })
   async findKeyHolder(keyHash: Buffer): Promise<KeyHolder | undefined> {
-    const rows: KeyHolderRow[] = await this.db.tx.query(
+    const rows: KeyHolderRow[] = await this.dataSource.query(
       `SELECT k.id AS key_id, k.key_hash, a.id AS application_id, a.tenant_id, a.type, a.permissions, a.rules
          FROM api_keys k JOIN applications a ON a.id = k.application_id AND a.tenant_id = k.tenant_id
         WHERE k.key_hash = $1`,

@@ -1,8 +1,5 @@
 import { ApplicationsErrorCode, ApplicationsException } from './applications.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
-import { afterCommit, Transactional } from '../../common/context/transactional';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AccessRule } from '../../common/auth/access-rule';
@@ -15,9 +12,12 @@ import {
   PermissionDefinition,
 } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
-import { EventOutbox, EventType } from '../../common/events/event-outbox';
+import type { EventType, OutboxEvent } from '../../common/events/event-outbox';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import type { Change } from '../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import { ApplicationKeyResolver } from './application-key.resolver';
 import { ApplicationsRepository, KeySummary } from './applications.repository';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
@@ -34,6 +34,8 @@ const KIND_OF_TYPE: Record<ApplicationType, KeyKind> = {
 };
 
 export interface NewApplication {
+  /** Given when the caller needs it before the change opens (a tenant's creation: its audit actor). */
+  id?: string;
   tenantId: string;
   name: string;
   type: ApplicationType;
@@ -95,22 +97,22 @@ export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearK
 }
 
 /**
- * Applications and their keys, always within the caller's tenant. Each change records its event
- * in its transaction: `application:created` (the tenant's first management
- * application too), `application:updated` (also when a key is added or deleted: the application object
- * lists its keys), `application:deleted`; `data` is the application as GET answers it, never a clear key.
+ * Applications and their keys, always within the caller's tenant. Each write is one change carrying its
+ * audit row (the messages the API has always logged) and its event: `application:created` (the
+ * tenant's first management application too), `application:updated` (also when a key is added or
+ * deleted: the application object lists its keys), `application:deleted`; `data` is the application as
+ * GET answers it, never a clear key.
  */
 @Injectable()
 export class ApplicationsService {
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly work: UnitOfWork,
     private readonly applications: ApplicationsRepository,
-    private readonly outbox: EventOutbox,
     private readonly keys: ApplicationKeyResolver,
   ) {}
 
-  private async emit(type: EventType, app: ApplicationEntity, keys: KeySummary[]): Promise<void> {
-    await this.outbox.record({
+  private event(type: EventType, app: ApplicationEntity, keys: KeySummary[]): OutboxEvent {
+    return {
       tenantId: app.tenantId,
       type,
       entityId: app.id,
@@ -118,39 +120,40 @@ export class ApplicationsService {
         app,
         keys.map((k) => keyDto(k)),
       ),
-    });
+    };
   }
 
-  /** Creates an application (and its first key unless told not to); used by the API, the CLI and bootstrap. */
-  async createApplication(input: NewApplication): Promise<ApplicationDto> {
-    return this.db.withTransaction(async () => {
-      const now = new Date();
-      const app: ApplicationEntity = {
-        id: randomUUID(),
-        tenantId: input.tenantId,
-        name: input.name,
-        type: input.type,
-        permissions: [...new Set(input.permissions)],
-        rules: input.rules.length ? input.rules : null,
-        createdBy: input.createdBy,
-        createdAt: now,
-        modifiedBy: null,
-        modifiedAt: null,
-      };
-      await this.applications.insert(app);
-      if (!input.createKey) {
-        await this.emit('application:created', app, []);
-        return applicationDto(app, []);
-      }
-      const { entity, clear } = this.newKey(app, input.createdBy, now);
-      await this.applications.insertKey(entity);
-      await this.emit('application:created', app, [entity]);
-      return applicationDto(app, [keyDto(entity, clear)], clear);
-    });
+  /**
+   * Creates an application (and its first key unless told not to) in the caller's change, with its
+   * event; the caller adds the audit row it means (the API's create, a tenant's creation).
+   */
+  async createApplication(change: Change, input: NewApplication): Promise<ApplicationDto> {
+    const now = new Date();
+    const app: ApplicationEntity = {
+      id: input.id ?? randomUUID(),
+      tenantId: input.tenantId,
+      name: input.name,
+      type: input.type,
+      permissions: [...new Set(input.permissions)],
+      rules: input.rules.length ? input.rules : null,
+      createdBy: input.createdBy,
+      createdAt: now,
+      modifiedBy: null,
+      modifiedAt: null,
+    };
+    await this.applications.insert(change, app);
+    if (!input.createKey) {
+      change.emit(this.event('application:created', app, []));
+      return applicationDto(app, []);
+    }
+    const { entity, clear } = this.newKey(app, input.createdBy, now);
+    await this.applications.insertKey(change, entity);
+    change.emit(this.event('application:created', app, [entity]));
+    return applicationDto(app, [keyDto(entity, clear)], clear);
   }
 
-  @Transactional()
-  async create(who: Principal, dto: CreateApplicationDto): Promise<ApplicationDto> {
+  async create(origin: RequestOrigin, dto: CreateApplicationDto): Promise<ApplicationDto> {
+    const who = origin.actor;
     const rules = (dto.rules ?? []) as AccessRule[];
     const errors = checkGrants(dto.type, dto.permissions, rules);
     if (Object.keys(errors).length) throw new ValidationException(errors);
@@ -159,14 +162,23 @@ export class ApplicationsService {
       managementPermissions(dto.permissions, rules),
       'Creating an application with these permissions',
     );
-    return this.createApplication({
-      tenantId: who.tenantId,
-      name: dto.name,
-      type: dto.type,
-      permissions: dto.permissions ?? [],
-      rules,
-      createdBy: who.applicationId,
-      createKey: dto.create_key ?? true,
+    return this.work.transaction(origin, async (change) => {
+      const created = await this.createApplication(change, {
+        tenantId: who.tenantId,
+        name: dto.name,
+        type: dto.type,
+        permissions: dto.permissions ?? [],
+        rules,
+        createdBy: who.applicationId,
+        createKey: dto.create_key ?? true,
+      });
+      change.audit({
+        entityType: 'application',
+        entityId: created.id,
+        operation: 'create',
+        message: 'Application created',
+      });
+      return created;
     });
   }
 
@@ -216,13 +228,13 @@ export class ApplicationsService {
     return applicationDto(app, await this.keyDtos(who.tenantId, id));
   }
 
-  @Transactional()
-  async update(who: Principal, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
-    // This instance forgets cached keys as soon as the change commits (others when notified of it).
-    afterCommit(() => this.keys.invalidate());
-    return this.db.withTransaction(async () => {
-      await this.applications.lockTenant(who.tenantId);
-      const app = await this.findOwned(who, id, true);
+  async update(origin: RequestOrigin, id: string, dto: UpdateApplicationDto): Promise<ApplicationDto> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      // This instance forgets cached keys as soon as the change commits (others when notified of it).
+      change.afterCommit(() => this.keys.invalidate());
+      await this.applications.lockTenant(change, who.tenantId);
+      const app = await this.lockOwned(change, who, id);
       const permissions = dto.permissions ?? app.permissions;
       const rules = dto.rules ?? app.rules ?? [];
       const errors = checkGrants(app.type, dto.permissions, dto.rules);
@@ -231,6 +243,7 @@ export class ApplicationsService {
       assertHolds(who, managementPermissions(permissions, rules), 'Granting these permissions');
       if (administers(app) && !administers({ permissions }))
         await this.assertNotLastAdministrator(
+          change,
           who,
           app,
           'Removing application:create or application:update from it',
@@ -242,9 +255,15 @@ export class ApplicationsService {
         modifiedBy: who.applicationId,
         modifiedAt: new Date(),
       };
-      await this.applications.update(who.tenantId, id, changes);
-      const keys = await this.applications.keysOf(who.tenantId, [id]);
-      await this.emit('application:updated', { ...app, ...changes }, keys);
+      await this.applications.update(change, who.tenantId, id, changes);
+      const keys = await this.applications.keysIn(change, who.tenantId, [id]);
+      change.emit(this.event('application:updated', { ...app, ...changes }, keys));
+      change.audit({
+        entityType: 'application',
+        entityId: id,
+        operation: 'update',
+        message: 'Application updated',
+      });
       return applicationDto(
         { ...app, ...changes },
         keys.map((k) => keyDto(k)),
@@ -252,18 +271,24 @@ export class ApplicationsService {
     });
   }
 
-  @Transactional()
-  async delete(who: Principal, id: string): Promise<void> {
-    // This instance forgets cached keys as soon as the change commits (others when notified of it).
-    afterCommit(() => this.keys.invalidate());
-    await this.db.withTransaction(async () => {
-      await this.applications.lockTenant(who.tenantId);
-      const app = await this.findOwned(who, id, true);
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    const who = origin.actor;
+    await this.work.transaction(origin, async (change) => {
+      // This instance forgets cached keys as soon as the change commits (others when notified of it).
+      change.afterCommit(() => this.keys.invalidate());
+      await this.applications.lockTenant(change, who.tenantId);
+      const app = await this.lockOwned(change, who, id);
       assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Deleting this application');
-      if (administers(app)) await this.assertNotLastAdministrator(who, app, 'Deleting it');
-      const keys = await this.applications.delete(who.tenantId, id);
+      if (administers(app)) await this.assertNotLastAdministrator(change, who, app, 'Deleting it');
+      const keys = await this.applications.delete(change, who.tenantId, id);
       // As it stood before the deletion.
-      await this.emit('application:deleted', app, keys);
+      change.emit(this.event('application:deleted', app, keys));
+      change.audit({
+        entityType: 'application',
+        entityId: id,
+        operation: 'delete',
+        message: 'Application deleted',
+      });
     });
   }
 
@@ -279,10 +304,10 @@ export class ApplicationsService {
     return this.keyDtos(who.tenantId, id);
   }
 
-  @Transactional()
-  async createKey(who: Principal, id: string): Promise<ApiKeyDto> {
-    return this.db.withTransaction(async () => {
-      const app = await this.findOwned(who, id, true);
+  async createKey(origin: RequestOrigin, id: string): Promise<ApiKeyDto> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      const app = await this.lockOwned(change, who, id);
       assertHolds(
         who,
         managementPermissions(app.permissions, app.rules ?? []),
@@ -290,43 +315,61 @@ export class ApplicationsService {
       );
       const { entity, clear } = this.newKey(app, who.applicationId, new Date());
       // One statement adds the key and lists the application's keys, for its event.
-      await this.emit('application:updated', app, await this.applications.insertKeyListingKeys(entity));
+      const keys = await this.applications.insertKeyListingKeys(change, entity);
+      change.emit(this.event('application:updated', app, keys));
+      change.audit({
+        entityType: 'application',
+        entityId: id,
+        operation: 'update',
+        message: `Application key ${entity.id} created`,
+      });
       return keyDto(entity, clear);
     });
   }
 
-  @Transactional()
-  async deleteKey(who: Principal, id: string, keyId: string): Promise<void> {
-    // This instance forgets cached keys as soon as the change commits (others when notified of it).
-    afterCommit(() => this.keys.invalidate());
-    await this.db.withTransaction(async () => {
-      await this.applications.lockTenant(who.tenantId);
-      const app = await this.findOwned(who, id, true);
+  async deleteKey(origin: RequestOrigin, id: string, keyId: string): Promise<void> {
+    const who = origin.actor;
+    await this.work.transaction(origin, async (change) => {
+      // This instance forgets cached keys as soon as the change commits (others when notified of it).
+      change.afterCommit(() => this.keys.invalidate());
+      await this.applications.lockTenant(change, who.tenantId);
+      const app = await this.lockOwned(change, who, id);
       assertHolds(
         who,
         managementPermissions(app.permissions, app.rules ?? []),
         'Deleting a key of this application',
       );
-      const keys = await this.applications.keysOf(who.tenantId, [id]);
+      const keys = await this.applications.keysIn(change, who.tenantId, [id]);
       if (!keys.some((k) => k.id === keyId)) throw ApplicationsException.notFound('Application key');
       if (administers(app) && keys.length === 1)
-        await this.assertNotLastAdministrator(who, app, 'Deleting its last key');
-      await this.applications.deleteKey(who.tenantId, id, keyId);
-      await this.emit(
-        'application:updated',
-        app,
-        keys.filter((k) => k.id !== keyId),
+        await this.assertNotLastAdministrator(change, who, app, 'Deleting its last key');
+      await this.applications.deleteKey(change, who.tenantId, id, keyId);
+      change.emit(
+        this.event(
+          'application:updated',
+          app,
+          keys.filter((k) => k.id !== keyId),
+        ),
       );
+      change.audit({
+        entityType: 'application',
+        entityId: id,
+        operation: 'update',
+        message: `Application key ${keyId} revoked`,
+      });
     });
   }
 
   /** 409 when `app` is the tenant's last application holding application:create and application:update with a key. */
   private async assertNotLastAdministrator(
+    change: Change,
     who: Principal,
     app: ApplicationEntity,
     doing: string,
   ): Promise<void> {
-    if ((await this.applications.countOthersHoldingWithKey(who.tenantId, app.id, ADMINISTRATION)) === 0)
+    if (
+      (await this.applications.countOthersHoldingWithKey(change, who.tenantId, app.id, ADMINISTRATION)) === 0
+    )
       throw new ApplicationsException(
         ApplicationsErrorCode.Conflict,
         `${doing} would leave the tenant without an application holding application:create and application:update (with a key); create another one first.`,
@@ -337,8 +380,15 @@ export class ApplicationsService {
     return PERMISSIONS.filter((p) => !type || p.application_types.includes(type));
   }
 
-  private async findOwned(who: Principal, id: string, lock = false): Promise<ApplicationEntity> {
-    const app = await this.applications.findOne(who.tenantId, id, lock);
+  private async findOwned(who: Principal, id: string): Promise<ApplicationEntity> {
+    const app = await this.applications.findOne(who.tenantId, id);
+    if (!app) throw ApplicationsException.notFound('Application');
+    return app;
+  }
+
+  /** The caller's application, locked until the change ends. */
+  private async lockOwned(change: Change, who: Principal, id: string): Promise<ApplicationEntity> {
+    const app = await this.applications.lockOne(change, who.tenantId, id);
     if (!app) throw ApplicationsException.notFound('Application');
     return app;
   }

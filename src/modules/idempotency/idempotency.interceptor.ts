@@ -10,9 +10,7 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
-import { bindIdempotentResource } from '../../common/context/idempotent-resource';
-import { isNeverReplayed, isWithheldFromReplay } from '../../common/context/never-replayed.decorator';
-import { onRequestCommit } from '../../common/context/transactional';
+import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
@@ -47,13 +45,14 @@ function send(response: StoredResponse, res: Response): StreamableFile | undefin
 }
 
 /**
- * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH. The key is claimed before the
- * handler runs; its 2xx response is stored in the transaction the service method declares, so a change
- * is never committed without its record; a failure releases the key. The header is ignored on other
- * methods, on routes without a caller, and on routes that answer with a credential (`@NeverReplayed`);
- * a response holding data in clear (`withholdFromReplay`) is answered but not stored. A handler that
- * commits a resource before it calls a vendor pins it on the claim (`IdempotentResource`), so that a
- * retry after its process died answers that resource instead of making a second one.
+ * `BT-IDEMPOTENCY-KEY` on POST, PUT and PATCH. The key is claimed before the handler runs, and the claim is
+ * handed to the handler's change through its origin (`@Origin()`): the change stores the 2xx response
+ * with itself, so a change is never committed without its record. A handler that commits several changes
+ * (a payment, around its vendor call) pins what it creates on the claim, so that a retry after its process
+ * died answers that resource instead of making another; its response is stored after it. A failure
+ * releases the key. The header is ignored on other methods, on routes without a caller, and on routes that
+ * answer with a credential (`@NeverReplayed`); a response holding data in clear (withheld) is answered but
+ * not stored.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -108,24 +107,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
         serialize(result, res),
       );
       (req as RequestWithOrigin).idempotency = claim;
-      // What the handler creates before it calls a vendor is pinned on the claim (IdempotentResource).
-      bindIdempotentResource(this.idempotency.resourceBinding(scope, outcome.claimId, outcome.resumed));
-      // The record commits with the change: in the transaction the service method declares, or in its one
-      // statement (deferrable: it only writes, and refuses the whole change if a retry took the claim over).
-      let recorded: StoredResponse | undefined;
-      const edge = onRequestCommit(
-        async (result) => {
-          if (isWithheldFromReplay()) return;
-          const stored = serialize(result, res);
-          await this.idempotency.completeWithChange(scope, outcome.claimId, stored, () =>
-            conflict('A retry with this idempotency key took over this request; retry shortly.', {
-              'Retry-After': '1',
-            }),
-          );
-          recorded = stored;
-        },
-        { deferrable: true },
-      );
       let result: unknown;
       try {
         result = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -134,12 +115,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw error;
       }
       if (claim.recorded) return send(claim.recorded, res);
-      if (edge.ran && recorded) return send(recorded, res);
-      if (isWithheldFromReplay() || claim.withheld) {
+      if (claim.withheld) {
         await this.idempotency.release(scope, outcome.claimId);
         return result;
       }
-      // The handler committed its own transactions (it calls a processor): the record is completed after it.
+      // No change recorded the response (the handler committed several changes, as a payment does around its
+      // vendor call, or none): the record is completed after it.
       const stored = serialize(result, res);
       if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
         this.logger.warn('an idempotency claim was taken over while its request ran past the claim timeout');

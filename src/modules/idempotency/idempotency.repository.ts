@@ -1,10 +1,22 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { deferredWrite } from '../../common/context/transactional';
 import type { Change } from '../../common/unit-of-work/change';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
+import { GenerateSql } from '../../database/generate-sql';
+
+const EXAMPLE_KEY: RecordKey = {
+  tenantId: '00000000-0000-4000-8000-000000000001',
+  scope: 'application:00000000-0000-4000-8000-000000000002',
+  keyDigest: Buffer.alloc(32, 7),
+};
+const EXAMPLE_CLAIM = '00000000-0000-4000-8000-000000000003';
+const EXAMPLE_RESOURCE = '00000000-0000-4000-8000-000000000004';
+const EXAMPLE_NOW = new Date('2026-01-01T00:00:00.000Z');
+const EXAMPLE_RESPONSE: CompletedResponse = {
+  status: 201,
+  headers: { 'content-type': 'application/json; charset=utf-8' },
+  sealedBody: Buffer.alloc(48, 9),
+};
 
 /** A record's primary key: tenant, caller (application or session) and the HMAC of the key. */
 export interface RecordKey {
@@ -50,16 +62,14 @@ const RESUMING = 'r.resource_id IS NOT NULL AND r.expires_at > EXCLUDED.created_
 
 /**
  * The `idempotency_records` table. Claims, reads and releases are statements of their own (`dataSource`),
- * committed at once whatever transaction the caller is in, so that other requests see a claim as soon
- * as it is taken; completing and pinning a resource join the caller's transaction, so the change and
- * its record (or its pin) commit together.
+ * committed at once whatever change is open, so that other requests see a claim as soon as it is taken;
+ * completing and pinning a resource run in the change they are given (`completeIn`, `pinIn`), so the
+ * change and its record (or its pin) commit together. `complete` stores the response of a handler that
+ * committed its own changes, after it.
  */
 @Injectable()
 export class IdempotencyRepository {
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
-  ) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /**
    * Inserts a claim, or takes over a record past its lifetime or a claim past its timeout (one atomic
@@ -68,6 +78,18 @@ export class IdempotencyRepository {
    * keeps the pin (and the record's lifetime) and is told the resource; the same key with another
    * request cannot take it over. A record past its lifetime starts afresh.
    */
+  @GenerateSql({
+    params: [
+      {
+        ...EXAMPLE_KEY,
+        requestDigest: Buffer.alloc(32, 8),
+        claimId: EXAMPLE_CLAIM,
+        claimedUntil: new Date('2026-01-01T00:01:00.000Z'),
+        createdAt: EXAMPLE_NOW,
+        expiresAt: new Date('2026-01-02T00:00:00.000Z'),
+      },
+    ],
+  })
   async claim(claim: NewClaim): Promise<{ claimId: string; resourceId: string | null } | undefined> {
     const claimed: { claim_id: string; resource_id: string | null }[] = await this.dataSource.query(
       `INSERT INTO idempotency_records AS r
@@ -99,6 +121,7 @@ export class IdempotencyRepository {
     return row && { claimId: row.claim_id, resourceId: row.resource_id };
   }
 
+  @GenerateSql({ params: [EXAMPLE_KEY] })
   async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
     const rows: RecordRow[] = await this.dataSource.query(
       `SELECT request_digest, state, response_status, response_headers, response_body
@@ -117,9 +140,13 @@ export class IdempotencyRepository {
     );
   }
 
-  /** Stores the response on the record while `claimId` still holds it; false when it no longer does. */
+  /**
+   * Stores the response on the record while `claimId` still holds it, a statement of its own (after a
+   * handler that committed its own changes); false when it no longer does.
+   */
+  @GenerateSql({ params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESPONSE] })
   async complete(key: RecordKey, claimId: string, response: CompletedResponse): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
+    const [, count] = await this.dataSource.query<[unknown, number]>(
       `UPDATE idempotency_records
           SET state = 'completed', response_status = $5, response_headers = $6, response_body = $7
         WHERE ${PK} AND claim_id = $4`,
@@ -138,20 +165,11 @@ export class IdempotencyRepository {
 
   /**
    * Stores the response on the record with the change it answers: in the change's transaction, or in its
-   * one statement (`@OneStatement()`). Where `claimId` no longer holds the record (a retry took it over),
+   * one statement. Where `claimId` no longer holds the record (a retry took it over),
    * the change fails with the error `takenOver` makes, and nothing of it is written.
    */
+  @GenerateSql({ change: true, params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESPONSE, () => new Error()] })
   async completeWithChange(
-    key: RecordKey,
-    claimId: string,
-    response: CompletedResponse,
-    takenOver: () => Error,
-  ): Promise<void> {
-    await deferredWrite(completePiece(key, claimId, response), { refused: takenOver });
-  }
-
-  /** `completeWithChange`, in the given change (its transaction, or its one statement). */
-  async completeIn(
     change: Change,
     key: RecordKey,
     claimId: string,
@@ -162,19 +180,10 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Pins the resource the request made on its claim, in the caller's transaction (the one that inserts
-   * the resource); false when `claimId` no longer holds the record.
+   * Pins the resource the request made on its claim, in the change that inserts it; false when `claimId` no longer holds the record.
    */
-  async pin(key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.db.tx.query(
-      `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
-      [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
-    );
-    return count === 1;
-  }
-
-  /** `pin`, in the given change (the one that inserts the resource). */
-  async pinIn(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
+  @GenerateSql({ change: true, params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESOURCE] })
+  async pin(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
     const [, count] = await change.manager.query<[unknown, number]>(
       `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
       [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
@@ -187,6 +196,7 @@ export class IdempotencyRepository {
    * resource (that exists whatever the outcome): then the claim only ends, and the next request with
    * the key takes it over at once and answers the resource.
    */
+  @GenerateSql({ params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_NOW] })
   async release(key: RecordKey, claimId: string, now: Date): Promise<void> {
     await this.dataSource.query(
       `WITH released AS (
@@ -198,6 +208,7 @@ export class IdempotencyRepository {
   }
 
   /** Deletes the records of every tenant past their lifetime at `now`: one set-based statement. */
+  @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteExpired(change: Change, now: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM idempotency_records WHERE expires_at <= $1',

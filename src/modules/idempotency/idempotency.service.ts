@@ -2,10 +2,8 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { configure } from 'safe-stable-stringify';
 import type { Principal } from '../../common/auth/principal';
-import type { ResourceBinding } from '../../common/context/idempotent-resource';
 import type { Change } from '../../common/unit-of-work/change';
 import { open, seal } from '../../common/crypto/aead';
-import { conflict } from '../../common/errors/problem.exception';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { Clock } from '../../common/jobs/clock';
 import { RetentionJob } from '../../common/jobs/retention.job';
@@ -135,32 +133,13 @@ export class IdempotencyService implements OnModuleInit {
    * fails with `takenOver()` where a retry took the claim over meanwhile.
    */
   async completeWithChange(
-    s: IdempotencyScope,
-    claimId: string,
-    response: StoredResponse,
-    takenOver: () => Error,
-  ): Promise<void> {
-    await this.records.completeWithChange(
-      s,
-      claimId,
-      {
-        status: response.status,
-        headers: response.headers,
-        sealedBody: response.body.length ? seal(s.sealKey, response.body, this.aad(s)) : null,
-      },
-      takenOver,
-    );
-  }
-
-  /** `completeWithChange`, in the given change. */
-  async completeIn(
     change: Change,
     s: IdempotencyScope,
     claimId: string,
     response: StoredResponse,
     takenOver: () => Error,
   ): Promise<void> {
-    await this.records.completeIn(
+    await this.records.completeWithChange(
       change,
       s,
       claimId,
@@ -174,25 +153,8 @@ export class IdempotencyService implements OnModuleInit {
   }
 
   /** Pins the resource a change creates on the claim, in that change; false once a retry took it over. */
-  pinIn(change: Change, s: IdempotencyScope, claimId: string, resourceId: string): Promise<boolean> {
-    return this.records.pinIn(change, s, claimId, resourceId);
-  }
-
-  /**
-   * What the claimed request's handler sees through `IdempotentResource`: the resource a stale claim it
-   * took over had pinned, and `pin`, which writes the resource's id on the claim in the caller's
-   * transaction and refuses (409, rolling that transaction back) once a retry took the claim over.
-   */
-  resourceBinding(s: IdempotencyScope, claimId: string, resumed?: string): ResourceBinding {
-    return {
-      resumed,
-      pin: async (resourceId) => {
-        if (!(await this.records.pin(s, claimId, resourceId)))
-          throw conflict('A retry with this idempotency key took over this request; retry shortly.', {
-            'Retry-After': '1',
-          });
-      },
-    };
+  pin(change: Change, s: IdempotencyScope, claimId: string, resourceId: string): Promise<boolean> {
+    return this.records.pin(change, s, claimId, resourceId);
   }
 
   /**

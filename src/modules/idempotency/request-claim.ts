@@ -36,7 +36,7 @@ export class RequestClaim implements IdempotencyClaim {
     this.pending = true;
     const stored = this.serialize(result);
     try {
-      await this.service.completeIn(change, this.scope, this.claimId, stored, takenOver);
+      await this.service.completeWithChange(change, this.scope, this.claimId, stored, takenOver);
     } catch (error) {
       this.pending = false;
       throw error;
@@ -47,7 +47,7 @@ export class RequestClaim implements IdempotencyClaim {
   }
 
   async pin(change: Change, resourceId: string): Promise<void> {
-    if (!(await this.service.pinIn(change, this.scope, this.claimId, resourceId))) throw takenOver();
+    if (!(await this.service.pin(change, this.scope, this.claimId, resourceId))) throw takenOver();
   }
 
   withhold(): void {

@@ -1,10 +1,18 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import type { EntityType, Operation } from '../../common/audit/audit.types';
 import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
+import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
 import type { Change } from '../../common/unit-of-work/change';
+
+const EXAMPLE_FILTER: LogFilter = {
+  tenantId: '00000000-0000-4000-8000-000000000001',
+  entityType: 'card',
+  startDate: '2026-01-01T00:00:00.000Z',
+  endDate: '2026-01-02T00:00:00.000Z',
+  before: { createdAt: '2026-01-01T12:00:00.000000Z', id: '00000000-0000-4000-8000-000000000002' },
+};
 
 export interface LogFilter {
   tenantId: string;
@@ -96,25 +104,34 @@ const record = (row: LogRow): LogRecord => ({
   cursorAt: row.cursor_at,
 });
 
-/** Reading `audit_logs` (written by common/audit) and deleting what is past retention. */
+/**
+ * Reading `audit_logs` (written by common/audit) through the pool, and deleting what is past retention
+ * in the retention job's change.
+ */
 @Injectable()
 export class LogsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /** A page of a tenant's logs, newest first: `limit` rows after skipping `offset`. */
+  @GenerateSql(
+    { name: 'page', params: [EXAMPLE_FILTER, 21] },
+    { name: 'numberedPage', params: [EXAMPLE_FILTER, 20, 40] },
+  )
   async page(filter: LogFilter, limit: number, offset = 0): Promise<LogRecord[]> {
     const { sql, params } = logPageQuery(filter, limit, offset);
-    const rows: LogRow[] = await this.db.tx.query(sql, params);
+    const rows: LogRow[] = await this.dataSource.query(sql, params);
     return rows.map(record);
   }
 
+  @GenerateSql({ params: [EXAMPLE_FILTER], answers: [[{ n: 0 }]] })
   async count(filter: LogFilter): Promise<number> {
     const { sql, params } = logCountQuery(filter);
-    const [{ n }]: { n: number }[] = await this.db.tx.query(sql, params);
+    const [{ n }]: { n: number }[] = await this.dataSource.query(sql, params);
     return n;
   }
 
   /** Deletes the logs of every tenant written before `cutoff`: one set-based statement. */
+  @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')] })
   async deleteCreatedBefore(change: Change, cutoff: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM audit_logs WHERE created_at < $1',

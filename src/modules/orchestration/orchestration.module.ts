@@ -10,7 +10,7 @@ import { ConnectionsService } from './connections/connections.service';
 import { FormulasController } from './formulas/formulas.controller';
 import { AdyenNotificationsController } from './notifications/adyen-notifications.controller';
 import { AdyenNotificationsService } from './notifications/adyen-notifications.service';
-import { ProcessorRegistry } from './processors/processor.registry';
+import { PROCESSOR_PROVIDERS } from './processors/processor.registry';
 import { ApprovalLinks } from './transactions/approval-links';
 import { RefundsRepository } from './transactions/refunds.repository';
 import { SettlementService } from './transactions/settlement.service';
@@ -31,7 +31,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     AdyenNotificationsController,
   ],
   providers: [
-    ProcessorRegistry,
+    ...PROCESSOR_PROVIDERS,
     ConnectionsRepository,
     TransactionsRepository,
     RefundsRepository,

@@ -4,6 +4,7 @@ import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
+import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { ListProxiesQueryDto } from './dto/list-proxies-query.dto';
 import { CreateProxyDto, PatchProxyDto, ProxyDto, ProxyPageDto, UpdateProxyDto } from './dto/proxy.dto';
 import { ProxiesService } from './proxies.service';
@@ -21,11 +22,10 @@ export class ProxiesController {
 
   @Post()
   @RequirePermissions('proxy:create')
-  @Audited('proxy', 'create')
   @ApiOperation({ operationId: 'createProxy', summary: 'Create a pre-configured proxy', description: POLICY })
   @ApiCreatedResponse({ type: ProxyDto })
-  create(@Principal() who: Principal, @Body() body: CreateProxyDto): Promise<ProxyDto> {
-    return this.proxies.create(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: CreateProxyDto): Promise<ProxyDto> {
+    return this.proxies.create(origin, body);
   }
 
   @Get()
@@ -48,7 +48,6 @@ export class ProxiesController {
 
   @Put(':id')
   @RequirePermissions('proxy:update')
-  @Audited('proxy', 'update')
   @ApiOperation({
     operationId: 'updateProxy',
     summary: 'Replace a pre-configured proxy',
@@ -56,17 +55,16 @@ export class ProxiesController {
   })
   @ApiOkResponse({ type: ProxyDto })
   update(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @ProxyId() id: string,
     @Body() body: UpdateProxyDto,
   ): Promise<ProxyDto> {
-    return this.proxies.update(who, id, body, true);
+    return this.proxies.update(origin, id, body, true);
   }
 
   @Patch(':id')
   @HttpCode(204)
   @RequirePermissions('proxy:update')
-  @Audited('proxy', 'update', { message: 'Proxy updated' })
   @ApiConsumes('application/merge-patch+json', 'application/json')
   @ApiOperation({
     operationId: 'patchProxy',
@@ -74,23 +72,22 @@ export class ProxiesController {
     description: `204 without a body, as Basis Theory answers it. ${POLICY}`,
   })
   async patch(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @ProxyId() id: string,
     @Body() body: PatchProxyDto,
   ): Promise<void> {
-    await this.proxies.update(who, id, body, false);
+    await this.proxies.update(origin, id, body, false);
   }
 
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('proxy:delete')
-  @Audited('proxy', 'delete')
   @ApiOperation({
     operationId: 'deleteProxy',
     summary: 'Delete a pre-configured proxy',
     description: 'Requests naming its key are refused (404) from then on.',
   })
-  delete(@Principal() who: Principal, @ProxyId() id: string): Promise<void> {
-    return this.proxies.delete(who, id);
+  delete(@Origin() origin: RequestOrigin, @ProxyId() id: string): Promise<void> {
+    return this.proxies.delete(origin, id);
   }
 }

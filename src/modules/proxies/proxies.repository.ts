@@ -1,7 +1,6 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { Repository } from 'typeorm';
+import { DataSource, type Repository } from 'typeorm';
+import type { Change } from '../../common/unit-of-work/change';
 import { ProxyEntity } from './entities/proxy.entity';
 
 export interface ProxyFilter {
@@ -18,23 +17,31 @@ export type ProxyChanges = Pick<
 
 const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** Pre-configured proxies (`proxies`); every statement joins the caller's transaction. */
+/**
+ * Pre-configured proxies (`proxies`): reads outside any change go through the pool; writes, and the
+ * reads a write makes (row locks), take the change they belong to.
+ */
 @Injectable()
 export class ProxiesRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   private get proxies(): Repository<ProxyEntity> {
-    return this.db.tx.getRepository(ProxyEntity);
+    return this.dataSource.getRepository(ProxyEntity);
   }
 
-  async insert(proxy: ProxyEntity): Promise<void> {
-    await this.proxies.insert(proxy);
+  async insert(change: Change, proxy: ProxyEntity): Promise<void> {
+    await change.manager.getRepository(ProxyEntity).insert(proxy);
   }
 
-  findOne(tenantId: string, id: string, lock = false): Promise<ProxyEntity | null> {
-    return this.proxies.findOne({
+  findOne(tenantId: string, id: string): Promise<ProxyEntity | null> {
+    return this.proxies.findOne({ where: { tenantId, id } });
+  }
+
+  /** The proxy, its row locked until the change ends. */
+  findLocked(change: Change, tenantId: string, id: string): Promise<ProxyEntity | null> {
+    return change.manager.getRepository(ProxyEntity).findOne({
       where: { tenantId, id },
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+      lock: { mode: 'pessimistic_write' },
     });
   }
 
@@ -60,13 +67,13 @@ export class ProxiesRepository {
     return { total, rows };
   }
 
-  async update(tenantId: string, id: string, changes: ProxyChanges): Promise<void> {
-    await this.proxies.update({ tenantId, id }, changes);
+  async update(change: Change, tenantId: string, id: string, changes: ProxyChanges): Promise<void> {
+    await change.manager.getRepository(ProxyEntity).update({ tenantId, id }, changes);
   }
 
   /** True when a row was deleted. */
-  async delete(tenantId: string, id: string): Promise<boolean> {
-    const result = await this.proxies.delete({ tenantId, id });
+  async delete(change: Change, tenantId: string, id: string): Promise<boolean> {
+    const result = await change.manager.getRepository(ProxyEntity).delete({ tenantId, id });
     return (result.affected ?? 0) > 0;
   }
 }

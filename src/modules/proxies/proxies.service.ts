@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { BASE62 } from '../../common/auth/api-key';
+import type { AuditEntry } from '../../common/audit/audit.types';
 import type { Principal } from '../../common/auth/principal';
-import { Transactional } from '../../common/context/transactional';
 import { ValidationException } from '../../common/errors/domain.exception';
 import { OutboundHttp } from '../../common/outbound/outbound-http.service';
 import { OutboundError } from '../../common/outbound/outbound.types';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import type { Change } from '../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import type { CreateProxyDto, PatchProxyDto, ProxyDto, ProxyPageDto } from './dto/proxy.dto';
 import type { ListProxiesQueryDto } from './dto/list-proxies-query.dto';
 import { ProxyEntity } from './entities/proxy.entity';
@@ -33,16 +36,29 @@ export function proxyDto(proxy: ProxyEntity): ProxyDto {
   };
 }
 
-/** Pre-configured proxies, always within the caller's tenant. */
+/** The audit row of a write to a proxy. */
+const entry = (id: string, operation: 'create' | 'update' | 'delete', message: string): AuditEntry => ({
+  entityType: 'proxy',
+  entityId: id,
+  operation,
+  message,
+});
+
+/**
+ * Pre-configured proxies, always within the caller's tenant. Each write is one change, which carries
+ * its audit row.
+ */
 @Injectable()
 export class ProxiesService {
   constructor(
     private readonly proxies: ProxiesRepository,
     private readonly outbound: OutboundHttp,
+    private readonly work: UnitOfWork,
   ) {}
 
-  @Transactional()
-  async create(who: Principal, dto: CreateProxyDto): Promise<ProxyDto> {
+  /** The destination (which may take a DNS lookup) is checked before the change opens. */
+  async create(origin: RequestOrigin, dto: CreateProxyDto): Promise<ProxyDto> {
+    const who = origin.actor;
     const destination = await this.checkedDestination(dto.destination_url);
     const proxy: ProxyEntity = {
       tenantId: who.tenantId,
@@ -56,8 +72,11 @@ export class ProxiesService {
       modifiedBy: null,
       modifiedAt: null,
     };
-    await this.proxies.insert(proxy);
-    return proxyDto(proxy);
+    return this.work.transaction(origin, async (change) => {
+      await this.proxies.insert(change, proxy);
+      change.audit(entry(proxy.id, 'create', 'Proxy created'));
+      return proxyDto(proxy);
+    });
   }
 
   async list(who: Principal, query: ListProxiesQueryDto): Promise<ProxyPageDto> {
@@ -74,31 +93,47 @@ export class ProxiesService {
     return proxyDto(await this.findOwned(who, id));
   }
 
-  /** PUT replaces name, destination and `require_auth` (omitted: true); PATCH changes what it names. */
-  @Transactional()
-  async update(who: Principal, id: string, dto: PatchProxyDto, replace: boolean): Promise<ProxyDto> {
-    const proxy = await this.findOwned(who, id, true);
-    const changes = {
-      name: dto.name ?? proxy.name,
-      destinationUrl:
-        dto.destination_url !== undefined
-          ? await this.checkedDestination(dto.destination_url)
-          : proxy.destinationUrl,
-      requireAuth: dto.require_auth ?? (replace ? true : proxy.requireAuth),
-      modifiedBy: who.applicationId,
-      modifiedAt: new Date(),
-    };
-    await this.proxies.update(who.tenantId, id, changes);
-    return proxyDto({ ...proxy, ...changes });
+  /**
+   * PUT replaces name, destination and `require_auth` (omitted: true); PATCH changes what it names. The
+   * proxy is found (404) before its new destination is checked (400).
+   */
+  async update(origin: RequestOrigin, id: string, dto: PatchProxyDto, replace: boolean): Promise<ProxyDto> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      const proxy = await this.findLocked(change, who, id);
+      const changes = {
+        name: dto.name ?? proxy.name,
+        destinationUrl:
+          dto.destination_url !== undefined
+            ? await this.checkedDestination(dto.destination_url)
+            : proxy.destinationUrl,
+        requireAuth: dto.require_auth ?? (replace ? true : proxy.requireAuth),
+        modifiedBy: who.applicationId,
+        modifiedAt: new Date(),
+      };
+      await this.proxies.update(change, who.tenantId, id, changes);
+      change.audit(entry(id, 'update', 'Proxy updated'));
+      return proxyDto({ ...proxy, ...changes });
+    });
   }
 
-  @Transactional()
-  async delete(who: Principal, id: string): Promise<void> {
-    if (!(await this.proxies.delete(who.tenantId, id))) throw ProxiesException.notFound();
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      if (!(await this.proxies.delete(change, who.tenantId, id))) throw ProxiesException.notFound();
+      change.audit(entry(id, 'delete', 'Proxy deleted'));
+    });
   }
 
-  private async findOwned(who: Principal, id: string, lock = false): Promise<ProxyEntity> {
-    const proxy = await this.proxies.findOne(who.tenantId, id, lock);
+  private async findOwned(who: Principal, id: string): Promise<ProxyEntity> {
+    const proxy = await this.proxies.findOne(who.tenantId, id);
+    if (!proxy) throw ProxiesException.notFound();
+    return proxy;
+  }
+
+  /** The caller's proxy, its row locked for the rest of the change. */
+  private async findLocked(change: Change, who: Principal, id: string): Promise<ProxyEntity> {
+    const proxy = await this.proxies.findLocked(change, who.tenantId, id);
     if (!proxy) throw ProxiesException.notFound();
     return proxy;
   }

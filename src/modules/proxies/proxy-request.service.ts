@@ -3,7 +3,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ApiKeyAuthenticator } from '../../common/auth/api-key.guard';
 import { RateLimiter } from '../../common/throttling/rate-limiter';
 import type { Principal, RequestWithPrincipal } from '../../common/auth/principal';
-import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AuditActor } from '../../common/audit/audit.types';
 import { MAX_JSON_DEPTH, jsonDepth } from '../../common/context/body-parser';
 import { DomainException } from '../../common/errors/domain.exception';
@@ -15,6 +14,7 @@ import {
   OutboundFailure,
   OutboundResponse,
 } from '../../common/outbound/outbound.types';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import { TokensService } from '../tokens/tokens.service';
 import {
   ExpressionError,
@@ -109,7 +109,7 @@ export class ProxyRequestService {
     private readonly limits: RateLimiter,
     private readonly tokens: TokensService,
     private readonly outbound: OutboundHttp,
-    private readonly audit: AuditTrail,
+    private readonly work: UnitOfWork,
   ) {}
 
   async forward(request: ProxiedRequest): Promise<OutboundResponse> {
@@ -326,10 +326,11 @@ export class ProxyRequestService {
     };
   }
 
+  /** The `use` row of a request that went out: a change of its own, one statement (it only inserts). */
   private async recordUse(route: Route, message: string): Promise<void> {
-    await this.audit.write(route.actor, [
-      { entityType: 'proxy', entityId: route.auditId, operation: 'use', message },
-    ]);
+    await this.work.statement({ actor: route.actor }, async (change) => {
+      change.audit({ entityType: 'proxy', entityId: route.auditId, operation: 'use', message });
+    });
   }
 }
 

@@ -6,11 +6,10 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { Audited } from '../../common/audit/audited.decorator';
-import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { problemContent } from '../../common/errors/problem-details.dto';
+import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
 import { SessionsService } from './sessions.service';
 
@@ -22,7 +21,6 @@ export class SessionsController {
   @Post()
   @RequirePermissions([], { keyKinds: ['public'] })
   @NeverReplayed()
-  @Audited('session', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'createSession',
     summary: 'Create a session',
@@ -33,15 +31,14 @@ export class SessionsController {
       "ever sent another's session key.",
   })
   @ApiCreatedResponse({ type: CreateSessionResponseDto })
-  async create(@Principal() who: Principal): Promise<CreateSessionResponseDto> {
-    const { session_key, nonce, expires_at } = await this.sessions.create(who);
+  async create(@Origin() origin: RequestOrigin): Promise<CreateSessionResponseDto> {
+    const { session_key, nonce, expires_at } = await this.sessions.create(origin);
     return { session_key, nonce, expires_at };
   }
 
   @Post('authorize')
   @HttpCode(204)
   @RequirePermissions([], { keyKinds: ['private'] })
-  @Audited('session', 'update', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'authorizeSession',
     summary: 'Authorize a session',
@@ -58,7 +55,7 @@ export class SessionsController {
     description: 'Unknown, expired or used nonce; nothing granted; a grant the caller does not hold.',
     content: problemContent(),
   })
-  async authorize(@Principal() who: Principal, @Body() body: AuthorizeSessionDto): Promise<void> {
-    await this.sessions.authorize(who, body);
+  async authorize(@Origin() origin: RequestOrigin, @Body() body: AuthorizeSessionDto): Promise<void> {
+    await this.sessions.authorize(origin, body);
   }
 }

@@ -1,8 +1,14 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { Change } from '../../common/unit-of-work/change';
+import { GenerateSql } from '../../database/generate-sql';
+
+const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000002';
+const EXAMPLE_SESSION = '00000000-0000-4000-8000-000000000003';
+const EXAMPLE_DIGEST = Buffer.alloc(32, 7);
+const EXAMPLE_NOW = new Date('2026-01-01T00:00:00.000Z');
 
 export interface NewSession {
   id: string;
@@ -57,13 +63,30 @@ interface SessionByKeyRow {
   holder_rules: AccessRule[] | null;
 }
 
-/** The `sessions` table; every statement joins the caller's transaction. */
+/**
+ * The `sessions` table. Writes and the lock of an authorization run in the change they are given; the
+ * lookup of a session key (authentication, before any change) reads through the pool.
+ */
 @Injectable()
 export class SessionsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  async insert(session: NewSession): Promise<void> {
-    await this.db.tx.query(
+  @GenerateSql({
+    change: true,
+    params: [
+      {
+        id: EXAMPLE_SESSION,
+        tenantId: EXAMPLE_TENANT,
+        applicationId: EXAMPLE_APPLICATION,
+        keyHash: EXAMPLE_DIGEST,
+        nonceHash: Buffer.alloc(32, 8),
+        expiresAt: new Date('2026-01-01T00:03:00.000Z'),
+        createdAt: EXAMPLE_NOW,
+      },
+    ],
+  })
+  async insert(change: Change, session: NewSession): Promise<void> {
+    await change.query(
       `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, expires_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [
@@ -78,13 +101,15 @@ export class SessionsRepository {
     );
   }
 
-  /** The unexpired session of the tenant that still holds this nonce, locked until the transaction ends. */
+  /** The unexpired session of the tenant that still holds this nonce, locked until the change ends. */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_DIGEST, EXAMPLE_NOW] })
   async lockPendingByNonce(
+    change: Change,
     tenantId: string,
     nonceHash: Buffer,
     now: Date,
   ): Promise<PendingSession | undefined> {
-    const rows: { id: string; created_at: Date; expires_at: Date }[] = await this.db.tx.query(
+    const rows = await change.query<{ id: string; created_at: Date; expires_at: Date }>(
       `SELECT id, created_at, expires_at FROM sessions
         WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
       [nonceHash, tenantId, now],
@@ -94,8 +119,22 @@ export class SessionsRepository {
   }
 
   /** Grants, and consumes the nonce in the same statement. */
-  async authorize(tenantId: string, id: string, grant: SessionGrant): Promise<void> {
-    await this.db.tx.query(
+  @GenerateSql({
+    change: true,
+    params: [
+      EXAMPLE_TENANT,
+      EXAMPLE_SESSION,
+      {
+        permissions: ['token:read'],
+        rules: [],
+        authorizedBy: EXAMPLE_APPLICATION,
+        authorizedAt: EXAMPLE_NOW,
+        expiresAt: new Date('2026-01-01T00:03:00.000Z'),
+      },
+    ],
+  })
+  async authorize(change: Change, tenantId: string, id: string, grant: SessionGrant): Promise<void> {
+    await change.query(
       `UPDATE sessions
           SET nonce_hash = NULL, permissions = $3, rules = $4, authorized_by = $5, authorized_at = $6,
               expires_at = $7
@@ -116,8 +155,9 @@ export class SessionsRepository {
    * The session holding this key digest, of any tenant (the key is what tells the tenant), with the
    * grants its authorizing application holds now.
    */
+  @GenerateSql({ params: [EXAMPLE_DIGEST] })
   async findByKeyHash(keyHash: Buffer): Promise<SessionByKey | undefined> {
-    const rows: SessionByKeyRow[] = await this.db.tx.query(
+    const rows: SessionByKeyRow[] = await this.dataSource.query(
       `SELECT s.id, s.key_hash, s.tenant_id, s.application_id, s.permissions, s.rules, s.authorized_at,
               s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
          FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
@@ -142,6 +182,7 @@ export class SessionsRepository {
   }
 
   /** Deletes the sessions of every tenant that expired by `now`: one set-based statement. */
+  @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteExpired(change: Change, now: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       'DELETE FROM sessions WHERE expires_at <= $1',

@@ -1,17 +1,14 @@
 import { ValidationException } from '../../common/errors/domain.exception';
-import { Transactional } from '../../common/context/transactional';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AuditTrail } from '../../common/audit/audit-trail.service';
 import type { AccessRule } from '../../common/auth/access-rule';
 import { BASE62, generateApiKey, hashApiKey } from '../../common/auth/api-key';
 import { checkGrants, escalations } from '../../common/auth/grants';
-import type { Principal } from '../../common/auth/principal';
 import { addFieldError, FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { RetentionJob } from '../../common/jobs/retention.job';
+import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import { LOCK_KEYS } from '../../database/data-source';
 import { AuthorizeSessionDto, CreateSessionResponseDto } from './dto/session.dto';
 import { SessionsRepository } from './sessions.repository';
@@ -19,15 +16,17 @@ import { SessionsRepository } from './sessions.repository';
 export const SESSION_LIFETIME_MS = 3 * 60_000;
 export const MAX_SESSION_LIFETIME_MS = 24 * 60 * 60_000;
 
-/** Sessions: created by a public application, authorized by a private one. */
+/**
+ * Sessions: created by a public application, authorized by a private one. Each write is one change
+ * carrying its audit row (`Session created`, `Session authorized with ...`).
+ */
 @Injectable()
 export class SessionsService implements OnModuleInit {
   constructor(
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly work: UnitOfWork,
     private readonly sessions: SessionsRepository,
     private readonly clock: Clock,
     private readonly retention: RetentionJob,
-    private readonly audit: AuditTrail,
   ) {}
 
   /** Sessions past `expires_at` are deleted every minute (one set-based statement). */
@@ -41,39 +40,37 @@ export class SessionsService implements OnModuleInit {
   }
 
   /** A new session without access; the key and nonce are returned once and stored as digests. */
-  @Transactional()
-  async create(who: Principal): Promise<CreateSessionResponseDto & { id: string }> {
-    const id = randomUUID();
-    const sessionKey = generateApiKey('session');
-    const nonce = BASE62.encode(randomBytes(24));
-    const now = this.clock.now();
-    const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
-    await this.sessions.insert({
-      id,
-      tenantId: who.tenantId,
-      applicationId: who.applicationId,
-      keyHash: hashApiKey(sessionKey),
-      nonceHash: hashApiKey(nonce),
-      expiresAt,
-      createdAt: now,
+  async create(origin: RequestOrigin): Promise<CreateSessionResponseDto & { id: string }> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      const id = randomUUID();
+      const sessionKey = generateApiKey('session');
+      const nonce = BASE62.encode(randomBytes(24));
+      const now = this.clock.now();
+      const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
+      await this.sessions.insert(change, {
+        id,
+        tenantId: who.tenantId,
+        applicationId: who.applicationId,
+        keyHash: hashApiKey(sessionKey),
+        nonceHash: hashApiKey(nonce),
+        expiresAt,
+        createdAt: now,
+      });
+      change.audit({ entityType: 'session', entityId: id, operation: 'create', message: 'Session created' });
+      return { id, session_key: sessionKey, nonce, expires_at: expiresAt.toISOString() };
     });
-    this.audit.record({
-      entityType: 'session',
-      entityId: id,
-      operation: 'create',
-      message: 'Session created',
-    });
-    return { id, session_key: sessionKey, nonce, expires_at: expiresAt.toISOString() };
   }
 
   /**
    * Grants permissions and rules to the session holding `nonce`. The nonce is consumed by the same
    * UPDATE that grants, so two concurrent authorizations cannot both succeed.
    */
-  @Transactional()
-  async authorize(who: Principal, body: AuthorizeSessionDto): Promise<{ id: string }> {
+  async authorize(origin: RequestOrigin, body: AuthorizeSessionDto): Promise<{ id: string }> {
+    const who = origin.actor;
     const permissions = body.permissions ?? [];
     const rules = (body.rules ?? []) as AccessRule[];
+    // Checked before the change opens: a refused grant costs no round trip.
     const errors: FieldErrors = checkGrants('private', permissions, rules, { allowConditions: true });
     if (permissions.length === 0 && rules.length === 0)
       addFieldError(errors, 'permissions', 'at least one of permissions and rules must be granted');
@@ -81,9 +78,14 @@ export class SessionsService implements OnModuleInit {
       if (!errors[path]) errors[path] = messages;
     if (Object.keys(errors).length) throw new ValidationException(errors);
 
-    const now = this.clock.now();
-    return this.db.withTransaction(async () => {
-      const session = await this.sessions.lockPendingByNonce(who.tenantId, hashApiKey(body.nonce), now);
+    return this.work.transaction(origin, async (change) => {
+      const now = this.clock.now();
+      const session = await this.sessions.lockPendingByNonce(
+        change,
+        who.tenantId,
+        hashApiKey(body.nonce),
+        now,
+      );
       if (!session)
         throw new ValidationException({ nonce: ['the nonce is unknown, expired or already used'] });
       let expiresAt = session.expiresAt;
@@ -99,7 +101,7 @@ export class SessionsService implements OnModuleInit {
             ],
           });
       }
-      await this.sessions.authorize(who.tenantId, session.id, {
+      await this.sessions.authorize(change, who.tenantId, session.id, {
         permissions,
         rules,
         authorizedBy: who.applicationId,
@@ -110,7 +112,7 @@ export class SessionsService implements OnModuleInit {
         permissions.length ? `permissions ${permissions.join(', ')}` : '',
         rules.length ? `${rules.length} rule${rules.length > 1 ? 's' : ''}` : '',
       ].filter(Boolean);
-      this.audit.record({
+      change.audit({
         entityType: 'session',
         entityId: session.id,
         operation: 'update',

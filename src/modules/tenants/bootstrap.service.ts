@@ -1,16 +1,13 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../config/app-config';
 import { CreatedTenantDto } from './dto/tenant.dto';
-import { TenantsRepository } from './tenants.repository';
 import { TenantsService } from './tenants.service';
 
 /**
  * On an empty database, creates the `default` tenant; its management key is printed once to stdout by
  * `printBanner`, which the server calls after it listens, so that the key is the last thing on screen.
- * A transaction-level advisory lock makes it happen once when several instances start together.
+ * An advisory lock held by its change makes it happen once when several instances start together.
  */
 @Injectable()
 export class BootstrapService implements OnApplicationBootstrap {
@@ -18,22 +15,13 @@ export class BootstrapService implements OnApplicationBootstrap {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tenants: TenantsService,
-    private readonly repository: TenantsRepository,
     private readonly cls: ClsService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.BOOTSTRAP) return;
-    const created = await this.cls.run(() =>
-      this.db.withTransaction(async (): Promise<CreatedTenantDto | undefined> => {
-        await this.repository.lockBootstrap();
-        if ((await this.repository.count()) > 0) return undefined;
-        return this.tenants.createTenant('default');
-      }),
-    );
-    this.created = created;
+    this.created = await this.cls.run(() => this.tenants.createFirstTenant('default'));
   }
 
   /** Prints the first-start banner (once), if this process created the default tenant. */

@@ -1,56 +1,67 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { IsNull, Not, Repository } from 'typeorm';
+import { DataSource, EntityManager, IsNull, Not, Repository } from 'typeorm';
 import {
   StoredTenantKey,
   TenantKeyStore,
   TenantWrappedKey,
   WrappedTenantKey,
 } from '../../common/crypto/tenant-key.store';
+import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
+import { GenerateSql } from '../../database/generate-sql';
 import { TenantEntity } from './tenant.entity';
+
+const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_KEY: WrappedTenantKey = { keyVersion: 'v1', wrappedKey: Buffer.alloc(60, 7) };
 
 /**
  * The `tenants` table: tenants themselves, and their root keys for CryptoModule (as its
  * `TenantKeyStore`). The table is keyed by the tenant: every query but the cross-tenant ones of key
- * rotation and master-key checks names one. Every statement joins the caller's transaction.
+ * rotation and master-key checks names one. Writes and locks run in the change they are given; a
+ * tenant read outside any change through the pool.
  */
 @Injectable()
 export class TenantsRepository implements TenantKeyStore {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  private get tenants(): Repository<TenantEntity> {
-    return this.db.tx.getRepository(TenantEntity);
+  private tenants(manager: EntityManager = this.dataSource.manager): Repository<TenantEntity> {
+    return manager.getRepository(TenantEntity);
   }
 
-  async insert(tenant: TenantEntity): Promise<void> {
-    await this.tenants.insert(tenant);
+  async insert(change: Change, tenant: TenantEntity): Promise<void> {
+    await this.tenants(change.manager).insert(tenant);
   }
 
   findById(id: string): Promise<TenantEntity | null> {
-    return this.tenants.findOneBy({ id });
+    return this.tenants().findOneBy({ id });
   }
 
-  count(): Promise<number> {
-    return this.tenants.count();
+  /** How many tenants there are, as the change sees them (under the bootstrap lock). */
+  count(change: Change): Promise<number> {
+    return this.tenants(change.manager).count();
   }
 
-  /** `pg_advisory_xact_lock` of first-start bootstrap, held until the transaction ends. */
-  async lockBootstrap(): Promise<void> {
-    await this.db.tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.bootstrap]);
+  /** `pg_advisory_xact_lock` of first-start bootstrap, held until the change ends. */
+  @GenerateSql({ change: true, params: [] })
+  async lockBootstrap(change: Change): Promise<void> {
+    await change.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.bootstrap]);
   }
 
-  async find(tenantId: string): Promise<StoredTenantKey | undefined> {
-    const tenant = await this.tenants.findOne({
+  async find(db: Queryable, tenantId: string): Promise<StoredTenantKey | undefined> {
+    const tenant = await this.tenants(db.manager).findOne({
       where: { id: tenantId },
       select: { id: true, keyVersion: true, wrappedKey: true },
     });
     return tenant ? { keyVersion: tenant.keyVersion, wrappedKey: tenant.wrappedKey } : undefined;
   }
 
-  async setIfUnset(tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
-    const [rows]: [{ key_version: string; wrapped_key: Buffer }[], number] = await this.db.tx.query(
+  @GenerateSql({
+    change: true,
+    params: [EXAMPLE_TENANT, EXAMPLE_KEY],
+    answers: [{ rows: [{ key_version: 'v1', wrapped_key: Buffer.alloc(0) }], rowCount: 1 }],
+  })
+  async setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
+    const [rows] = await change.manager.query<[{ key_version: string; wrapped_key: Buffer }[], number]>(
       `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
         WHERE id = $1 RETURNING key_version, wrapped_key`,
       [tenantId, key.keyVersion, key.wrappedKey],
@@ -58,8 +69,9 @@ export class TenantsRepository implements TenantKeyStore {
     return { keyVersion: rows[0].key_version, wrappedKey: rows[0].wrapped_key };
   }
 
-  async lockWrappedUnderOther(keyVersion: string): Promise<TenantWrappedKey[]> {
-    const rows: { id: string; key_version: string; wrapped_key: Buffer }[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: ['v2'] })
+  async lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]> {
+    const rows = await change.query<{ id: string; key_version: string; wrapped_key: Buffer }>(
       'SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1 FOR UPDATE',
       [keyVersion],
     );
@@ -70,20 +82,24 @@ export class TenantsRepository implements TenantKeyStore {
     }));
   }
 
-  async replace(tenantId: string, key: WrappedTenantKey): Promise<void> {
-    await this.tenants.update({ id: tenantId }, { keyVersion: key.keyVersion, wrappedKey: key.wrappedKey });
+  async replace(change: Change, tenantId: string, key: WrappedTenantKey): Promise<void> {
+    await this.tenants(change.manager).update(
+      { id: tenantId },
+      { keyVersion: key.keyVersion, wrappedKey: key.wrappedKey },
+    );
   }
 
-  async countByVersion(): Promise<{ keyVersion: string; tenants: number }[]> {
-    const rows: { key_version: string; tenants: number }[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [] })
+  async countByVersion(change: Change): Promise<{ keyVersion: string; tenants: number }[]> {
+    const rows = await change.query<{ key_version: string; tenants: number }>(
       `SELECT key_version, count(*)::int AS tenants FROM tenants
         WHERE wrapped_key IS NOT NULL GROUP BY key_version ORDER BY key_version`,
     );
     return rows.map((row) => ({ keyVersion: row.key_version, tenants: row.tenants }));
   }
 
-  async sample(keyVersion: string): Promise<TenantWrappedKey | undefined> {
-    const tenant = await this.tenants.findOne({
+  async sample(change: Change, keyVersion: string): Promise<TenantWrappedKey | undefined> {
+    const tenant = await this.tenants(change.manager).findOne({
       where: { keyVersion, wrappedKey: Not(IsNull()) },
       select: { id: true, keyVersion: true, wrappedKey: true },
     });

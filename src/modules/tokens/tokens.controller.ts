@@ -11,10 +11,10 @@ import {
 } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
-import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { COMPONENT_SCHEMAS_EXTENSION } from '../../common/openapi';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
+import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
 import { TOKENIZED_VALUE, TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
 import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
@@ -56,6 +56,12 @@ const FREE_FORM = {
   },
 };
 
+/**
+ * Writes take the request's origin (`@Origin()`) and their services write their own audit rows with the
+ * change. Reads and searches keep `@Audited` (the interceptor logs them once they succeed) and take the
+ * origin too: a read through a reveal rule writes `reveal` audit rows, and keeps its answer out of
+ * idempotency records through the request's claim.
+ */
 @ApiTags('Tokens')
 @Controller()
 export class TokensController {
@@ -66,7 +72,6 @@ export class TokensController {
 
   @Post('tokenize')
   @RequirePermissions('token:create', { perToken: true })
-  @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'tokenize',
     summary: 'Tokenize one value or a whole structure',
@@ -86,13 +91,12 @@ export class TokensController {
     },
   })
   @ApiExtension(COMPONENT_SCHEMAS_EXTENSION, { TokenizedValue: TOKENIZED_VALUE })
-  tokenize(@Principal() who: Principal, @Body() body: unknown): Promise<unknown> {
-    return this.tokenizer.tokenize(who, body);
+  tokenize(@Origin() origin: RequestOrigin, @Body() body: unknown): Promise<unknown> {
+    return this.tokenizer.tokenize(origin, body);
   }
 
   @Post('tokens')
   @RequirePermissions('token:create', { perToken: true })
-  @Audited('token', 'create', { entries: 'recorded' })
   @ApiOperation({ operationId: 'createToken', summary: 'Create one token', description: ENUMERATION_NOTE })
   @ApiBody({
     schema: {
@@ -127,8 +131,8 @@ export class TokensController {
     description: 'The token object, with `mask` for cards and banks.',
     type: TokenObjectDto,
   })
-  create(@Principal() who: Principal, @Body() body: unknown): Promise<TokenDto> {
-    return this.tokenizer.createOne(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: unknown): Promise<TokenDto> {
+    return this.tokenizer.createOne(origin, body);
   }
 
   @Get('tokens')
@@ -156,10 +160,10 @@ export class TokensController {
   @ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 } })
   @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
   list(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v1')) query: TokenListQuery,
   ): Promise<OffsetPage<TokenDto>> {
-    return this.tokens.list(who, query);
+    return this.tokens.list(origin, query);
   }
 
   @Post('tokens/search')
@@ -168,8 +172,8 @@ export class TokensController {
   @Audited('token', 'search')
   @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens', description: REVEAL_NOTE })
   @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
-  search(@Principal() who: Principal, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
-    return this.tokens.search(who, body);
+  search(@Origin() origin: RequestOrigin, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
+    return this.tokens.search(origin, body);
   }
 
   @Get('v2/tokens')
@@ -194,10 +198,10 @@ export class TokensController {
   @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
   @ApiOkResponse({ type: TokenCursorPageDto })
   listV2(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v2')) query: TokenListQuery,
   ): Promise<CursorTokenPage> {
-    return this.tokens.listV2(who, query);
+    return this.tokens.listV2(origin, query);
   }
 
   @Post('v2/tokens/search')
@@ -210,8 +214,8 @@ export class TokensController {
     description: REVEAL_NOTE,
   })
   @ApiOkResponse({ type: TokenCursorPageDto })
-  searchV2(@Principal() who: Principal, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
-    return this.tokens.searchV2(who, body);
+  searchV2(@Origin() origin: RequestOrigin, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
+    return this.tokens.searchV2(origin, body);
   }
 
   @Get('tokens/:id')
@@ -223,13 +227,12 @@ export class TokensController {
     description: REVEAL_NOTE,
   })
   @ApiOkResponse({ type: TokenObjectDto })
-  get(@Principal() who: Principal, @TokenId() id: string): Promise<TokenDto> {
-    return this.tokens.get(who, id);
+  get(@Origin() origin: RequestOrigin, @TokenId() id: string): Promise<TokenDto> {
+    return this.tokens.get(origin, id);
   }
 
   @Patch('tokens/:id')
   @RequirePermissions('token:update', { perToken: true })
-  @Audited('token', 'update')
   @ApiOperation({
     operationId: 'updateToken',
     summary: 'Update metadata, search indexes, fingerprint expression or expiry',
@@ -242,19 +245,18 @@ export class TokensController {
   @ApiOkResponse({ type: TokenObjectDto })
   @ApiBody({ type: UpdateTokenDto })
   update(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @TokenId() id: string,
     @TokenPatch(new UpdateTokenPipe()) body: UpdateTokenDto,
   ): Promise<TokenDto> {
-    return this.tokens.update(who, id, body);
+    return this.tokens.update(origin, id, body);
   }
 
   @Delete('tokens/:id')
   @HttpCode(204)
   @RequirePermissions('token:delete', { perToken: true })
-  @Audited('token', 'delete')
   @ApiOperation({ operationId: 'deleteToken', summary: 'Delete a token and destroy its data' })
-  delete(@Principal() who: Principal, @TokenId() id: string): Promise<void> {
-    return this.tokens.delete(who, id);
+  delete(@Origin() origin: RequestOrigin, @TokenId() id: string): Promise<void> {
+    return this.tokens.delete(origin, id);
   }
 }

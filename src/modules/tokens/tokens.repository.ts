@@ -1,11 +1,10 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
+import { DataSource, FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
+import { GenerateSql } from '../../database/generate-sql';
 import { multiRowInsert } from '../../database/sql';
-import { deferredWrite, inOneStatement } from '../../common/context/transactional';
+import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -138,6 +137,21 @@ const TOKEN_RECORD = `id varchar, tenant_id uuid, type varchar, data bytea, mask
   containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid,
   modified_at timestamptz`;
 
+/** The tokens a create request writes, with their search index digests and CVCs. */
+export interface NewTokens {
+  tokens: SealedToken[];
+  digests: SearchIndexDigest[];
+  cvcs: SealedCvc[];
+}
+
+/**
+ * How an insert meets an id already taken, chosen by the caller. `answered`: the token is skipped and the
+ * insert answers the ids it wrote, so that the caller names the taken one (a transaction: the answer
+ * comes before anything commits). `{ refused }`: the whole change fails with that error (a one-statement
+ * change, whose answers come only once it has run, and whose ids are generated: none is ever taken).
+ */
+export type TakenIds = 'answered' | { refused: () => Error };
+
 /** Not expired at `now` (an expired token is deleted for every purpose, purged or not). */
 const live = (now: Date) => Or(IsNull(), MoreThan(now));
 
@@ -145,32 +159,68 @@ const live = (now: Date) => Or(IsNull(), MoreThan(now));
 const deduplicationKey = (tenantId: string, type: string, fingerprint: string): number =>
   createHash('sha256').update(`${tenantId}:${type}:${fingerprint}`).digest().readInt32BE(0);
 
+const bytea = (value: Buffer) => `\\x${value.toString('hex')}`;
+
+const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_TOKEN = '00000000-0000-4000-8000-000000000002';
+const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000003';
+const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
+const EXAMPLE_NEW_TOKENS: NewTokens = {
+  tokens: [
+    {
+      id: EXAMPLE_TOKEN,
+      tenant_id: EXAMPLE_TENANT,
+      type: 'card',
+      data: Buffer.from('sealed'),
+      mask: { number: 'XXXXXXXXXXXX4242', expiration_month: 12, expiration_year: 2031 },
+      card_brand: 'visa',
+      card_bin: '424242',
+      fingerprint: 'fp1',
+      fingerprint_groups: null,
+      fingerprint_expression: '{{ data.number }}',
+      metadata: null,
+      search_indexes: ['{{ data.number | last4 }}'],
+      containers: ['/pci/high/'],
+      expires_at: null,
+      created_by: EXAMPLE_APPLICATION,
+      created_at: EXAMPLE_NOW,
+      modified_by: null,
+      modified_at: null,
+    },
+  ],
+  digests: [{ tenantId: EXAMPLE_TENANT, tokenId: EXAMPLE_TOKEN, digest: Buffer.from('digest') }],
+  cvcs: [
+    {
+      tenantId: EXAMPLE_TENANT,
+      tokenId: EXAMPLE_TOKEN,
+      cvc: Buffer.from('sealed cvc'),
+      expiresAt: new Date('2026-01-01T01:00:00Z'),
+    },
+  ],
+};
+
 /**
- * Tokens, their search index digests and their CVCs, always within one tenant. Joins the caller's
- * transaction (`TransactionHost.tx`). Lists and searches are in `TokenSearchRepository`.
+ * Tokens, their search index digests and their CVCs, always within one tenant. Writes, locks and reads
+ * that must see a change's own writes go through the change they are given; other reads through the pool.
+ * Lists and searches are in `TokenSearchRepository`.
  */
 @Injectable()
 export class TokensRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  private tokens() {
-    return this.db.tx.getRepository(TokenEntity);
+  /** A live token of the tenant with its sealed data (a read outside any change). */
+  async findLive(tenantId: string, id: string, now: Date): Promise<SealedToken | undefined> {
+    const token = await this.dataSource
+      .getRepository(TokenEntity)
+      .findOne({ where: { tenantId, id, expiresAt: live(now) } });
+    return token ? { ...toRow(token), data: token.data } : undefined;
   }
 
-  private cvcs() {
-    return this.db.tx.getRepository(TokenCvcEntity);
-  }
-
-  /** A live token of the tenant with its sealed data, locked `FOR UPDATE` when asked (in a transaction). */
-  async findLive(
-    tenantId: string,
-    id: string,
-    now: Date,
-    options: { forUpdate?: boolean } = {},
-  ): Promise<SealedToken | undefined> {
-    const token = await this.tokens().findOne({
+  /** A live token of the tenant with its sealed data, locked `FOR UPDATE` until the change ends. */
+  async lockLive(change: Change, tenantId: string, id: string, now: Date): Promise<SealedToken | undefined> {
+    const token = await change.manager.getRepository(TokenEntity).findOne({
       where: { tenantId, id, expiresAt: live(now) },
-      lock: options.forUpdate ? { mode: 'pessimistic_write' } : undefined,
+      lock: { mode: 'pessimistic_write' },
     });
     return token ? { ...toRow(token), data: token.data } : undefined;
   }
@@ -178,26 +228,34 @@ export class TokensRepository {
   /** The sealed data of those of these tokens the tenant still has, by id (reads through a reveal rule). */
   async findSealedData(tenantId: string, ids: string[]): Promise<Map<string, Buffer>> {
     if (!ids.length) return new Map();
-    const tokens = await this.tokens().find({
+    const tokens = await this.dataSource.getRepository(TokenEntity).find({
       select: { id: true, data: true },
       where: { tenantId, id: In(ids) },
     });
     return new Map(tokens.map((token) => [token.id, token.data]));
   }
 
-  /** Those of these tokens the tenant still has live, without their data, in no particular order. */
-  async findLiveByIds(tenantId: string, ids: string[], now: Date): Promise<TokenRow[]> {
+  /**
+   * Those of these tokens the tenant still has live, without their data, in no particular order; read
+   * where the caller says: in its change, or through the pool (`UnitOfWork.reader`).
+   */
+  async findLiveByIds(db: Queryable, tenantId: string, ids: string[], now: Date): Promise<TokenRow[]> {
     if (!ids.length) return [];
-    const tokens = await this.tokens().find({
+    const tokens = await db.manager.getRepository(TokenEntity).find({
       select: WITHOUT_DATA,
       where: { tenantId, id: In(ids), expiresAt: live(now) },
     });
     return tokens.map(toRow);
   }
 
-  /** The tenant's live tokens with one of these fingerprints, oldest first. */
-  async findLiveByFingerprints(tenantId: string, fingerprints: string[], now: Date): Promise<TokenRow[]> {
-    const tokens = await this.tokens().find({
+  /** The tenant's live tokens with one of these fingerprints, oldest first (under the deduplication lock). */
+  async findLiveByFingerprints(
+    change: Change,
+    tenantId: string,
+    fingerprints: string[],
+    now: Date,
+  ): Promise<TokenRow[]> {
+    const tokens = await change.manager.getRepository(TokenEntity).find({
       select: WITHOUT_DATA,
       where: { tenantId, fingerprint: In(fingerprints), expiresAt: live(now) },
       order: { createdAt: 'ASC', id: 'ASC' },
@@ -210,10 +268,15 @@ export class TokensRepository {
    * one order, so that concurrent identical deduplicating requests wait for each other and exactly one
    * of them creates the token.
    */
-  async lockForDeduplication(tenantId: string, keys: { type: string; fingerprint: string }[]): Promise<void> {
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, [{ type: 'card', fingerprint: 'fp1' }]] })
+  async lockForDeduplication(
+    change: Change,
+    tenantId: string,
+    keys: { type: string; fingerprint: string }[],
+  ): Promise<void> {
     const lockKeys = [...new Set(keys.map((k) => deduplicationKey(tenantId, k.type, k.fingerprint)))];
     if (!lockKeys.length) return;
-    await this.db.tx.query(
+    await change.query(
       `SELECT count(pg_advisory_xact_lock(${LOCK_KEYS.deduplication}, k))
          FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered`,
       [lockKeys],
@@ -221,26 +284,30 @@ export class TokensRepository {
   }
 
   /**
-   * The whole batch in one statement: the tokens, then, for the tokens it inserted, their search index
+   * The whole batch as one write: the tokens, then, for the tokens it inserted, their search index
    * digests and their CVCs, as data-modifying CTEs (one round trip instead of three; the foreign keys are
    * checked at the statement's end, when the tokens exist). Each table's rows travel as one JSON
    * parameter (`jsonb_to_recordset`), so the statement's text is the same for 1 card or 100: PostgreSQL
-   * can keep it prepared, and there are 3 parameters to send, not 25 per card. In a transaction an id
-   * already taken is skipped (`ON CONFLICT DO NOTHING`, never an error) and the ids inserted are
-   * returned. In a `@OneStatement()` method (generated ids only) it joins that statement, where a taken
-   * id fails the whole of it, and returns undefined.
+   * can keep it prepared, and there are 3 parameters to send, not 25 per card. An id already taken is
+   * skipped (`ON CONFLICT DO NOTHING`, never an error); what follows is the caller's choice (`taken`):
+   * the ids inserted are answered, or the change is refused. In a one-statement change it joins that
+   * statement. Answers the ids inserted when `answered`, else undefined.
    */
+  @GenerateSql(
+    { name: 'answered', change: true, params: [EXAMPLE_NEW_TOKENS, 'answered'] },
+    { name: 'refused', change: true, params: [EXAMPLE_NEW_TOKENS, { refused: () => new Error('taken') }] },
+  )
   async insert(
-    tokens: SealedToken[],
-    digests: SearchIndexDigest[] = [],
-    cvcs: SealedCvc[] = [],
+    change: Change,
+    { tokens, digests, cvcs }: NewTokens,
+    taken: TakenIds,
   ): Promise<Set<string> | undefined> {
-    if (!tokens.length) return new Set();
-    const deferred = inOneStatement();
-    let inserted: Set<string> | undefined;
-    const bytea = (value: Buffer) => `\\x${value.toString('hex')}`;
-    await deferredWrite(
-      ({ p, name }) => {
+    if (taken === 'answered' && change.mode === 'statement')
+      throw new Error('a one-statement change cannot answer the ids it inserts before it has run');
+    if (!tokens.length) return taken === 'answered' ? new Set<string>() : undefined;
+    let inserted = new Set<string>();
+    await change.write(
+      ({ p, name, refuse }) => {
         const [t, s, c] = ['tokens', 'indexes', 'cvcs'].map(name);
         const rows = p.add(
           JSON.stringify(
@@ -269,7 +336,7 @@ export class TokensRepository {
         const ctes = [
           `${t} AS (INSERT INTO tokens (${TOKEN_COLUMNS.join(', ')})
               SELECT ${TOKEN_COLUMNS.join(', ')} FROM jsonb_to_recordset(${rows}::jsonb) AS r(${TOKEN_RECORD})
-              ${deferred ? '' : 'ON CONFLICT DO NOTHING '}RETURNING tenant_id, id)`,
+              ON CONFLICT DO NOTHING RETURNING tenant_id, id)`,
         ];
         if (digests.length) {
           const given = p.add(
@@ -300,49 +367,50 @@ export class TokensRepository {
                 AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
               JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id)`);
         }
-        return { ctes, result: deferred ? undefined : `(SELECT array_agg(id) FROM ${t})` };
+        const result =
+          taken === 'answered'
+            ? `(SELECT array_agg(id) FROM ${t})`
+            : refuse(`(SELECT count(*) FROM ${t}) < ${p.add(tokens.length)}::int`);
+        return { ctes, result };
       },
-      { then: (ids) => (inserted = new Set((ids as string[] | null) ?? [])) },
+      taken === 'answered'
+        ? { then: (ids) => (inserted = new Set((ids as string[] | null) ?? [])) }
+        : { refused: taken.refused },
     );
-    return deferred ? undefined : inserted;
+    return taken === 'answered' ? inserted : undefined;
   }
 
   /**
    * Deletes the tenant's expired tokens that hold one of these ids, as the retention job would: an
    * expired token is deleted for every purpose, so its id is free for a new token at once.
    */
-  async purgeExpired(tenantId: string, ids: string[], now: Date): Promise<void> {
-    if (ids.length) await this.tokens().delete({ tenantId, id: In(ids), expiresAt: LessThanOrEqual(now) });
+  async purgeExpired(change: Change, tenantId: string, ids: string[], now: Date): Promise<void> {
+    if (ids.length)
+      await change.manager
+        .getRepository(TokenEntity)
+        .delete({ tenantId, id: In(ids), expiresAt: LessThanOrEqual(now) });
   }
 
-  /** The one INSERT of search index digests (tokenize and PATCH): one statement, duplicates ignored. */
-  async insertSearchIndexes(digests: SearchIndexDigest[]): Promise<void> {
+  /** Replaces a token's search index digests: its old ones deleted, the new ones in one INSERT. */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_TOKEN, [Buffer.from('digest')]] })
+  async replaceSearchIndexes(
+    change: Change,
+    tenantId: string,
+    tokenId: string,
+    digests: Buffer[],
+  ): Promise<void> {
+    await change.manager.getRepository(TokenSearchIndexEntity).delete({ tenantId, tokenId });
     if (!digests.length) return;
     const { sql, params } = multiRowInsert(
       'token_search_indexes',
       ['token_id', 'tenant_id', 'digest'],
-      digests.map((d) => [d.tokenId, d.tenantId, d.digest]),
+      digests.map((digest) => [tokenId, tenantId, digest]),
     );
-    await this.db.tx.query(`${sql} ON CONFLICT DO NOTHING`, params);
+    await change.query(`${sql} ON CONFLICT DO NOTHING`, params);
   }
 
-  async replaceSearchIndexes(tenantId: string, tokenId: string, digests: Buffer[]): Promise<void> {
-    await this.db.tx.getRepository(TokenSearchIndexEntity).delete({ tenantId, tokenId });
-    await this.insertSearchIndexes(digests.map((digest) => ({ tenantId, tokenId, digest })));
-  }
-
-  async insertCvcs(cvcs: SealedCvc[]): Promise<void> {
-    if (!cvcs.length) return;
-    const { sql, params } = multiRowInsert(
-      'token_cvcs',
-      ['token_id', 'tenant_id', 'cvc', 'expires_at'],
-      cvcs.map((c) => [c.tokenId, c.tenantId, c.cvc, c.expiresAt]),
-    );
-    await this.db.tx.query(sql, params);
-  }
-
-  async update(tenantId: string, id: string, changes: TokenChanges): Promise<void> {
-    await this.tokens().update(
+  async update(change: Change, tenantId: string, id: string, changes: TokenChanges): Promise<void> {
+    await change.manager.getRepository(TokenEntity).update(
       { tenantId, id },
       {
         metadata: changes.metadata,
@@ -358,17 +426,20 @@ export class TokensRepository {
   }
 
   /** Deletes a token; its search indexes and CVC go with it (foreign keys `ON DELETE CASCADE`). */
-  async delete(tenantId: string, id: string): Promise<void> {
-    await this.tokens().delete({ tenantId, id });
+  async delete(change: Change, tenantId: string, id: string): Promise<void> {
+    await change.manager.getRepository(TokenEntity).delete({ tenantId, id });
   }
 
-  /** The token's sealed CVC, if still retained. */
+  /** The token's sealed CVC, if still retained (a read outside any change). */
   async findLiveCvc(tenantId: string, tokenId: string, now: Date): Promise<Buffer | undefined> {
-    const row = await this.cvcs().findOne({ where: { tenantId, tokenId, expiresAt: MoreThan(now) } });
+    const row = await this.dataSource
+      .getRepository(TokenCvcEntity)
+      .findOne({ where: { tenantId, tokenId, expiresAt: MoreThan(now) } });
     return row?.cvc;
   }
 
-  async deleteCvc(tenantId: string, tokenId: string): Promise<void> {
-    await this.cvcs().delete({ tenantId, tokenId });
+  /** Deletes the token's CVC in the change that used it (orchestration's authorization outcome). */
+  async deleteCvc(change: Change, tenantId: string, tokenId: string): Promise<void> {
+    await change.manager.getRepository(TokenCvcEntity).delete({ tenantId, tokenId });
   }
 }

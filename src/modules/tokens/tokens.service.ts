@@ -1,19 +1,17 @@
 import { TokensException } from './tokens.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
-import { Transactional } from '../../common/context/transactional';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { AuditTrail } from '../../common/audit/audit-trail.service';
+import type { AuditEntry } from '../../common/audit/audit.types';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
-import { withholdFromReplay } from '../../common/context/never-replayed.decorator';
 import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import { EventOutbox } from '../../common/events/event-outbox';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
 import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
+import type { Change } from '../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import type { UpdateTokenDto } from './dto/update-token.dto';
 import { enumerableNumbers, pendingGroups } from './enumeration/card-enumeration';
 import { CardEnumerationGuard } from './enumeration/card-enumeration.service';
@@ -54,24 +52,25 @@ const sameList = (a: string[] | null, b: string[] | null): boolean =>
 export class TokensService {
   constructor(
     private readonly expressions: ExpressionEvaluator,
-    private readonly db: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly tokens: TokensRepository,
     private readonly searches: TokenSearchRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
-    private readonly audit: AuditTrail,
-    private readonly outbox: EventOutbox,
     private readonly enumeration: CardEnumerationGuard,
+    private readonly work: UnitOfWork,
   ) {}
 
-  /** A live token of the tenant, or 404; then the rule evaluator: 404 when no rule covers it, 403 when one refuses. */
+  /**
+   * A live token of the tenant, or 404; then the rule evaluator: 404 when no rule covers it, 403 when one
+   * refuses. Given a change, the token is locked `FOR UPDATE` in it (a write); else read from the pool.
+   */
   private async findAccessible(
     who: Principal,
     id: string,
     permission: string,
-    forUpdate = false,
+    change?: Change,
   ): Promise<{ row: SealedToken; transform: RuleTransform }> {
-    const found = await this.accessible(who, id, permission, forUpdate);
+    const found = await this.accessible(who, id, permission, change);
     if (!found) throw TokensException.notFound();
     return found;
   }
@@ -81,10 +80,13 @@ export class TokensService {
     who: Principal,
     id: string,
     permission: string,
-    forUpdate = false,
+    change?: Change,
   ): Promise<{ row: SealedToken; transform: RuleTransform } | undefined> {
     // The sealed data comes along (one round trip); it is opened only by the callers that need it.
-    const row = await this.tokens.findLive(who.tenantId, id, this.clock.now(), { forUpdate });
+    const now = this.clock.now();
+    const row = change
+      ? await this.tokens.lockLive(change, who.tenantId, id, now)
+      : await this.tokens.findLive(who.tenantId, id, now);
     if (!row) return undefined;
     const decision = decide(who, permission, row);
     if (!decision.matched) return undefined;
@@ -92,10 +94,13 @@ export class TokensService {
     return { row, transform: decision.transform };
   }
 
-  async get(who: Principal, id: string): Promise<TokenDto> {
+  /** GET /tokens/{id}: the read's own audit row is the audit interceptor's; a reveal adds its own. */
+  async get(origin: RequestOrigin, id: string): Promise<TokenDto> {
+    const who = origin.actor;
     const { row, transform } = await this.findAccessible(who, id, 'token:read');
     const revealed = transform === 'reveal' ? await this.reveal(who, [row]) : new Map<string, unknown>();
     const shown = await this.enumeration.showable(who, [row]);
+    await this.recordReveals(origin, [row], revealed);
     return tokenDto(row, {
       transform,
       revealed: this.revealedOf(revealed, row.id),
@@ -110,7 +115,8 @@ export class TokensService {
    * card enumeration guard has not counted yet is counted now, all the page's in one go, and withheld
    * past its limit (`CardEnumerationGuard.showable`).
    */
-  private async present(who: Principal, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
+  private async present(origin: RequestOrigin, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
+    const who = origin.actor;
     const decisions = rows.map((row) => decide(who, permission, row));
     const wanted = rows.filter((_, i) => reveals(decisions[i]));
     const sealed = await this.tokens.findSealedData(
@@ -118,17 +124,16 @@ export class TokensService {
       wanted.map((row) => row.id),
     );
     // A token deleted since the page was read has no data left: it is shown masked, and not audited.
-    const revealed = await this.reveal(
-      who,
-      wanted.flatMap((row) => {
-        const data = sealed.get(row.id);
-        return data ? [{ ...row, data }] : [];
-      }),
-    );
+    const opened = wanted.flatMap((row) => {
+      const data = sealed.get(row.id);
+      return data ? [{ ...row, data }] : [];
+    });
+    const revealed = await this.reveal(who, opened);
     const readable = rows.filter((row, i) =>
       permission === 'token:read' ? decisions[i].allowed : decide(who, 'token:read', row).allowed,
     );
     const shown = await this.enumeration.showable(who, readable);
+    await this.recordReveals(origin, opened, revealed);
     return rows.map((row, i) =>
       tokenDto(row, {
         transform: decisions[i].transform,
@@ -138,42 +143,59 @@ export class TokensService {
     );
   }
 
-  /**
-   * Opens the data of tokens read through a reveal rule, in the shape reads reveal (never a CVC),
-   * records one `reveal` audit row per token (its message names the type, never data), and keeps the
-   * response out of idempotency records.
-   */
+  /** Opens the data of tokens read through a reveal rule, in the shape reads reveal (never a CVC). */
   private async reveal(who: Principal, rows: SealedToken[]): Promise<Map<string, unknown>> {
     const revealed = new Map<string, unknown>();
     if (!rows.length) return revealed;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
-    for (const row of rows) {
-      revealed.set(row.id, revealedData(row.type, openData(keys, row)));
-      this.audit.record({
+    for (const row of rows) revealed.set(row.id, revealedData(row.type, openData(keys, row)));
+    return revealed;
+  }
+
+  /**
+   * A read that revealed data: one `reveal` audit row per token (its message names the type, never
+   * data), in a change of their own once the answer is ready; and the response kept out of idempotency
+   * records (the key is given back, so a retry reads again under the rules as they are then). That
+   * change answers no request: it is given the read's actor, not its idempotency claim.
+   */
+  private async recordReveals(
+    origin: RequestOrigin,
+    rows: SealedToken[],
+    revealed: Map<string, unknown>,
+  ): Promise<void> {
+    const entries = rows
+      .filter((row) => revealed.has(row.id))
+      .map((row): AuditEntry => ({
         entityType: 'token',
         entityId: row.id,
         operation: 'reveal',
         message: `Token revealed (${row.type})`,
         tokenType: row.type,
-      });
-    }
-    withholdFromReplay();
-    return revealed;
+      }));
+    if (!entries.length) return;
+    origin.idempotency?.withhold();
+    await this.work.statement({ actor: origin.actor }, async (change) => change.audit(...entries));
   }
 
   private revealedOf(revealed: Map<string, unknown>, id: string): { data: unknown } | undefined {
     return revealed.has(id) ? { data: revealed.get(id) } : undefined;
   }
 
-  @Transactional()
-  async delete(who: Principal, id: string): Promise<void> {
-    await this.db.withTransaction(async () => {
-      const { row } = await this.findAccessible(who, id, 'token:delete', true);
-      this.audit.noteTokenType(row.id, row.type);
-      this.audit.noteTokenType(id, row.type);
-      await this.tokens.delete(who.tenantId, id);
+  /** DELETE /tokens/{id}: the token, its search indexes and CVC, with its audit row and event. */
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    const who = origin.actor;
+    await this.work.transaction(origin, async (change) => {
+      const { row } = await this.findAccessible(who, id, 'token:delete', change);
+      await this.tokens.delete(change, who.tenantId, id);
       const { data: _sealed, ...deleted } = row;
-      await this.outbox.record(tokenEvent('token:deleted', deleted));
+      change.audit({
+        entityType: 'token',
+        entityId: id,
+        operation: 'delete',
+        message: 'Token deleted',
+        tokenType: row.type,
+      });
+      change.emit(tokenEvent('token:deleted', deleted));
     });
   }
 
@@ -183,8 +205,8 @@ export class TokensService {
    * needs a reveal rule over the token; an expiry added or moved earlier is a delete, so it needs
    * `token:delete`.
    */
-  @Transactional()
-  async update(who: Principal, id: string, body: UpdateTokenDto): Promise<TokenDto> {
+  async update(origin: RequestOrigin, id: string, body: UpdateTokenDto): Promise<TokenDto> {
+    const who = origin.actor;
     const raw: unknown = body; // UpdateTokenPipe checks this over HTTP; a direct caller may pass anything
     if (!isPlainObject(raw)) throw TokensException.badRequest('The body must be an object.');
     const now = this.clock.now();
@@ -196,9 +218,12 @@ export class TokensService {
     const expiresAt =
       body.expires_at === undefined ? undefined : parseExpiresAt(body.expires_at, 'expires_at', now, errors);
     if (Object.keys(errors).length) throw new ValidationException(errors);
+    // Loaded before the change opens: a read through the pool while a change holds the embedded
+    // database's one connection would wait for ever (cached after the first request of a tenant).
+    const keys = await this.tenantKeys.keysFor(who.tenantId);
 
-    return this.db.withTransaction(async () => {
-      const { row, transform } = await this.findAccessible(who, id, 'token:update', true);
+    return this.work.transaction(origin, async (change) => {
+      const { row, transform } = await this.findAccessible(who, id, 'token:update', change);
       const fingerprintExpression =
         body.fingerprint_expression === undefined
           ? row.fingerprint_expression
@@ -227,7 +252,6 @@ export class TokensService {
           'Setting expires_at, or moving it earlier, needs token:delete on this token.',
         );
 
-      const keys = await this.tenantKeys.keysFor(who.tenantId);
       const { data: _sealed, ...stored } = row;
       const next: TokenRow = {
         ...stored,
@@ -262,36 +286,49 @@ export class TokensService {
           }),
         );
         const digests = [...new Set(evaluated.indexValues)].map((v) => hmac(keys.searchIndex, v));
-        await this.tokens.replaceSearchIndexes(row.tenant_id, row.id, digests);
+        await this.tokens.replaceSearchIndexes(change, row.tenant_id, row.id, digests);
       }
-      await this.tokens.update(who.tenantId, row.id, next);
-      await this.outbox.record(tokenEvent('token:updated', next));
+      await this.tokens.update(change, who.tenantId, row.id, next);
+      change.audit({
+        entityType: 'token',
+        entityId: id,
+        operation: 'update',
+        message: 'Token updated',
+        tokenType: row.type,
+      });
+      change.emit(tokenEvent('token:updated', next));
       // The answer to a PATCH is masked even through a reveal rule: only reads reveal. Its
       // fingerprint only to a caller that may read the token, once counted as a read counts it.
       const readable = decide(who, 'token:read', next).allowed;
-      const shown = readable ? await this.enumeration.showable(who, [next]) : new Set<string>();
+      const shown = readable ? await this.enumeration.showable(who, [next], change) : new Set<string>();
       return tokenDto(next, { transform, readable: shown.has(next.id) });
     });
   }
 
   /** GET /tokens: `id`, `type`, `container`, `fingerprint`, `metadata.<name>`, `page`, `size`. */
-  list(who: Principal, query: TokenListQuery): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(who, 'token:read', filtersToQuery(query.filters), query);
+  list(origin: RequestOrigin, query: TokenListQuery): Promise<OffsetPage<TokenDto>> {
+    return this.findPage(origin, 'token:read', filtersToQuery(query.filters), query);
   }
 
   /** POST /tokens/search `{query, page?, size?}`: the query language of `parseTokenQuery`. */
-  search(who: Principal, body: { query: string; page: number; size: number }): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(who, 'token:search', parseTokenQuery(body.query), body);
+  search(
+    origin: RequestOrigin,
+    body: { query: string; page: number; size: number },
+  ): Promise<OffsetPage<TokenDto>> {
+    return this.findPage(origin, 'token:search', parseTokenQuery(body.query), body);
   }
 
   /** GET /v2/tokens: `type`, `container`, `fingerprint`, `metadata` (a JSON object), `start`, `size`. */
-  listV2(who: Principal, query: TokenListQuery): Promise<CursorTokenPage> {
-    return this.findCursorPage(who, 'token:read', filtersToQuery(query.filters), query);
+  listV2(origin: RequestOrigin, query: TokenListQuery): Promise<CursorTokenPage> {
+    return this.findCursorPage(origin, 'token:read', filtersToQuery(query.filters), query);
   }
 
   /** POST /v2/tokens/search `{query, start?, size?}`. */
-  searchV2(who: Principal, body: { query: string; start?: string; size: number }): Promise<CursorTokenPage> {
-    return this.findCursorPage(who, 'token:search', parseTokenQuery(body.query), body);
+  searchV2(
+    origin: RequestOrigin,
+    body: { query: string; start?: string; size: number },
+  ): Promise<CursorTokenPage> {
+    return this.findCursorPage(origin, 'token:search', parseTokenQuery(body.query), body);
   }
 
   /** The query as the repository takes it: `data:` values are digested with the tenant's search index key. */
@@ -312,14 +349,15 @@ export class TokensService {
   }
 
   private async findPage(
-    who: Principal,
+    origin: RequestOrigin,
     permission: string,
     query: SearchNode,
     paging: { page: number; size: number },
   ): Promise<OffsetPage<TokenDto>> {
+    const who = origin.actor;
     const search = await this.digested(who, query);
     const { rows, total } = await this.searches.findOffsetPage(this.scope(who, permission), search, paging);
-    return offsetPage(await this.present(who, permission, rows), total, paging);
+    return offsetPage(await this.present(origin, permission, rows), total, paging);
   }
 
   /**
@@ -327,11 +365,12 @@ export class TokensService {
    * endpoints): `pagination.next` is the cursor of the next page, absent on the last one.
    */
   private async findCursorPage(
-    who: Principal,
+    origin: RequestOrigin,
     permission: string,
     query: SearchNode,
     paging: { start?: string; size: number },
   ): Promise<CursorTokenPage> {
+    const who = origin.actor;
     const search = await this.digested(who, query);
     let after: Keyset | undefined;
     if (paging.start !== undefined) {
@@ -347,7 +386,7 @@ export class TokensService {
         page_size: paging.size,
         ...(next ? { next: encodeCursor([next.createdAt, next.id]) } : {}),
       },
-      data: await this.present(who, permission, rows),
+      data: await this.present(origin, permission, rows),
     };
   }
 
@@ -371,18 +410,25 @@ export class TokensService {
    * Those of these token ids the caller may read now (`token:read` through the rule evaluator, a session
    * with its authorizer) and whose fingerprint the card enumeration guard lets it see (counted now if
    * it was not yet, withheld past the limit): the tokens whose fingerprint another module may show it.
-   * A token deleted or expired is in no one's set.
+   * A token deleted or expired is in no one's set. Called inside another module's change, it reads and
+   * counts in that change; otherwise it reads from the pool and counts in a change of its own.
    */
-  async readableTokens(who: Principal, ids: string[]): Promise<Set<string>> {
-    const rows = await this.tokens.findLiveByIds(who.tenantId, [...new Set(ids)], this.clock.now());
+  async readableTokens(who: Principal, ids: string[], change?: Change): Promise<Set<string>> {
+    const rows = await this.tokens.findLiveByIds(
+      change ?? this.work.reader,
+      who.tenantId,
+      [...new Set(ids)],
+      this.clock.now(),
+    );
     return this.enumeration.showable(
       who,
       rows.filter((row) => decide(who, 'token:read', row).allowed),
+      change,
     );
   }
 
-  /** The CVC is deleted after its first use in an authorization. */
-  async forgetCvc(tenantId: string, tokenId: string): Promise<void> {
-    await this.tokens.deleteCvc(tenantId, tokenId);
+  /** The CVC is deleted after its first use in an authorization, in the change that records it. */
+  async forgetCvc(change: Change, tenantId: string, tokenId: string): Promise<void> {
+    await this.tokens.deleteCvc(change, tenantId, tokenId);
   }
 }

@@ -6,6 +6,7 @@ import { RequirePermissions } from '../../common/auth/require-permissions.decora
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
 import { OffsetPaginationQueryDto } from '../../common/pagination/offset-pagination.dto';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
+import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { WebhookDeliveryDto, WebhookDeliveryPageDto } from './dto/webhook-delivery.dto';
 import {
   CreatedWebhookDto,
@@ -31,7 +32,6 @@ export class WebhooksController {
 
   @Post()
   @RequirePermissions('webhook:create')
-  @Audited('webhook', 'create')
   // The answer holds the signing secret: no idempotency record may keep it for a replay.
   @NeverReplayed()
   @ApiOperation({
@@ -42,8 +42,8 @@ export class WebhooksController {
       `shown again. BT-IDEMPOTENCY-KEY is ignored here: a retry creates another webhook. ${RULES}`,
   })
   @ApiCreatedResponse({ type: CreatedWebhookDto })
-  create(@Principal() who: Principal, @Body() body: CreateWebhookDto): Promise<CreatedWebhookDto> {
-    return this.webhooks.create(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: CreateWebhookDto): Promise<CreatedWebhookDto> {
+    return this.webhooks.create(origin, body);
   }
 
   @Get()
@@ -82,7 +82,6 @@ export class WebhooksController {
 
   @Put(':id')
   @RequirePermissions('webhook:update')
-  @Audited('webhook', 'update')
   @ApiOperation({
     operationId: 'updateWebhook',
     summary: 'Replace a webhook',
@@ -93,24 +92,23 @@ export class WebhooksController {
   })
   @ApiOkResponse({ type: WebhookDto })
   update(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @WebhookId() id: string,
     @Body() body: UpdateWebhookDto,
   ): Promise<WebhookDto> {
-    return this.webhooks.update(who, id, body);
+    return this.webhooks.update(origin, id, body);
   }
 
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('webhook:delete')
-  @Audited('webhook', 'delete')
   @ApiOperation({
     operationId: 'deleteWebhook',
     summary: 'Delete a webhook',
     description: 'Its deliveries, pending or past, are deleted with it.',
   })
-  delete(@Principal() who: Principal, @WebhookId() id: string): Promise<void> {
-    return this.webhooks.delete(who, id);
+  delete(@Origin() origin: RequestOrigin, @WebhookId() id: string): Promise<void> {
+    return this.webhooks.delete(origin, id);
   }
 
   @Get(':id/deliveries')
@@ -132,9 +130,6 @@ export class WebhooksController {
   @Post(':id/deliveries/:deliveryId/retry')
   @HttpCode(200)
   @RequirePermissions('webhook:update')
-  @Audited('webhook', 'update', {
-    message: (req) => `Webhook delivery ${String(req.params.deliveryId)} retried`,
-  })
   @ApiOperation({
     operationId: 'retryWebhookDelivery',
     summary: 'Send a delivery again',
@@ -144,11 +139,11 @@ export class WebhooksController {
   })
   @ApiOkResponse({ type: WebhookDeliveryDto })
   retry(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @WebhookId() id: string,
     @DeliveryId() deliveryId: string,
   ): Promise<WebhookDeliveryDto> {
-    return this.webhooks.retry(who, id, deliveryId);
+    return this.webhooks.retry(origin, id, deliveryId);
   }
 }
 

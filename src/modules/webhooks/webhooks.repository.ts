@@ -1,8 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { Repository } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
+import type { Change } from '../../common/unit-of-work/change';
 import { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
 import { WebhookEntity } from './entities/webhook.entity';
 
@@ -18,27 +17,27 @@ export interface WebhookRow {
   cursorAt: string;
 }
 
-/** Webhooks and their deliveries as the management API sees them; every statement joins the caller's transaction. */
+/**
+ * Webhooks and their deliveries as the management API sees them: reads outside any change go through
+ * the pool; writes, and the reads a write makes (row locks), take the change they belong to.
+ */
 @Injectable()
 export class WebhooksRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  private get webhooks(): Repository<WebhookEntity> {
-    return this.db.tx.getRepository(WebhookEntity);
+  async insert(change: Change, webhook: WebhookEntity): Promise<void> {
+    await change.manager.getRepository(WebhookEntity).insert(webhook);
   }
 
-  private get deliveries(): Repository<WebhookDeliveryEntity> {
-    return this.db.tx.getRepository(WebhookDeliveryEntity);
+  findOne(tenantId: string, id: string): Promise<WebhookEntity | null> {
+    return this.dataSource.getRepository(WebhookEntity).findOne({ where: { tenantId, id } });
   }
 
-  async insert(webhook: WebhookEntity): Promise<void> {
-    await this.webhooks.insert(webhook);
-  }
-
-  findOne(tenantId: string, id: string, lock = false): Promise<WebhookEntity | null> {
-    return this.webhooks.findOne({
+  /** The webhook, its row locked until the change ends. */
+  findLocked(change: Change, tenantId: string, id: string): Promise<WebhookEntity | null> {
+    return change.manager.getRepository(WebhookEntity).findOne({
       where: { tenantId, id },
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+      lock: { mode: 'pessimistic_write' },
     });
   }
 
@@ -48,7 +47,8 @@ export class WebhooksRepository {
     after: { createdAt: string; id: string } | undefined,
     take: number,
   ): Promise<WebhookRow[]> {
-    const qb = this.webhooks
+    const qb = this.dataSource
+      .getRepository(WebhookEntity)
       .createQueryBuilder('w')
       .addSelect(cursorTimeSql('w.created_at'), 'cursor_at')
       .where('w.tenant_id = :tenant', { tenant: tenantId })
@@ -64,13 +64,13 @@ export class WebhooksRepository {
     return entities.map((webhook, i) => ({ webhook, cursorAt: raw[i].cursor_at }));
   }
 
-  async update(tenantId: string, id: string, changes: WebhookChanges): Promise<void> {
-    await this.webhooks.update({ tenantId, id }, changes);
+  async update(change: Change, tenantId: string, id: string, changes: WebhookChanges): Promise<void> {
+    await change.manager.getRepository(WebhookEntity).update({ tenantId, id }, changes);
   }
 
   /** True when a row was deleted (its deliveries go with it). */
-  async delete(tenantId: string, id: string): Promise<boolean> {
-    const result = await this.webhooks.delete({ tenantId, id });
+  async delete(change: Change, tenantId: string, id: string): Promise<boolean> {
+    const result = await change.manager.getRepository(WebhookEntity).delete({ tenantId, id });
     return (result.affected ?? 0) > 0;
   }
 
@@ -81,7 +81,8 @@ export class WebhooksRepository {
     skip: number,
     take: number,
   ): Promise<{ total: number; rows: WebhookDeliveryEntity[] }> {
-    const [rows, total] = await this.deliveries
+    const [rows, total] = await this.dataSource
+      .getRepository(WebhookDeliveryEntity)
       .createQueryBuilder('d')
       .where('d.tenant_id = :tenantId AND d.webhook_id = :webhookId', { tenantId, webhookId })
       .orderBy('d.created_at', 'DESC')
@@ -97,18 +98,20 @@ export class WebhooksRepository {
    * as it is then, or null when the webhook has no such delivery.
    */
   async retryDelivery(
+    change: Change,
     tenantId: string,
     webhookId: string,
     id: string,
     now: Date,
   ): Promise<WebhookDeliveryEntity | null> {
-    const result = await this.deliveries
+    const deliveries = change.manager.getRepository(WebhookDeliveryEntity);
+    const result = await deliveries
       .createQueryBuilder()
       .update()
       .set({ status: 'pending', nextAttemptAt: now, leasedUntil: null, updatedAt: now })
       .where('tenant_id = :tenantId AND webhook_id = :webhookId AND id = :id', { tenantId, webhookId, id })
       .execute();
     if (!result.affected) return null;
-    return this.deliveries.findOne({ where: { tenantId, id } });
+    return deliveries.findOne({ where: { tenantId, id } });
   }
 }

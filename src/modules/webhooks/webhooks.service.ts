@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { AuditEntry } from '../../common/audit/audit.types';
 import type { Principal } from '../../common/auth/principal';
-import { afterCommit, Transactional } from '../../common/context/transactional';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { EVENT_TYPES, isEventType } from '../../common/events/event-outbox';
 import { ValidationException } from '../../common/errors/domain.exception';
@@ -17,6 +17,9 @@ import {
 } from '../../common/pagination/cursor-pagination';
 import type { OffsetPaginationQueryDto } from '../../common/pagination/offset-pagination.dto';
 import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination';
+import type { Change } from '../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import { DeliveryNudge } from './delivery/delivery-nudge';
 import type { WebhookDeliveryDto, WebhookDeliveryPageDto } from './dto/webhook-delivery.dto';
 import type {
@@ -63,7 +66,18 @@ export function deliveryDto(delivery: WebhookDeliveryEntity): WebhookDeliveryDto
   };
 }
 
-/** The webhooks management API, always within the caller's tenant. */
+/** The audit row of a write to a webhook. */
+const entry = (id: string, operation: 'create' | 'update' | 'delete', message: string): AuditEntry => ({
+  entityType: 'webhook',
+  entityId: id,
+  operation,
+  message,
+});
+
+/**
+ * The webhooks management API, always within the caller's tenant. Each write is one change, which
+ * carries its audit row.
+ */
 @Injectable()
 export class WebhooksService {
   constructor(
@@ -72,15 +86,19 @@ export class WebhooksService {
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
     private readonly nudge: DeliveryNudge,
+    private readonly work: UnitOfWork,
   ) {}
 
   eventTypes(): string[] {
     return [...EVENT_TYPES];
   }
 
-  /** The secret is answered here once, and kept only sealed under the tenant's key. */
-  @Transactional()
-  async create(who: Principal, dto: CreateWebhookDto): Promise<CreatedWebhookDto> {
+  /**
+   * The secret is answered here once, and kept only sealed under the tenant's key. The URL (which may
+   * take a DNS lookup) and the tenant's key are settled before the change opens.
+   */
+  async create(origin: RequestOrigin, dto: CreateWebhookDto): Promise<CreatedWebhookDto> {
+    const who = origin.actor;
     const url = await this.checked(dto);
     const id = randomUUID();
     const secret = generateWebhookSecret();
@@ -100,8 +118,11 @@ export class WebhooksService {
       modifiedBy: null,
       modifiedAt: null,
     };
-    await this.webhooks.insert(webhook);
-    return { ...webhookDto(webhook), secret };
+    return this.work.transaction(origin, async (change) => {
+      await this.webhooks.insert(change, webhook);
+      change.audit(entry(id, 'create', 'Webhook created'));
+      return { ...webhookDto(webhook), secret };
+    });
   }
 
   async list(who: Principal, query: ListWebhooksQueryDto): Promise<WebhookPageDto> {
@@ -131,29 +152,35 @@ export class WebhooksService {
    * PUT replaces name, url and events; `status` and `notify_email` change only when given. Enabling a
    * webhook starts its count of consecutive failures afresh.
    */
-  @Transactional()
-  async update(who: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookDto> {
+  async update(origin: RequestOrigin, id: string, dto: UpdateWebhookDto): Promise<WebhookDto> {
+    const who = origin.actor;
     // Checked first: the URL's name may take a DNS lookup, not to be waited for holding the row's lock.
     const url = await this.checked(dto);
-    const webhook = await this.findOwned(who, id, true);
-    const status = dto.status ?? webhook.status;
-    const changes = {
-      name: dto.name,
-      url,
-      events: dto.events,
-      status,
-      notifyEmail: dto.notify_email !== undefined ? dto.notify_email : webhook.notifyEmail,
-      modifiedBy: who.applicationId,
-      modifiedAt: this.clock.now(),
-      ...(dto.status === 'enabled' ? { consecutiveFailures: 0 } : {}),
-    };
-    await this.webhooks.update(who.tenantId, id, changes);
-    return webhookDto({ ...webhook, ...changes });
+    return this.work.transaction(origin, async (change) => {
+      const webhook = await this.findLocked(change, who, id);
+      const status = dto.status ?? webhook.status;
+      const changes = {
+        name: dto.name,
+        url,
+        events: dto.events,
+        status,
+        notifyEmail: dto.notify_email !== undefined ? dto.notify_email : webhook.notifyEmail,
+        modifiedBy: who.applicationId,
+        modifiedAt: this.clock.now(),
+        ...(dto.status === 'enabled' ? { consecutiveFailures: 0 } : {}),
+      };
+      await this.webhooks.update(change, who.tenantId, id, changes);
+      change.audit(entry(id, 'update', 'Webhook updated'));
+      return webhookDto({ ...webhook, ...changes });
+    });
   }
 
-  @Transactional()
-  async delete(who: Principal, id: string): Promise<void> {
-    if (!(await this.webhooks.delete(who.tenantId, id))) throw WebhooksException.notFound();
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      if (!(await this.webhooks.delete(change, who.tenantId, id))) throw WebhooksException.notFound();
+      change.audit(entry(id, 'delete', 'Webhook deleted'));
+    });
   }
 
   async deliveries(
@@ -171,17 +198,33 @@ export class WebhooksService {
    * Sends a delivery again: it is made pending and due now (whatever its status, attempts kept), its
    * lease dropped; the delivery worker is nudged once this commits.
    */
-  @Transactional()
-  async retry(who: Principal, webhookId: string, deliveryId: string): Promise<WebhookDeliveryDto> {
-    await this.findOwned(who, webhookId, true);
-    const delivery = await this.webhooks.retryDelivery(who.tenantId, webhookId, deliveryId, this.clock.now());
-    if (!delivery) throw WebhooksException.deliveryNotFound();
-    afterCommit(() => this.nudge.poke());
-    return deliveryDto(delivery);
+  async retry(origin: RequestOrigin, webhookId: string, deliveryId: string): Promise<WebhookDeliveryDto> {
+    const who = origin.actor;
+    return this.work.transaction(origin, async (change) => {
+      await this.findLocked(change, who, webhookId);
+      const delivery = await this.webhooks.retryDelivery(
+        change,
+        who.tenantId,
+        webhookId,
+        deliveryId,
+        this.clock.now(),
+      );
+      if (!delivery) throw WebhooksException.deliveryNotFound();
+      change.audit(entry(webhookId, 'update', `Webhook delivery ${deliveryId} retried`));
+      change.afterCommit(() => this.nudge.poke());
+      return deliveryDto(delivery);
+    });
   }
 
-  private async findOwned(who: Principal, id: string, lock = false): Promise<WebhookEntity> {
-    const webhook = await this.webhooks.findOne(who.tenantId, id, lock);
+  private async findOwned(who: Principal, id: string): Promise<WebhookEntity> {
+    const webhook = await this.webhooks.findOne(who.tenantId, id);
+    if (!webhook) throw WebhooksException.notFound();
+    return webhook;
+  }
+
+  /** The caller's webhook, its row locked for the rest of the change. */
+  private async findLocked(change: Change, who: Principal, id: string): Promise<WebhookEntity> {
+    const webhook = await this.webhooks.findLocked(change, who.tenantId, id);
     if (!webhook) throw WebhooksException.notFound();
     return webhook;
   }

@@ -1,9 +1,10 @@
-import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
+import type { Change, Origin } from '../../../common/unit-of-work/change';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { ConnectionsService } from '../connections/connections.service';
 import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
-import type { AuthorizeResult, ProcessorPort } from '../processors/processor.port';
+import type { AuthorizeResult, Processor } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { approvalDigest, ApprovalLinks } from '../transactions/approval-links';
 import { fromReconciliationId } from '../transactions/reconciliation';
@@ -23,8 +24,10 @@ const PAGE_OUTCOME: Record<AuthorizeResult['outcome'], ApprovalOutcome> = {
   challenge: 'failed',
 };
 
-/** The buyer as the audit log names them: the tenant's, acting through no application. */
-const buyer = (row: TransactionRow) => ({ tenantId: row.tenant_id, applicationId: null });
+/** The buyer as the audit log names them (actor type `buyer`): the tenant's, acting through no application. */
+const buyer = (row: Pick<TransactionRow, 'tenant_id'>): Origin => ({
+  actor: { tenantId: row.tenant_id, applicationId: null },
+});
 
 /** Buyer approvals (3-D Secure challenges): the page's view of a link and the buyer's decision. */
 @Injectable()
@@ -38,6 +41,7 @@ export class ApprovalsService {
     private readonly processors: ProcessorRegistry,
     private readonly links: ApprovalLinks,
     private readonly clock: Clock,
+    private readonly work: UnitOfWork,
   ) {}
 
   /** The approval page's view of a pending transaction, or why there is none. */
@@ -58,22 +62,26 @@ export class ApprovalsService {
     token: string,
     approved: boolean,
   ): Promise<{ outcome: ApprovalOutcome; row?: TransactionRow }> {
-    const claimed = await inTransaction(async () => {
-      // Found by the link's digest, then locked by its key (one shard when distributed by tenant).
-      const found = await this.transactions.findByApprovalDigest(approvalDigest(token));
-      const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
+    // Found by the link's digest, then locked by its key (one shard when distributed by tenant).
+    const found = await this.transactions.findByApprovalDigest(approvalDigest(token));
+    if (!found) return { outcome: 'unknown' };
+    // Its connection (which never changes) is read before the change: a challenge at a vendor.
+    const atVendor = !!(await this.vendorProcessor(found));
+    const claimed = await this.work.transaction(buyer(found), async (change) => {
+      const row = await this.transactions.lock(change, found.tenant_id, found.id);
       if (!row) return { outcome: 'unknown' as const };
       // Expired by the settlement job before the buyer came back: still an expired link, not a used one.
       if (row.error_code === 'approval_expired') return { outcome: 'expired' as const, row };
       if (row.status !== 'buyer_approval_pending') return { outcome: 'used' as const, row };
       // A challenge at a vendor is decided there (the buyer comes back to the return URL), never here.
-      if (await this.vendorProcessor(row)) return { outcome: 'unknown' as const };
+      if (atVendor) return { outcome: 'unknown' as const };
       const now = this.clock.now();
       if (row.approval_expires_at && row.approval_expires_at <= now) {
-        await this.expire(row, now);
+        await this.expire(change, row, now);
         return { outcome: 'expired' as const, row };
       }
       await this.journal.apply(
+        change,
         row.tenant_id,
         row.id,
         transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
@@ -121,14 +129,17 @@ export class ApprovalsService {
     } catch {
       return { outcome: 'unknown' };
     }
-    const claimed = await inTransaction(async () => {
-      const found = await this.transactions.findAwaitingBuyer(id);
-      const row = found && (await this.transactions.find(found.tenant_id, found.id, { lock: true }));
+    const found = await this.transactions.findAwaitingBuyer(id);
+    if (!found) return { outcome: 'unknown' };
+    // Its connection (which never changes) is read before the change.
+    const processor = await this.vendorProcessor(found);
+    const claimed = await this.work.transaction(buyer(found), async (change) => {
+      const row = await this.transactions.lock(change, found.tenant_id, found.id);
       if (!row || row.status !== 'buyer_approval_pending') return undefined;
-      const processor = await this.vendorProcessor(row);
       if (!processor?.returnMatches?.(params, row.connection_transaction_id)) return undefined;
       const now = this.clock.now();
       await this.journal.apply(
+        change,
         row.tenant_id,
         row.id,
         transition(stateOf(row), { kind: 'begin', operation: 'challenge', amount: null }, now),
@@ -141,7 +152,7 @@ export class ApprovalsService {
   }
 
   /** The vendor adapter of a transaction whose challenge happens at the vendor; undefined in the sandbox. */
-  private async vendorProcessor(row: TransactionRow): Promise<ProcessorPort | undefined> {
+  private async vendorProcessor(row: TransactionRow): Promise<Processor | undefined> {
     const connection = await this.connections.loadForPayment(row.tenant_id, row.connection_id, true);
     if (!connection || connection.row.environment === 'sandbox') return undefined;
     return this.processors.for(connection.row);
@@ -181,7 +192,7 @@ export class ApprovalsService {
       );
       result = processorFailure(row.connection_transaction_id, 'not_provided');
     }
-    return inTransaction(async () => {
+    const applied = await this.work.transaction(buyer(row), async (change) => {
       const now = this.clock.now();
       // The state before the claim: `processing` is where the claim left it.
       const next = transition(
@@ -189,28 +200,32 @@ export class ApprovalsService {
         { kind: 'challenge_completed', result },
         now,
       );
-      const applied = await this.journal.apply(row.tenant_id, row.id, next, now);
-      await this.journal.log(
-        buyer(row),
+      const applied = await this.journal.apply(change, row.tenant_id, row.id, next, now);
+      this.journal.log(
+        change,
         row.id,
         'update',
         `Buyer ${approved ? 'approved' : 'declined'} the payment on the approval page: ${next.patch.status}`,
       );
-      const updated = applied ?? (await this.transactions.find(row.tenant_id, row.id))!;
-      return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
+      return applied;
     });
+    const updated = applied ?? (await this.transactions.find(row.tenant_id, row.id))!;
+    return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
   }
 
-  /** Ends a buyer approval that ran out of time: the payment failed and the link stops working. */
-  async expire(row: TransactionRow, now: Date): Promise<boolean> {
+  /**
+   * Ends a buyer approval that ran out of time, in the caller's change (the approval page's, or the
+   * settlement job's): the payment failed and the link stops working.
+   */
+  async expire(change: Change, row: TransactionRow, now: Date): Promise<boolean> {
     const applied = !!(await this.journal.apply(
+      change,
       row.tenant_id,
       row.id,
       transition(stateOf(row), { kind: 'approval_expired' }, now),
       now,
     ));
-    if (applied)
-      await this.journal.log(buyer(row), row.id, 'update', 'Buyer approval expired: authorization_failed');
+    if (applied) this.journal.log(change, row.id, 'update', 'Buyer approval expired: authorization_failed');
     return applied;
   }
 }

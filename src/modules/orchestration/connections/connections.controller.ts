@@ -10,6 +10,7 @@ import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
+import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { ConnectionDto, ConnectionRequestDto } from './connection.dto';
 import { ConnectionsService } from './connections.service';
 
@@ -22,7 +23,6 @@ export class ConnectionsController {
 
   @Post()
   @RequirePermissions('orchestration:connections:create')
-  @Audited('connection', 'create')
   @ApiOperation({
     operationId: 'createConnection',
     summary: 'Create a connection from a formula',
@@ -31,8 +31,8 @@ export class ConnectionsController {
       'within a second. Secret field values are stored encrypted and shown as `********`.',
   })
   @ApiCreatedResponse({ type: ConnectionDto })
-  create(@Principal() who: Principal, @Body() body: ConnectionRequestDto): Promise<ConnectionDto> {
-    return this.connections.create(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: ConnectionRequestDto): Promise<ConnectionDto> {
+    return this.connections.create(origin, body);
   }
 
   @Get()
@@ -55,7 +55,6 @@ export class ConnectionsController {
 
   @Put(':id')
   @RequirePermissions('orchestration:connections:update')
-  @Audited('connection', 'update')
   @ApiOperation({
     operationId: 'updateConnection',
     summary: 'Update a connection',
@@ -63,37 +62,35 @@ export class ConnectionsController {
   })
   @ApiOkResponse({ type: ConnectionDto })
   update(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @ConnectionId() id: string,
     @Body() body: ConnectionRequestDto,
   ): Promise<ConnectionDto> {
-    return this.connections.update(who, id, body);
+    return this.connections.update(origin, id, body);
   }
 
   /** Basis Theory's own samples update a connection with POST; it is accepted as PUT. */
   @Post(':id')
   @HttpCode(200)
   @RequirePermissions('orchestration:connections:update')
-  @Audited('connection', 'update')
   @ApiExcludeEndpoint()
   updateByPost(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @ConnectionId() id: string,
     @Body() body: ConnectionRequestDto,
   ): Promise<ConnectionDto> {
-    return this.connections.update(who, id, body);
+    return this.connections.update(origin, id, body);
   }
 
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('orchestration:connections:delete')
-  @Audited('connection', 'delete')
   @ApiOperation({
     operationId: 'deleteConnection',
     summary: 'Delete a connection',
     description: 'A connection with transactions is kept for them but no longer listed or usable.',
   })
-  delete(@Principal() who: Principal, @ConnectionId() id: string): Promise<void> {
-    return this.connections.delete(who, id);
+  delete(@Origin() origin: RequestOrigin, @ConnectionId() id: string): Promise<void> {
+    return this.connections.delete(origin, id);
   }
 }

@@ -1,7 +1,6 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { IsNull, Repository } from 'typeorm';
+import { DataSource, IsNull, Repository } from 'typeorm';
+import type { Change } from '../../../common/unit-of-work/change';
 import { ConnectionEntity, ConnectionField } from './entities/connection.entity';
 
 export type { ConnectionField };
@@ -21,24 +20,35 @@ export type ConnectionValues = Pick<
   | 'threeDSecureEnabled'
 >;
 
-/** Connections to payment vendors: plain CRUD through the entity, every read and write by tenant. */
+/**
+ * Connections to payment vendors: plain CRUD through the entity, every read and write by tenant. Writes,
+ * and the reads of a change (a lock), run in the change they are given; other reads on the pool.
+ */
 @Injectable()
 export class ConnectionsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
+  /** The entity's repository on the pool (reads outside any change). */
   private get connections(): Repository<ConnectionEntity> {
-    return this.db.tx.getRepository(ConnectionEntity);
+    return this.dataSource.getRepository(ConnectionEntity);
+  }
+
+  /** The entity's repository in a change. */
+  private in(change: Change): Repository<ConnectionEntity> {
+    return change.manager.getRepository(ConnectionEntity);
   }
 
   /** A new connection, `pending` until its credentials are verified. */
   async insert(
+    change: Change,
     tenantId: string,
     id: string,
     values: ConnectionValues,
     createdBy: string | null,
     now: Date,
   ): Promise<ConnectionEntity> {
-    const row = this.connections.create({
+    const connections = this.in(change);
+    const row = connections.create({
       ...values,
       tenantId,
       id,
@@ -50,17 +60,24 @@ export class ConnectionsRepository {
       updatedAt: now,
       deletedAt: null,
     });
-    await this.connections.insert(row);
+    await connections.insert(row);
     return row;
   }
 
   /** Replaces a connection's values; it is `pending` again and its version moves on. */
-  async update(tenantId: string, id: string, values: ConnectionValues, now: Date): Promise<ConnectionEntity> {
-    await this.connections.update(
+  async update(
+    change: Change,
+    tenantId: string,
+    id: string,
+    values: ConnectionValues,
+    now: Date,
+  ): Promise<ConnectionEntity> {
+    const connections = this.in(change);
+    await connections.update(
       { tenantId, id },
       { ...values, status: 'pending', statusReason: null, version: () => 'version + 1', updatedAt: now },
     );
-    return this.connections.findOneByOrFail({ tenantId, id });
+    return connections.findOneByOrFail({ tenantId, id });
   }
 
   /** The tenant's connections that are not deleted, oldest first. */
@@ -71,29 +88,34 @@ export class ConnectionsRepository {
     });
   }
 
-  /**
-   * One connection of the tenant; deleted ones only with `includeDeleted` (transactions keep using
-   * theirs); `lock` holds it until the current transaction ends.
-   */
+  /** One connection of the tenant; deleted ones only with `includeDeleted` (transactions keep using theirs). */
   async find(
     tenantId: string,
     id: string,
-    options: { includeDeleted?: boolean; lock?: boolean } = {},
+    options: { includeDeleted?: boolean } = {},
   ): Promise<ConnectionEntity | undefined> {
     const row = await this.connections.findOne({
       where: { tenantId, id, ...(options.includeDeleted ? {} : { deletedAt: IsNull() }) },
-      ...(options.lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+    return row ?? undefined;
+  }
+
+  /** One connection of the tenant that is not deleted, locked until the change ends. */
+  async lock(change: Change, tenantId: string, id: string): Promise<ConnectionEntity | undefined> {
+    const row = await this.in(change).findOne({
+      where: { tenantId, id, deletedAt: IsNull() },
+      lock: { mode: 'pessimistic_write' },
     });
     return row ?? undefined;
   }
 
   /** Marks a connection deleted and inactive, keeping the row for the transactions that refer to it. */
-  async softDelete(tenantId: string, id: string, now: Date): Promise<void> {
-    await this.connections.update({ tenantId, id }, { deletedAt: now, active: false });
+  async softDelete(change: Change, tenantId: string, id: string, now: Date): Promise<void> {
+    await this.in(change).update({ tenantId, id }, { deletedAt: now, active: false });
   }
 
-  async delete(tenantId: string, id: string): Promise<void> {
-    await this.connections.delete({ tenantId, id });
+  async delete(change: Change, tenantId: string, id: string): Promise<void> {
+    await this.in(change).delete({ tenantId, id });
   }
 
   /** Connections waiting for verification, across tenants (for the verification sweep). */
@@ -116,10 +138,11 @@ export class ConnectionsRepository {
 
   /** Records a verification, only if the connection is still the version that was verified; true when it did. */
   async recordVerification(
+    change: Change,
     row: Pick<ConnectionEntity, 'tenantId' | 'id' | 'version'>,
     outcome: { status: 'available' | 'failed'; reason: string | null },
   ): Promise<boolean> {
-    const result = await this.connections.update(
+    const result = await this.in(change).update(
       { tenantId: row.tenantId, id: row.id, version: row.version, status: 'pending' },
       { status: outcome.status, statusReason: outcome.reason },
     );

@@ -1,16 +1,17 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
-import { AuditTrail } from '../../../common/audit/audit-trail.service';
 import type { Principal } from '../../../common/auth/principal';
-import { afterCommit, inTransaction, Transactional } from '../../../common/context/transactional';
 import { open, seal } from '../../../common/crypto/aead';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../../common/errors/domain.exception';
-import { EventOutbox, OutboxEvent } from '../../../common/events/event-outbox';
+import type { OutboxEvent } from '../../../common/events/event-outbox';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
+import { Change, systemOrigin } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { findFormula, Formula, supports } from '../formulas/formulas';
 import type { Credentials } from '../processors/processor.port';
@@ -150,23 +151,38 @@ export class ConnectionsService implements OnApplicationShutdown {
   private stopped = false;
 
   constructor(
-    private readonly outbox: EventOutbox,
     private readonly connections: ConnectionsRepository,
     private readonly transactions: TransactionsRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
     private readonly jobs: ExclusiveJobRunner,
-    private readonly audit: AuditTrail,
+    private readonly work: UnitOfWork,
   ) {}
 
-  @Transactional()
-  async create(who: Principal, body: ConnectionRequestDto): Promise<ConnectionDto> {
+  async create(origin: RequestOrigin, body: ConnectionRequestDto): Promise<ConnectionDto> {
+    const who = origin.actor;
     const id = randomUUID();
+    // Checked and sealed before the change opens: it only inserts.
     const values = await this.valuesOf(who.tenantId, id, body, new Map());
-    const row = await this.connections.insert(who.tenantId, id, values, who.applicationId, this.clock.now());
-    this.verifyAfterCommit(who.tenantId, id);
-    return connectionDto(row, { withMethod: false });
+    return this.work.transaction(origin, async (change) => {
+      const row = await this.connections.insert(
+        change,
+        who.tenantId,
+        id,
+        values,
+        who.applicationId,
+        this.clock.now(),
+      );
+      change.audit({
+        entityType: 'connection',
+        entityId: id,
+        operation: 'create',
+        message: 'Connection created',
+      });
+      this.verifyAfterCommit(change, who.tenantId, id);
+      return connectionDto(row, { withMethod: false });
+    });
   }
 
   async list(who: Principal): Promise<ConnectionDto[]> {
@@ -178,16 +194,29 @@ export class ConnectionsService implements OnApplicationShutdown {
     return connectionDto(await this.find(who.tenantId, id), { withMethod: true });
   }
 
-  @Transactional()
-  async update(who: Principal, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
-    const current = await this.find(who.tenantId, id, true);
-    const stored = body.connection_formula_id === current.formulaId ? await this.credentialsOf(current) : {};
-    const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
-    const row = await this.connections.update(who.tenantId, id, values, this.clock.now());
-    // Every update sets it `pending` again until verified: reported, like the verification's outcome.
-    await this.outbox.record(updatedEvent(row));
-    this.verifyAfterCommit(who.tenantId, id);
-    return connectionDto(row, { withMethod: true });
+  async update(origin: RequestOrigin, id: string, body: ConnectionRequestDto): Promise<ConnectionDto> {
+    const who = origin.actor;
+    // The tenant's keys, read before the change opens (opening the stored secrets and sealing the new
+    // ones then reads nothing more while the change holds its connection and the row's lock).
+    await this.tenantKeys.keysFor(who.tenantId);
+    return this.work.transaction(origin, async (change) => {
+      const current = await this.connections.lock(change, who.tenantId, id);
+      if (!current) throw OrchestrationException.connectionNotFound();
+      const stored =
+        body.connection_formula_id === current.formulaId ? await this.credentialsOf(current) : {};
+      const values = await this.valuesOf(who.tenantId, id, body, new Map(Object.entries(stored)));
+      const row = await this.connections.update(change, who.tenantId, id, values, this.clock.now());
+      // Every update sets it `pending` again until verified: reported, like the verification's outcome.
+      change.emit(updatedEvent(row));
+      change.audit({
+        entityType: 'connection',
+        entityId: id,
+        operation: 'update',
+        message: 'Connection updated',
+      });
+      this.verifyAfterCommit(change, who.tenantId, id);
+      return connectionDto(row, { withMethod: true });
+    });
   }
 
   /** The request checked against its formula, as the values create and update both write. */
@@ -221,12 +250,21 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   /** Soft when transactions refer to the connection (they keep showing it), else the row goes. */
-  @Transactional()
-  async delete(who: Principal, id: string): Promise<void> {
-    await this.find(who.tenantId, id, true);
-    if (await this.transactions.usesConnection(who.tenantId, id))
-      await this.connections.softDelete(who.tenantId, id, this.clock.now());
-    else await this.connections.delete(who.tenantId, id);
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    const who = origin.actor;
+    await this.work.transaction(origin, async (change) => {
+      if (!(await this.connections.lock(change, who.tenantId, id)))
+        throw OrchestrationException.connectionNotFound();
+      if (await this.transactions.usesConnection(change, who.tenantId, id))
+        await this.connections.softDelete(change, who.tenantId, id, this.clock.now());
+      else await this.connections.delete(change, who.tenantId, id);
+      change.audit({
+        entityType: 'connection',
+        entityId: id,
+        operation: 'delete',
+        message: 'Connection deleted',
+      });
+    });
   }
 
   /** The connection with its clear credentials, for a payment; deleted ones only when `includeDeleted`. */
@@ -264,20 +302,16 @@ export class ConnectionsService implements OnApplicationShutdown {
         row.environment === 'sandbox' ? undefined : row.environment,
       );
     const outcome = { status: result.ok ? 'available' : 'failed', reason: result.reason ?? null } as const;
-    await inTransaction(async () => {
-      if (!(await this.connections.recordVerification(row, outcome))) return;
-      await this.outbox.record(
-        updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }),
-      );
+    await this.work.transaction(systemOrigin(tenantId), async (change) => {
+      if (!(await this.connections.recordVerification(change, row, outcome))) return;
+      change.emit(updatedEvent({ ...row, status: outcome.status, statusReason: outcome.reason }));
       // The outcome, and why a connection failed, is read in its audit log (GET /logs?entity_type=connection).
-      await this.audit.write({ tenantId, applicationId: null, system: true }, [
-        {
-          entityType: 'connection',
-          entityId: id,
-          operation: 'update',
-          message: verificationMessage(outcome),
-        },
-      ]);
+      change.audit({
+        entityType: 'connection',
+        entityId: id,
+        operation: 'update',
+        message: verificationMessage(outcome),
+      });
     });
   }
 
@@ -287,8 +321,8 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   /** Verifies once the change has committed (the sweep catches anything missed, a crash say). */
-  private verifyAfterCommit(tenantId: string, id: string): void {
-    afterCommit(() => {
+  private verifyAfterCommit(change: Change, tenantId: string, id: string): void {
+    change.afterCommit(() => {
       if (this.stopped) return;
       const run = this.verify(tenantId, id)
         .catch((error: unknown) =>
@@ -299,8 +333,8 @@ export class ConnectionsService implements OnApplicationShutdown {
     });
   }
 
-  private async find(tenantId: string, id: string, lock = false): Promise<ConnectionEntity> {
-    const row = await this.connections.find(tenantId, id, { lock });
+  private async find(tenantId: string, id: string): Promise<ConnectionEntity> {
+    const row = await this.connections.find(tenantId, id);
     if (!row) throw OrchestrationException.connectionNotFound();
     return row;
   }

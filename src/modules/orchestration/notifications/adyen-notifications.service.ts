@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { inTransaction } from '../../../common/context/transactional';
 import { unauthorized } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
+import { systemOrigin } from '../../../common/unit-of-work/change';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { AdyenProcessor } from '../processors/adyen/adyen.processor';
 import { SignedNotificationFields, verifyAdyenSignature } from '../processors/adyen/adyen-hmac';
@@ -27,7 +28,6 @@ interface Target {
 }
 
 const REFERENCE = /^([0-9A-Za-z]{1,22})(?:\.([0-9A-Za-z]{1,22}))?$/;
-const system = (tenantId: string) => ({ tenantId, applicationId: null });
 
 /** Why a batch is refused: a fixed reason, never a value from the request. */
 const REFUSED = 'The notification could not be verified.';
@@ -40,7 +40,8 @@ const REFUSED = 'The notification could not be verified.';
  * (401) and nothing changes. Items about payments made elsewhere on the merchant account are accepted
  * and ignored. Applying is idempotent: each change is a state machine transition from the state the
  * operation left (or the refund's `processing`), so a notification sent again (same pspReference)
- * finds it settled and changes nothing.
+ * finds it settled and changes nothing. Each item's change is made by the service for the transaction's
+ * tenant (`systemOrigin`): Adyen is no caller of ours.
  */
 @Injectable()
 export class AdyenNotificationsService {
@@ -52,6 +53,7 @@ export class AdyenNotificationsService {
     private readonly journal: TransactionJournal,
     private readonly connections: ConnectionsService,
     private readonly clock: Clock,
+    private readonly work: UnitOfWork,
   ) {}
 
   /** Verifies the whole batch, then applies each item; throws a 401 when any item is not verified. */
@@ -158,8 +160,8 @@ export class AdyenNotificationsService {
     result: FinalOutcome,
   ): Promise<void> {
     const { row, item } = target;
-    await inTransaction(async () => {
-      const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
+    await this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
+      const current = await this.transactions.lock(change, row.tenant_id, row.id);
       if (!current) return;
       const state = stateOf(current);
       const awaitingBuyer = current.status === 'buyer_approval_pending';
@@ -175,9 +177,10 @@ export class AdyenNotificationsService {
         now,
       );
       const patch = awaitingBuyer ? { ...next.patch, approval: 'clear' as const } : next.patch;
-      if (!(await this.journal.apply(row.tenant_id, row.id, { from: current.status, patch }, now))) return;
-      await this.journal.log(
-        system(row.tenant_id),
+      if (!(await this.journal.apply(change, row.tenant_id, row.id, { from: current.status, patch }, now)))
+        return;
+      this.journal.log(
+        change,
         row.id,
         'update',
         `Adyen notification ${safeCode(item.eventCode)} (success ${item.success === 'true'}): ${patch.status}`,
@@ -188,21 +191,23 @@ export class AdyenNotificationsService {
   private async settleRefund(target: Target, succeeded: boolean): Promise<void> {
     const { row, item, refundKey } = target;
     if (!refundKey) return;
-    await inTransaction(async () => {
-      const refund = await this.refundOf(row, refundKey);
-      if (!refund) return;
-      if (refund.status !== 'processing') {
-        if (refund.status === 'succeeded' && !succeeded)
-          await this.attention(target, `Adyen reported that refund ${refund.id} failed after it succeeded`);
-        return;
-      }
+    // Read before its change: settling it applies only while it is `processing` (settleRefund).
+    const refund = await this.refundOf(row, refundKey);
+    if (!refund) return;
+    if (refund.status !== 'processing') {
+      if (refund.status === 'succeeded' && !succeeded)
+        await this.attention(target, `Adyen reported that refund ${refund.id} failed after it succeeded`);
+      return;
+    }
+    await this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
       const settled = await this.journal.settleRefund(
+        change,
         refund,
         succeeded ? 'succeeded' : 'failed',
         psp(item) ?? null,
       );
-      await this.journal.log(
-        system(row.tenant_id),
+      this.journal.log(
+        change,
         row.id,
         'update',
         `Adyen notification ${safeCode(item.eventCode)}: refund ${refund.id} ${settled.status}`,
@@ -225,7 +230,10 @@ export class AdyenNotificationsService {
   /** Something only a person can sort out (the vendor reversed what it confirmed): logged and audited. */
   private async attention(target: Target, message: string): Promise<void> {
     this.logger.error({ transaction_id: target.row.id }, message);
-    await this.journal.log(system(target.row.tenant_id), target.row.id, 'update', message);
+    await this.work.transaction(systemOrigin(target.row.tenant_id), (change) => {
+      this.journal.log(change, target.row.id, 'update', message);
+      return Promise.resolve();
+    });
   }
 }
 

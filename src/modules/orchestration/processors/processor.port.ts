@@ -1,7 +1,8 @@
 /**
- * The one interface between orchestration and a payment vendor. A vendor integration is one class
- * implementing it and registered for its formula id (see processor.registry.ts); nothing else changes.
- * Implementations receive clear card data and credentials: they must never log them.
+ * The one interface between orchestration and a payment processor: what every processor implements,
+ * the built-in sandboxes and the vendor adapters alike. A processor is one class implementing it (and
+ * `VendorHooks` where the vendor needs them), registered for its formula id (processor.registry.ts);
+ * nothing else changes. Implementations receive clear card data and credentials: they must never log them.
  */
 export interface ProcessorPort {
   /** The formula (vendor) this processor serves, e.g. `stripe-card`. */
@@ -11,31 +12,42 @@ export interface ProcessorPort {
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
   /** Completes a 3-D Secure challenge the buyer approved or declined on the approval page. */
   completeChallenge(request: ChallengeRequest): Promise<AuthorizeResult>;
-  /**
-   * Vendor adapters whose challenges happen at the vendor: where the approval page sends the buyer
-   * (the vendor's 3-D Secure page), or null when the vendor no longer awaits the buyer. The vendor
-   * sends the buyer back to `vendorReturnUrl(publicBaseUrl, reconciliationId)`.
-   */
-  challengeUrl?(request: OperationRequest): Promise<string | null>;
-  /**
-   * Vendor adapters whose challenges happen at the vendor: whether what the vendor appended to the
-   * return URL belongs to this payment (`connectionTransactionId`, null before the vendor named it).
-   */
-  returnMatches?(params: Record<string, string>, connectionTransactionId: string | null): boolean;
-  /**
-   * True for vendors that confirm operations by notification (Adyen): `pollStatus` then asks nothing
-   * before VENDOR_NOTIFICATION_TIMEOUT_SECONDS, so the settlement job leaves such operations alone
-   * until then, and the vendor's notifications settle them.
-   */
-  readonly confirmsByNotification?: boolean;
-  /** Vendor adapters: what is wrong with a connection's field values, by field key (empty when nothing). */
-  checkFields?(values: ReadonlyMap<string, string>): Record<string, string>;
   capture(request: CaptureRequest): Promise<OperationResult>;
   void(request: OperationRequest): Promise<OperationResult>;
   refund(request: RefundRequest): Promise<OperationResult>;
   /** Where an operation stands at the vendor: used to settle asynchronous and interrupted operations. */
   pollStatus(request: PollRequest): Promise<OperationResult | { status: 'not_found' }>;
 }
+
+/**
+ * Hooks that only some vendor adapters implement, each one optional: a caller checks that a processor
+ * has a hook before it uses it, and a processor without it (every sandbox) behaves as described.
+ */
+export interface VendorHooks {
+  /**
+   * Vendors whose 3-D Secure challenges happen at the vendor: where the approval page sends the buyer
+   * (the vendor's 3-D Secure page), or null when the vendor no longer awaits the buyer. The vendor
+   * sends the buyer back to `vendorReturnUrl(publicBaseUrl, reconciliationId)`. Without it: no page.
+   */
+  challengeUrl?(request: OperationRequest): Promise<string | null>;
+  /**
+   * Vendors whose challenges happen at the vendor: whether what the vendor appended to the return URL
+   * belongs to this payment (`connectionTransactionId`, null before the vendor named it). Without it,
+   * no return is accepted.
+   */
+  returnMatches?(params: Record<string, string>, connectionTransactionId: string | null): boolean;
+  /**
+   * True for vendors that confirm operations by notification (Adyen): `pollStatus` then asks nothing
+   * before VENDOR_NOTIFICATION_TIMEOUT_SECONDS, so the settlement job leaves such operations alone
+   * until then, and the vendor's notifications settle them. Absent: false.
+   */
+  readonly confirmsByNotification?: boolean;
+  /** What is wrong with a connection's field values, by field key (empty when nothing). Absent: nothing. */
+  checkFields?(values: ReadonlyMap<string, string>): Record<string, string>;
+}
+
+/** A processor as the registry hands it out: the port, with whichever vendor hooks it implements. */
+export type Processor = ProcessorPort & VendorHooks;
 
 export type Credentials = Record<string, string>;
 

@@ -1,7 +1,8 @@
-import { loadConfig } from '../../../config/app-config';
+import { Test } from '@nestjs/testing';
+import { AppConfig, loadConfig } from '../../../config/app-config';
 import { FORMULAS } from '../formulas/formulas';
 import type { AuthorizeRequest } from './processor.port';
-import { ProcessorRegistry } from './processor.registry';
+import { PROCESSOR_PROVIDERS, ProcessorRegistry } from './processor.registry';
 
 const request = (number: string, extra: Partial<AuthorizeRequest> = {}): AuthorizeRequest => ({
   credentials: { key: 'ok' },
@@ -43,7 +44,14 @@ const ID_FORMATS: Record<string, RegExp> = {
 };
 
 describe('sandbox processors', () => {
-  const registry = new ProcessorRegistry(loadConfig({}));
+  let registry: ProcessorRegistry;
+  // Built by Nest, as the orchestration module builds it.
+  beforeAll(async () => {
+    const processors = await Test.createTestingModule({
+      providers: [{ provide: AppConfig, useValue: loadConfig({}) }, ...PROCESSOR_PROVIDERS],
+    }).compile();
+    registry = processors.get(ProcessorRegistry);
+  });
   const sandbox = (formulaId: string) => registry.for({ formulaId, environment: 'sandbox' });
 
   it('there is one for every formula, with ids shaped like the vendor ids', async () => {

@@ -1,6 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Change } from '../../../common/unit-of-work/change';
+import { GenerateSql } from '../../../database/generate-sql';
 import type { NotifiedVendors } from './transactions.repository';
 
 export type RefundStatus = 'processing' | 'succeeded' | 'failed';
@@ -26,14 +27,24 @@ export interface NewRefund {
 
 const COLUMNS = 'id, tenant_id, transaction_id, amount, currency, status, created_at';
 
-/** Refunds of captured transactions: every statement on the `refunds` table. */
+/** Examples for the SQL snapshots (`@GenerateSql`). */
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const TRANSACTION = '00000000-0000-4000-8000-000000000002';
+const REFUND = '00000000-0000-4000-8000-000000000006';
+const AT = new Date('2026-01-02T03:04:05.000Z');
+
+/**
+ * Refunds of captured transactions: every statement on the `refunds` table. Writes, and the reads a
+ * change makes under its transaction's lock, run in the change they are given; other reads on the pool.
+ */
 @Injectable()
 export class RefundsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
-  /** The total of the transaction's refunds still `processing`. */
-  async pendingTotal(tenantId: string, transactionId: string): Promise<number> {
-    const [{ pending }]: { pending: string }[] = await this.db.tx.query(
+  /** The total of the transaction's refunds still `processing` (read under the transaction's lock). */
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION], answers: [[{ pending: '0' }]] })
+  async pendingTotal(change: Change, tenantId: string, transactionId: string): Promise<number> {
+    const [{ pending }] = await change.query<{ pending: string }>(
       `SELECT coalesce(sum(amount), 0) AS pending FROM refunds
         WHERE tenant_id = $1 AND transaction_id = $2 AND status = 'processing'`,
       [tenantId, transactionId],
@@ -41,8 +52,21 @@ export class RefundsRepository {
     return Number(pending);
   }
 
-  async insert(refund: NewRefund): Promise<RefundRow> {
-    const rows: RefundRow[] = await this.db.tx.query(
+  @GenerateSql({
+    change: true,
+    params: [
+      {
+        id: REFUND,
+        tenantId: TENANT,
+        transactionId: TRANSACTION,
+        amount: 500,
+        currency: 'USD',
+        createdAt: AT,
+      },
+    ],
+  })
+  async insert(change: Change, refund: NewRefund): Promise<RefundRow> {
+    const rows = await change.query<RefundRow>(
       `INSERT INTO refunds (id, tenant_id, transaction_id, amount, currency, status, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, 'processing', $6, $6) RETURNING ${COLUMNS}`,
       [refund.id, refund.tenantId, refund.transactionId, refund.amount, refund.currency, refund.createdAt],
@@ -54,12 +78,17 @@ export class RefundsRepository {
    * Records a refund's outcome, only while it is `processing` (a request and the job never both settle
    * it). Answers the settled row, or nothing when it was settled already.
    */
+  @GenerateSql({
+    change: true,
+    params: [{ tenant_id: TENANT, id: REFUND }, { status: 'succeeded', vendorId: 're_1' }, AT],
+  })
   async settle(
+    change: Change,
     refund: Pick<RefundRow, 'tenant_id' | 'id'>,
     outcome: { status: RefundStatus; vendorId: string | null },
     now: Date,
   ): Promise<RefundRow | undefined> {
-    const [rows]: [RefundRow[], number] = await this.db.tx.query(
+    const [rows] = await change.manager.query<[RefundRow[], number]>(
       `UPDATE refunds SET status = $3, connection_refund_id = $4, updated_at = $5
         WHERE tenant_id = $1 AND id = $2 AND status = 'processing' RETURNING ${COLUMNS}`,
       [refund.tenant_id, refund.id, outcome.status, outcome.vendorId, now],
@@ -68,17 +97,18 @@ export class RefundsRepository {
   }
 
   /** A page of a transaction's refunds, oldest first, and how many it has. */
+  @GenerateSql({ params: [TENANT, TRANSACTION, { skip: 0, take: 20 }], answers: [[], [{ n: 0 }]] })
   async list(
     tenantId: string,
     transactionId: string,
     page: { skip: number; take: number },
   ): Promise<{ rows: RefundRow[]; total: number }> {
-    const rows: RefundRow[] = await this.db.tx.query(
+    const rows = await this.dataSource.query<RefundRow[]>(
       `SELECT ${COLUMNS} FROM refunds WHERE tenant_id = $1 AND transaction_id = $2
         ORDER BY created_at, id LIMIT $3 OFFSET $4`,
       [tenantId, transactionId, page.take, page.skip],
     );
-    const [{ n }]: { n: number }[] = await this.db.tx.query(
+    const [{ n }] = await this.dataSource.query<{ n: number }[]>(
       'SELECT count(*)::int AS n FROM refunds WHERE tenant_id = $1 AND transaction_id = $2',
       [tenantId, transactionId],
     );
@@ -86,8 +116,15 @@ export class RefundsRepository {
   }
 
   /** Refunds still `processing` since before `stuckBefore`, across tenants (for the settlement job). */
+  @GenerateSql({
+    params: [
+      new Date('2026-01-02T03:03:05.000Z'),
+      100,
+      { formulas: ['adyen-card'], waitingSince: new Date('2026-01-02T02:04:05.000Z') },
+    ],
+  })
   async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RefundRow[]> {
-    return this.db.tx.query(
+    return this.dataSource.query<RefundRow[]>(
       `SELECT ${COLUMNS.split(', ')
         .map((c) => `r.${c}`)
         .join(', ')} FROM refunds r
@@ -101,8 +138,9 @@ export class RefundsRepository {
   }
 
   /** One refund of a transaction. */
+  @GenerateSql({ params: [TENANT, TRANSACTION, REFUND] })
   async find(tenantId: string, transactionId: string, id: string): Promise<RefundRow | undefined> {
-    const rows: RefundRow[] = await this.db.tx.query(
+    const rows = await this.dataSource.query<RefundRow[]>(
       `SELECT ${COLUMNS} FROM refunds WHERE tenant_id = $1 AND transaction_id = $2 AND id = $3`,
       [tenantId, transactionId, id],
     );

@@ -1,8 +1,9 @@
-import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { ClsService } from 'nestjs-cls';
 import { Clock } from '../../../common/jobs/clock';
+import { systemOrigin } from '../../../common/unit-of-work/change';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { AppConfig } from '../../../config/app-config';
 import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../../database/data-source';
@@ -16,13 +17,13 @@ import { stateOf, TransactionRow, TransactionsRepository } from './transactions.
 import { STUCK_AFTER_MS } from './transactions.service';
 
 const BATCH = 100;
-const system = (tenantId: string) => ({ tenantId, applicationId: null });
 
 /**
  * Settles what a request could not: asynchronous captures and voids, operations interrupted by a crash
  * (`processing` for over a minute), expired buyer approvals and unanswered refunds. Safe on several
  * instances: each transaction is settled by a conditional update (the state machine's `from`) after
- * its processor is asked, and no lock is held during the call.
+ * its processor is asked, and no lock is held during the call. Each settlement is a change of its own,
+ * made by the service (`systemOrigin` of the transaction's tenant: its audit rows' actor is `system`).
  */
 @Injectable()
 export class SettlementService {
@@ -39,6 +40,7 @@ export class SettlementService {
     private readonly cls: ClsService,
     private readonly jobs: ExclusiveJobRunner,
     private readonly config: AppConfig,
+    private readonly work: UnitOfWork,
   ) {}
 
   @Interval(1_000)
@@ -78,10 +80,10 @@ export class SettlementService {
       // At a vendor, the buyer may have authenticated after all (then the payment stands), else the
       // vendor's payment is cancelled first, so that a late authentication cannot charge the buyer.
       if ((await this.endVendorChallenge(row)) === 'authorized') return this.settleAsAuthorized(row);
-      return inTransaction(async () => {
-        const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
+      return this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
+        const current = await this.transactions.lock(change, row.tenant_id, row.id);
         if (current?.status !== 'buyer_approval_pending') return false;
-        return this.approvals.expire(current, this.clock.now());
+        return this.approvals.expire(change, current, this.clock.now());
       });
     }
 
@@ -99,12 +101,12 @@ export class SettlementService {
         { transaction_id: row.id, operation, error_code: result.errorCode },
         'settled an operation as failed',
       );
-    return inTransaction(async () => {
+    return this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
       const now = this.clock.now();
       const next = transition(state, { kind: 'settled', result }, now);
-      if (!(await this.journal.apply(row.tenant_id, row.id, next, now))) return false;
-      await this.journal.log(
-        system(row.tenant_id),
+      if (!(await this.journal.apply(change, row.tenant_id, row.id, next, now))) return false;
+      this.journal.log(
+        change,
         row.id,
         'update',
         `Settled ${operation} (${describe(result)}): ${next.patch.status}`,
@@ -130,18 +132,14 @@ export class SettlementService {
         { transaction_id: row.id, refund_id: refund.id, error_code: result.errorCode },
         'settled a refund as failed',
       );
-    await inTransaction(async () => {
+    await this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
       const settled = await this.journal.settleRefund(
+        change,
         refund,
         refundStatus(result),
         'vendorId' in result ? (result.vendorId ?? null) : null,
       );
-      await this.journal.log(
-        system(row.tenant_id),
-        row.id,
-        'update',
-        `Refund ${refund.id} settled: ${settled.status}`,
-      );
+      this.journal.log(change, row.id, 'update', `Refund ${refund.id} settled: ${settled.status}`);
     });
     return true;
   }
@@ -176,13 +174,14 @@ export class SettlementService {
   }
 
   private settleAsAuthorized(row: TransactionRow): Promise<boolean> {
-    return inTransaction(async () => {
-      const current = await this.transactions.find(row.tenant_id, row.id, { lock: true });
+    return this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
+      const current = await this.transactions.lock(change, row.tenant_id, row.id);
       if (current?.status !== 'buyer_approval_pending') return false;
       const now = this.clock.now();
       const next = transition(stateOf(current), { kind: 'settled', result: { status: 'succeeded' } }, now);
       if (
         !(await this.journal.apply(
+          change,
           row.tenant_id,
           row.id,
           { ...next, patch: { ...next.patch, approval: 'clear' } },
@@ -190,8 +189,8 @@ export class SettlementService {
         ))
       )
         return false;
-      await this.journal.log(
-        system(row.tenant_id),
+      this.journal.log(
+        change,
         row.id,
         'update',
         `Settled authorize (authenticated at the vendor): ${next.patch.status}`,

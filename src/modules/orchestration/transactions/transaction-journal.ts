@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { AuditTrail } from '../../../common/audit/audit-trail.service';
-import { whenCommitted } from '../../../common/context/transactional';
-import type { AuditActor, AuditEntry } from '../../../common/audit/audit.types';
-import { EventOutbox, EventType } from '../../../common/events/event-outbox';
+import type { AuditEntry } from '../../../common/audit/audit.types';
+import type { EventType } from '../../../common/events/event-outbox';
 import { Clock } from '../../../common/jobs/clock';
 import { Metrics } from '../../../common/metrics/metrics';
+import type { Change } from '../../../common/unit-of-work/change';
 import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
 import { toReconciliationId } from './reconciliation';
@@ -18,37 +17,29 @@ import {
   TransactionRow,
 } from './transactions.repository';
 
-/** The actor of an audit row: an API caller, or the buyer / the settlement job (no application). */
-export const actorOf = (who: AuditActor): AuditActor => ({
-  tenantId: who.tenantId,
-  applicationId: who.applicationId,
-  sessionId: who.sessionId,
-});
-
 /**
  * What requests, the approval page and the settlement job all do to a transaction: every write that
  * changes it (its creation, each state machine transition, a settled refund) with the event that
  * reports it (`transaction:created`, then `transaction:updated` for every change,
- * `data` the transaction as GET answers it then), recorded in the change's own database transaction;
- * its audit rows; the request every processor operation starts from. Nothing else writes a
- * transaction, so no change goes without its event.
+ * `data` the transaction as GET answers it then), added to the change that writes it; its audit rows
+ * (attributed to the change's actor: the caller, the buyer, or the service for its jobs); the request
+ * every processor operation starts from. Nothing else writes a transaction, so no change goes without
+ * its event.
  */
 @Injectable()
 export class TransactionJournal {
   constructor(
-    private readonly audit: AuditTrail,
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
-    private readonly outbox: EventOutbox,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
   ) {}
 
   /** Records a new transaction, `processing` its authorization, and its `transaction:created` event. */
-  async insert(t: NewTransaction): Promise<TransactionRow> {
-    const row = await this.transactions.insert(t);
-    await this.emit('transaction:created', row);
-    this.counted(row);
+  async insert(change: Change, t: NewTransaction): Promise<TransactionRow> {
+    const row = await this.transactions.insert(change, t);
+    this.emit(change, 'transaction:created', row);
+    this.counted(change, row);
     return row;
   }
 
@@ -58,23 +49,24 @@ export class TransactionJournal {
    * now stands, undefined when the transition did not apply (nothing changed, no event).
    */
   async apply(
+    change: Change,
     tenantId: string,
     id: string,
     transition: Transition,
     now: Date,
     approval?: IssuedApproval,
   ): Promise<TransactionRow | undefined> {
-    const row = await this.transactions.apply(tenantId, id, transition, now, approval);
-    if (row) await this.emit('transaction:updated', row);
+    const row = await this.transactions.apply(change, tenantId, id, transition, now, approval);
+    if (row) this.emit(change, 'transaction:updated', row);
     // A transition may only change columns (a pending operation's progress): no status entered.
-    if (row && row.status !== transition.from) this.counted(row);
+    if (row && row.status !== transition.from) this.counted(change, row);
     return row;
   }
 
-  /** `vault_transactions_total`: the status entered, once its transaction has committed. */
-  private counted(row: TransactionRow): void {
+  /** `vault_transactions_total`: the status entered, once its change has committed. */
+  private counted(change: Change, row: TransactionRow): void {
     const status = row.status;
-    whenCommitted(() => this.metrics.transactionEntered(status));
+    change.afterCommit(() => this.metrics.transactionEntered(status));
   }
 
   /**
@@ -85,8 +77,8 @@ export class TransactionJournal {
    * events: events go only to the endpoints the tenant's management keys configured (webhooks are theirs
    * alone), never to the key that made the change.
    */
-  private async emit(type: EventType, row: TransactionRow): Promise<void> {
-    await this.outbox.record({
+  private emit(change: Change, type: EventType, row: TransactionRow): void {
+    change.emit({
       tenantId: row.tenant_id,
       type,
       entityId: row.id,
@@ -94,13 +86,9 @@ export class TransactionJournal {
     });
   }
 
-  async log(
-    actor: AuditActor,
-    id: string,
-    operation: AuditEntry['operation'],
-    message: string,
-  ): Promise<void> {
-    await this.audit.write(actorOf(actor), [{ entityType: 'transaction', entityId: id, operation, message }]);
+  /** An audit row of the transaction, written with the change (by its actor). */
+  log(change: Change, id: string, operation: AuditEntry['operation'], message: string): void {
+    change.audit({ entityType: 'transaction', entityId: id, operation, message });
   }
 
   reconciliationId(id: string): string {
@@ -122,13 +110,25 @@ export class TransactionJournal {
    * one that failed, leaves the transaction as it was: no event (there is no refund event type; the
    * refund's own object answers the request that made it). Answers the refund as it now stands.
    */
-  async settleRefund(refund: RefundRow, status: RefundStatus, vendorId: string | null): Promise<RefundRow> {
+  async settleRefund(
+    change: Change,
+    refund: RefundRow,
+    status: RefundStatus,
+    vendorId: string | null,
+  ): Promise<RefundRow> {
     const now = this.clock.now();
-    const settled = await this.refunds.settle(refund, { status, vendorId }, now);
+    const settled = await this.refunds.settle(change, refund, { status, vendorId }, now);
     if (settled && status === 'succeeded')
-      await this.emit(
+      this.emit(
+        change,
         'transaction:updated',
-        await this.transactions.addRefunded(refund.tenant_id, refund.transaction_id, refund.amount, now),
+        await this.transactions.addRefunded(
+          change,
+          refund.tenant_id,
+          refund.transaction_id,
+          refund.amount,
+          now,
+        ),
       );
     return settled ?? refund;
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../../../common/auth/principal';
+import type { Change } from '../../../common/unit-of-work/change';
 import { offsetOf, offsetPage, OffsetPage } from '../../../common/pagination/offset-pagination';
 import { TokensService } from '../../tokens/tokens.service';
 import { OrchestrationException } from '../orchestration.errors';
@@ -67,9 +68,16 @@ export class TransactionQueriesService {
     return transactionDto(row, await this.approvals.urlOf(row), readable);
   }
 
-  /** A tenant's transaction (locked until the transaction ends with `lock`), or the 404. */
-  async find(tenantId: string, id: string, lock = false): Promise<TransactionRow> {
-    const row = await this.transactions.find(tenantId, id, { lock });
+  /** A tenant's transaction, or the 404. */
+  async find(tenantId: string, id: string): Promise<TransactionRow> {
+    const row = await this.transactions.find(tenantId, id);
+    if (!row) throw OrchestrationException.transactionNotFound();
+    return row;
+  }
+
+  /** A tenant's transaction locked until the change ends, or the 404. */
+  async lock(change: Change, tenantId: string, id: string): Promise<TransactionRow> {
+    const row = await this.transactions.lock(change, tenantId, id);
     if (!row) throw OrchestrationException.transactionNotFound();
     return row;
   }

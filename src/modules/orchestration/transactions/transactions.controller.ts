@@ -6,6 +6,7 @@ import { RequirePermissions } from '../../../common/auth/require-permissions.dec
 import type { OffsetPage } from '../../../common/pagination/offset-pagination';
 import { OffsetPaginationQueryDto } from '../../../common/pagination/offset-pagination.dto';
 import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
+import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import {
   CaptureTransactionDto,
   CreateRefundDto,
@@ -31,7 +32,6 @@ export class TransactionsController {
 
   @Post()
   @RequirePermissions('token:use', { perToken: true })
-  @Audited('transaction', 'create', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'createTransaction',
     summary: 'Pay with a card token through a connection',
@@ -41,8 +41,8 @@ export class TransactionsController {
       "the buyer to. `token:use` is checked on the token through the caller's rules.",
   })
   @ApiCreatedResponse({ type: TransactionDto })
-  create(@Principal() who: Principal, @Body() body: CreateTransactionDto): Promise<TransactionDto> {
-    return this.transactions.create(who, body);
+  create(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<TransactionDto> {
+    return this.transactions.create(origin, body);
   }
 
   @Get()
@@ -69,7 +69,6 @@ export class TransactionsController {
   @Post(':id/capture')
   @HttpCode(200)
   @RequirePermissions('orchestration:transaction:capture')
-  @Audited('transaction', 'update', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'captureTransaction',
     summary: 'Capture an authorized transaction',
@@ -77,26 +76,24 @@ export class TransactionsController {
   })
   @ApiOkResponse({ type: TransactionDto })
   capture(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @TransactionId() id: string,
     @Body() body: CaptureTransactionDto,
   ): Promise<TransactionDto> {
-    return this.transactions.capture(who, id, body.amount);
+    return this.transactions.capture(origin, id, body.amount);
   }
 
   @Post(':id/void')
   @HttpCode(200)
   @RequirePermissions('token:use', { perToken: true })
-  @Audited('transaction', 'update', { entries: 'recorded' })
   @ApiOperation({ operationId: 'voidTransaction', summary: 'Void an authorized, uncaptured transaction' })
   @ApiOkResponse({ type: TransactionDto })
-  void(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
-    return this.transactions.void(who, id);
+  void(@Origin() origin: RequestOrigin, @TransactionId() id: string): Promise<TransactionDto> {
+    return this.transactions.void(origin, id);
   }
 
   @Post(':id/refunds')
   @RequirePermissions('orchestration:transaction:refund')
-  @Audited('transaction', 'update', { entries: 'recorded' })
   @ApiOperation({
     operationId: 'createRefund',
     summary: 'Refund a captured transaction',
@@ -104,11 +101,11 @@ export class TransactionsController {
   })
   @ApiCreatedResponse({ type: RefundDto })
   refund(
-    @Principal() who: Principal,
+    @Origin() origin: RequestOrigin,
     @TransactionId() id: string,
     @Body() body: CreateRefundDto,
   ): Promise<RefundDto> {
-    return this.transactions.refund(who, id, body.amount);
+    return this.transactions.refund(origin, id, body.amount);
   }
 
   @Get(':id/refunds')

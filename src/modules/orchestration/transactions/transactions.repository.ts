@@ -1,6 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Change } from '../../../common/unit-of-work/change';
+import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
 import type { ThreeDSecureResult } from '../processors/processor.port';
 import type { TransactionStatus } from './transaction.dto';
@@ -171,14 +172,56 @@ function assignments(patch: TransactionPatch, approval: IssuedApproval | undefin
   return out;
 }
 
-/** Transactions: every statement on the `transactions` table. */
+/** Examples for the SQL snapshots (`@GenerateSql`). */
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const TRANSACTION = '00000000-0000-4000-8000-000000000002';
+const CONNECTION = '00000000-0000-4000-8000-000000000003';
+const AT = new Date('2026-01-02T03:04:05.000Z');
+const NOTIFIED: NotifiedVendors = {
+  formulas: ['adyen-card'],
+  waitingSince: new Date('2026-01-02T02:04:05.000Z'),
+};
+const EXAMPLE: NewTransaction = {
+  id: TRANSACTION,
+  tenantId: TENANT,
+  connectionId: CONNECTION,
+  tokenId: '00000000-0000-4000-8000-000000000004',
+  intent: 'authorize',
+  amount: 1200,
+  currency: 'USD',
+  country: 'US',
+  externalIdentifier: 'order-1',
+  metadata: { order: '1' },
+  paymentSource: 'ecommerce',
+  merchantInitiated: false,
+  isSubsequentPayment: false,
+  previousSchemeTransactionId: null,
+  threeDSessionId: null,
+  paymentMethod: { scheme: 'visa', label: '4242', expiration_date: '12/2031', fingerprint: 'fp' },
+  createdBy: '00000000-0000-4000-8000-000000000005',
+  createdAt: AT,
+};
+const CAPTURE_BEGUN: Transition = {
+  from: 'authorization_succeeded',
+  patch: {
+    status: 'processing',
+    pending: { operation: 'capture', since: AT, amount: 1200 },
+    previousStatus: 'authorization_succeeded',
+  },
+};
+
+/**
+ * Transactions: every statement on the `transactions` table. Writes, and the reads a change makes under
+ * its lock, run in the change they are given; other reads on the pool.
+ */
 @Injectable()
 export class TransactionsRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
   /** Records a transaction as `processing` its authorization; answers it as stored. */
-  async insert(t: NewTransaction): Promise<TransactionRow> {
-    const rows: TransactionRow[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [EXAMPLE] })
+  async insert(change: Change, t: NewTransaction): Promise<TransactionRow> {
+    const rows = await change.query<TransactionRow>(
       returningRow(`INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
           amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated,
           is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by,
@@ -208,14 +251,21 @@ export class TransactionsRepository {
     return rows[0];
   }
 
-  /** One transaction of the tenant; `lock` holds it until the current transaction ends. */
-  async find(
-    tenantId: string,
-    id: string,
-    options: { lock?: boolean } = {},
-  ): Promise<TransactionRow | undefined> {
-    const rows: TransactionRow[] = await this.db.tx.query(
-      `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2${options.lock ? ' FOR UPDATE OF t' : ''}`,
+  /** One transaction of the tenant. */
+  @GenerateSql({ params: [TENANT, TRANSACTION] })
+  async find(tenantId: string, id: string): Promise<TransactionRow | undefined> {
+    const rows = await this.dataSource.query<TransactionRow[]>(
+      `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2`,
+      [tenantId, id],
+    );
+    return rows[0];
+  }
+
+  /** One transaction of the tenant, locked until the change ends. */
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION] })
+  async lock(change: Change, tenantId: string, id: string): Promise<TransactionRow | undefined> {
+    const rows = await change.query<TransactionRow>(
+      `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2 FOR UPDATE OF t`,
       [tenantId, id],
     );
     return rows[0];
@@ -225,8 +275,9 @@ export class TransactionsRepository {
    * The transaction an approval link belongs to. The link is all the buyer has (no tenant is known
    * yet), so this is the one lookup across tenants, by the digest of a 256-bit random token.
    */
+  @GenerateSql({ params: [Buffer.alloc(32, 1)] })
   async findByApprovalDigest(digest: Buffer): Promise<TransactionRow | undefined> {
-    const rows: TransactionRow[] = await this.db.tx.query(
+    const rows = await this.dataSource.query<TransactionRow[]>(
       `${SELECT_TRANSACTION} WHERE t.approval_token_hash = $1`,
       [digest],
     );
@@ -237,8 +288,9 @@ export class TransactionsRepository {
    * The transaction a vendor sends a buyer back for (its 3-D Secure return URL names the reconciliation
    * id, no tenant): across tenants, by id, and only while it awaits the buyer.
    */
+  @GenerateSql({ params: [TRANSACTION] })
   async findAwaitingBuyer(id: string): Promise<TransactionRow | undefined> {
-    const rows: TransactionRow[] = await this.db.tx.query(
+    const rows = await this.dataSource.query<TransactionRow[]>(
       `${SELECT_TRANSACTION} WHERE t.id = $1 AND t.status = 'buyer_approval_pending'`,
       [id],
     );
@@ -249,12 +301,25 @@ export class TransactionsRepository {
    * The transaction a vendor's notification names (by reconciliation id, no tenant): across tenants, by
    * id. The caller verifies the notification with that transaction's own connection before acting.
    */
+  @GenerateSql({ params: [TRANSACTION] })
   async findForNotification(id: string): Promise<TransactionRow | undefined> {
-    const rows: TransactionRow[] = await this.db.tx.query(`${SELECT_TRANSACTION} WHERE t.id = $1`, [id]);
+    const rows = await this.dataSource.query<TransactionRow[]>(`${SELECT_TRANSACTION} WHERE t.id = $1`, [id]);
     return rows[0];
   }
 
   /** A page of the tenant's transactions, newest first, and how many match in all. */
+  @GenerateSql(
+    { name: 'list', params: [TENANT, {}, { skip: 0, take: 20 }], answers: [[], [{ n: 0 }]] },
+    {
+      name: 'list filtered',
+      params: [
+        TENANT,
+        { status: 'capture_succeeded', connectionId: CONNECTION, externalIdentifier: 'order-1' },
+        { skip: 20, take: 20 },
+      ],
+      answers: [[], [{ n: 0 }]],
+    },
+  )
   async list(
     tenantId: string,
     filters: TransactionFilters,
@@ -267,11 +332,11 @@ export class TransactionsRepository {
     if (filters.externalIdentifier)
       where.push(`t.external_identifier = ${p.add(filters.externalIdentifier)}`);
     const countParams = [...p.values];
-    const rows: TransactionRow[] = await this.db.tx.query(
+    const rows = await this.dataSource.query<TransactionRow[]>(
       `${SELECT_TRANSACTION} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(page.take)} OFFSET ${p.add(page.skip)}`,
       p.values,
     );
-    const [{ n }]: { n: number }[] = await this.db.tx.query(
+    const [{ n }] = await this.dataSource.query<{ n: number }[]>(
       `SELECT count(*)::int AS n FROM transactions t WHERE ${where.join(' AND ')}`,
       countParams,
     );
@@ -283,7 +348,30 @@ export class TransactionsRepository {
    * request and the settlement job never both settle it). Answers the transaction as it now stands when
    * it applied, undefined when not.
    */
+  @GenerateSql(
+    { name: 'apply', change: true, params: [TENANT, TRANSACTION, CAPTURE_BEGUN, AT] },
+    {
+      name: 'apply issuing an approval',
+      change: true,
+      params: [
+        TENANT,
+        TRANSACTION,
+        {
+          from: 'processing',
+          patch: { status: 'buyer_approval_pending', connectionTransactionId: 'pi_1', approval: 'issue' },
+        },
+        AT,
+        {
+          tokenDigest: Buffer.alloc(32, 1),
+          sealedToken: Buffer.alloc(16, 2),
+          expiresAt: AT,
+          sealedVendorAction: null,
+        },
+      ],
+    },
+  )
   async apply(
+    change: Change,
     tenantId: string,
     id: string,
     transition: Transition,
@@ -293,7 +381,7 @@ export class TransactionsRepository {
     const p = new SqlParams();
     const sets = assignments(transition.patch, approval, p);
     sets.push(`updated_at = ${p.add(now)}`);
-    const rows: TransactionRow[] = await this.db.tx.query(
+    const rows = await change.query<TransactionRow>(
       returningRow(`UPDATE transactions SET ${sets.join(', ')}
         WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`),
       p.values,
@@ -302,8 +390,15 @@ export class TransactionsRepository {
   }
 
   /** Adds a settled refund to the transaction's refunded amount; answers the transaction as it now stands. */
-  async addRefunded(tenantId: string, id: string, amount: string, now: Date): Promise<TransactionRow> {
-    const rows: TransactionRow[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION, '500', AT] })
+  async addRefunded(
+    change: Change,
+    tenantId: string,
+    id: string,
+    amount: string,
+    now: Date,
+  ): Promise<TransactionRow> {
+    const rows = await change.query<TransactionRow>(
       returningRow(
         `UPDATE transactions SET refunded_amount = refunded_amount + $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2`,
       ),
@@ -316,13 +411,14 @@ export class TransactionsRepository {
    * What the settlement job has to settle, across tenants: asynchronous captures and voids, operations
    * interrupted before `stuckBefore`, and buyer approvals expired by `now`.
    */
+  @GenerateSql({ params: [new Date('2026-01-02T03:03:05.000Z'), AT, 100, NOTIFIED] })
   async findUnsettled(
     stuckBefore: Date,
     now: Date,
     limit: number,
     notified: NotifiedVendors,
   ): Promise<TransactionRow[]> {
-    return this.db.tx.query(
+    return this.dataSource.query<TransactionRow[]>(
       `${SELECT_TRANSACTION}
         WHERE ((t.status IN ('capture_pending', 'authorization_void_pending'))
            OR (t.status = 'processing' AND t.pending_since <= $1))
@@ -334,9 +430,10 @@ export class TransactionsRepository {
     );
   }
 
-  /** Whether any transaction, deleted connection or not, refers to the connection. */
-  async usesConnection(tenantId: string, connectionId: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.tx.query(
+  /** Whether any transaction, deleted connection or not, refers to the connection (read in the change that deletes it). */
+  @GenerateSql({ change: true, params: [TENANT, CONNECTION] })
+  async usesConnection(change: Change, tenantId: string, connectionId: string): Promise<boolean> {
+    const rows = await change.query(
       'SELECT 1 FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1',
       [tenantId, connectionId],
     );

@@ -1,11 +1,12 @@
-import { IdempotentResource } from '../../../common/context/idempotent-resource';
-import { inTransaction } from '../../../common/context/transactional';
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
 import { ValidationException } from '../../../common/errors/domain.exception';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
+import { Change, partOf } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { supports } from '../formulas/formulas';
@@ -39,10 +40,13 @@ const UNANSWERED = Symbol('unanswered');
 export const STUCK_AFTER_MS = 60_000;
 
 /**
- * Transactions. Every processor call happens outside any database transaction:
- * the row is committed as `processing` first (a crash leaves a record the job settles), the call is
- * made holding no lock, and the outcome is written in a second transaction with its audit log. Each
- * method therefore declares its transactions itself, around the steps before and after the call.
+ * Transactions. Every processor call happens outside any database transaction: the row is committed
+ * as `processing` first (a crash leaves a record the job settles), the call is made holding no lock,
+ * and the outcome is written in a second change with its audit row. Each method therefore opens its
+ * changes itself, one before the call and one after, each `partOf` the request: the idempotency
+ * interceptor records the response once the handler has answered. What a change needs from other
+ * modules (the token, the connection with its credentials) is read before it opens, so that a change
+ * holds one connection and its lock for its own statements only.
  */
 @Injectable()
 export class TransactionsService {
@@ -58,13 +62,15 @@ export class TransactionsService {
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
     private readonly queries: TransactionQueriesService,
+    private readonly work: UnitOfWork,
   ) {}
 
-  async create(who: Principal, body: CreateTransactionDto): Promise<TransactionDto> {
+  async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
+    const who = origin.actor;
     // A retry of this very request (same idempotency key and body) whose process died after it committed
     // the transaction: the vendor may have charged, so that transaction is the answer, as it stands now
     // (the settlement job or the vendor's notification settles it), and nothing is created or called.
-    const resumed = IdempotentResource.resumed();
+    const resumed = origin.idempotency?.resumed;
     if (resumed) {
       this.logger.log(
         { transaction_id: resumed },
@@ -73,24 +79,20 @@ export class TransactionsService {
       return this.queries.get(who, resumed);
     }
     const sessionId = threeDSessionId(body.three_d_session_id);
-    const { id, connection, token, createdAt } = await inTransaction(async () => {
-      const errors: FieldErrors = {};
-      const connection = await this.connections.loadForPayment(who.tenantId, body.connection_id);
-      if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
-      else checkAgainstConnection(connection, body, errors);
-      if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
-        addFieldError(
-          errors,
-          'previous_scheme_transaction_id',
-          'required when is_subsequent_payment is true',
-        );
-      checkMetadata(body.metadata, errors);
-      const token = await this.cardToken(who, body.token, errors);
-      if (Object.keys(errors).length || !connection || !token) throw new ValidationException(errors);
+    const errors: FieldErrors = {};
+    const connection = await this.connections.loadForPayment(who.tenantId, body.connection_id);
+    if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
+    else checkAgainstConnection(connection, body, errors);
+    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
+      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
+    checkMetadata(body.metadata, errors);
+    const token = await this.cardToken(who, body.token, errors);
+    if (Object.keys(errors).length || !connection || !token) throw new ValidationException(errors);
 
-      const id = randomUUID();
-      const createdAt = this.clock.now();
-      await this.journal.insert({
+    const id = randomUUID();
+    const createdAt = this.clock.now();
+    await this.work.transaction(partOf(origin), async (change) => {
+      await this.journal.insert(change, {
         id,
         tenantId: who.tenantId,
         connectionId: connection.row.id,
@@ -111,8 +113,7 @@ export class TransactionsService {
         createdAt,
       });
       // Commits with the row: a retry after a crash from here on answers this transaction.
-      await IdempotentResource.pin(id);
-      return { id, connection, token, createdAt };
+      await change.pinResource(id);
     });
 
     const paymentSource = body.payment_source ?? 'ecommerce';
@@ -149,30 +150,38 @@ export class TransactionsService {
           { err: error, transaction_id: id },
           'authorization unanswered by the processor; left to settlement',
         );
-        return this.leftToSettlement(who, id, cvc !== undefined ? token.id : undefined);
+        return this.leftToSettlement(origin, id, cvc !== undefined ? token.id : undefined);
       }
       this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
       result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
     }
 
     try {
-      return await inTransaction(async () => {
-        const row = await this.queries.find(who.tenantId, id, true);
+      // A challenge gets its buyer approval link (sealed with the tenant's key), made before the change.
+      const approval =
+        result.outcome === 'challenge'
+          ? await this.approvals.issue(who.tenantId, id, createdAt, result.vendorAction)
+          : undefined;
+      const row = await this.work.transaction(partOf(origin), async (change) => {
+        const row = await this.queries.lock(change, who.tenantId, id);
         const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
         let updated: TransactionRow | undefined;
         // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
-        if (row.status === 'processing') {
-          const approval =
-            next.patch.approval === 'issue'
-              ? await this.approvals.issue(who.tenantId, id, createdAt, result.vendorAction)
-              : undefined;
-          updated = await this.journal.apply(who.tenantId, id, next, this.clock.now(), approval);
-        }
+        if (row.status === 'processing')
+          updated = await this.journal.apply(
+            change,
+            who.tenantId,
+            id,
+            next,
+            this.clock.now(),
+            next.patch.approval === 'issue' ? approval : undefined,
+          );
         // The CVC serves one authorization only (the token object does not change: no token event).
-        if (cvc !== undefined) await this.tokens.forgetCvc(who.tenantId, token.id);
-        await this.journal.log(who, id, 'create', `Transaction created: ${next.patch.status}`);
-        return updated ? this.queries.toDto(who, updated) : this.queries.get(who, id);
+        if (cvc !== undefined) await this.tokens.forgetCvc(change, who.tenantId, token.id);
+        this.journal.log(change, id, 'create', `Transaction created: ${next.patch.status}`);
+        return updated ?? row;
       });
+      return await this.queries.toDto(who, row);
     } catch (error) {
       // The processor answered but the outcome could not be written (database gone, process stopping):
       // the row stays `processing`, the settlement job asks the processor and finishes it. The caller
@@ -185,9 +194,11 @@ export class TransactionsService {
     }
   }
 
-  async capture(who: Principal, id: string, amount?: number): Promise<TransactionDto> {
-    const { row, connection, captureAmount } = await inTransaction(async () => {
-      const { row, connection } = await this.claim(who, id, 'capture');
+  async capture(origin: RequestOrigin, id: string, amount?: number): Promise<TransactionDto> {
+    const who = origin.actor;
+    const connection = await this.connectionOf(who, id, 'capture');
+    const { row, captureAmount } = await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.claim(change, who, id, 'capture');
       const authorized = Number(row.authorized_amount);
       const captureAmount = amount ?? authorized;
       if (captureAmount > authorized)
@@ -200,8 +211,8 @@ export class TransactionsService {
           'amount',
           `${connection.formula.id} does not support partial capture`,
         );
-      await this.begin(row, { kind: 'begin', operation: 'capture', amount: captureAmount });
-      return { row, connection, captureAmount };
+      await this.begin(change, row, { kind: 'begin', operation: 'capture', amount: captureAmount });
+      return { row, captureAmount };
     });
     const result = await this.call(() =>
       this.processors.for(connection.row).capture({
@@ -210,42 +221,46 @@ export class TransactionsService {
         currency: row.currency,
       }),
     );
-    if (result === UNANSWERED) return this.leftToSettlement(who, id);
+    if (result === UNANSWERED) return this.leftToSettlement(origin, id);
     return this.finish(
-      who,
+      origin,
       id,
       { kind: 'captured', result, amount: captureAmount },
       (status) => `Transaction capture of ${captureAmount} ${row.currency}: ${status}`,
     );
   }
 
-  async void(who: Principal, id: string): Promise<TransactionDto> {
-    const { row, connection } = await inTransaction(async () => {
-      const { row, connection } = await this.claim(who, id, 'void');
+  async void(origin: RequestOrigin, id: string): Promise<TransactionDto> {
+    const who = origin.actor;
+    const connection = await this.connectionOf(who, id, 'void');
+    const row = await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.claim(change, who, id, 'void');
       if (!supports(connection.formula, 'void'))
         throw new OrchestrationException(
           OrchestrationErrorCode.VoidNotSupported,
           `${connection.formula.id} does not support voiding an authorization.`,
         );
-      await this.begin(row, { kind: 'begin', operation: 'void', amount: null });
-      return { row, connection };
+      await this.begin(change, row, { kind: 'begin', operation: 'void', amount: null });
+      return row;
     });
     const result = await this.call(() =>
       this.processors.for(connection.row).void(this.journal.operationRequest(row, connection)),
     );
-    if (result === UNANSWERED) return this.leftToSettlement(who, id);
-    return this.finish(who, id, { kind: 'voided', result }, (status) => `Transaction void: ${status}`);
+    if (result === UNANSWERED) return this.leftToSettlement(origin, id);
+    return this.finish(origin, id, { kind: 'voided', result }, (status) => `Transaction void: ${status}`);
   }
 
-  async refund(who: Principal, id: string, amount?: number): Promise<RefundDto> {
-    const { row, connection, refund } = await inTransaction(async () => {
-      const { row, connection } = await this.claim(who, id, 'refund');
+  async refund(origin: RequestOrigin, id: string, amount?: number): Promise<RefundDto> {
+    const who = origin.actor;
+    const connection = await this.connectionOf(who, id, 'refund');
+    const { row, refund } = await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.claim(change, who, id, 'refund');
       if (!supports(connection.formula, 'refunds'))
         throw new OrchestrationException(
           OrchestrationErrorCode.RefundsNotSupported,
           `${connection.formula.id} does not support refunds.`,
         );
-      const pending = await this.refunds.pendingTotal(who.tenantId, id);
+      const pending = await this.refunds.pendingTotal(change, who.tenantId, id);
       const left = Number(row.captured_amount) - Number(row.refunded_amount) - pending;
       if (left <= 0)
         throw new OrchestrationException(
@@ -263,7 +278,7 @@ export class TransactionsService {
           'amount',
           `${connection.formula.id} does not support partial refunds`,
         );
-      const refund = await this.refunds.insert({
+      const refund = await this.refunds.insert(change, {
         id: randomUUID(),
         tenantId: who.tenantId,
         transactionId: id,
@@ -271,7 +286,7 @@ export class TransactionsService {
         currency: row.currency,
         createdAt: this.clock.now(),
       });
-      return { row, connection, refund };
+      return { row, refund };
     });
     const result = await this.call(() =>
       this.processors.for(connection.row).refund({
@@ -283,10 +298,15 @@ export class TransactionsService {
     );
     // Unanswered: the refund stays `processing` for the settlement job.
     if (result === UNANSWERED) return refundDto(refund);
-    return inTransaction(async () => {
-      const settled = await this.journal.settleRefund(refund, refundStatus(result), result.vendorId ?? null);
-      await this.journal.log(
-        who,
+    return this.work.transaction(partOf(origin), async (change) => {
+      const settled = await this.journal.settleRefund(
+        change,
+        refund,
+        refundStatus(result),
+        result.vendorId ?? null,
+      );
+      this.journal.log(
+        change,
         id,
         'update',
         `Refund ${refund.id} of ${refund.amount} ${refund.currency}: ${settled.status}`,
@@ -296,26 +316,42 @@ export class TransactionsService {
   }
 
   /**
-   * The transaction, locked, with its connection, once the operation may run on it: a void needs
-   * `token:use` on the transaction's token (as creating it did), every operation its required status.
+   * The connection of the transaction an operation runs on, read before the operation's change: a
+   * void also needs `token:use` on the transaction's token (as creating it did). A transaction's
+   * connection and token never change, so what its change then locks is the same transaction.
    */
-  private async claim(
+  private async connectionOf(
     who: Principal,
     id: string,
     operation: ClientOperation,
-  ): Promise<{ row: TransactionRow; connection: UsableConnection }> {
-    const row = await this.queries.find(who.tenantId, id, true);
+  ): Promise<UsableConnection> {
+    const row = await this.queries.find(who.tenantId, id);
     if (operation === 'void' && !(await this.usableToken(who, row.token_id)))
       throw OrchestrationException.transactionNotFound();
+    return (await this.connections.loadForPayment(who.tenantId, row.connection_id, true))!;
+  }
+
+  /** The transaction, locked in the change, once the operation may run on it (its required status). */
+  private async claim(
+    change: Change,
+    who: Principal,
+    id: string,
+    operation: ClientOperation,
+  ): Promise<TransactionRow> {
+    const row = await this.queries.lock(change, who.tenantId, id);
     const refused = refusal(stateOf(row), operation);
     if (refused) throw new OrchestrationException(OrchestrationErrorCode.Conflict, refused);
-    const connection = (await this.connections.loadForPayment(who.tenantId, row.connection_id, true))!;
-    return { row, connection };
+    return row;
   }
 
   /** Holds the transaction in `processing` while its processor is asked. */
-  private async begin(row: TransactionRow, event: TransactionEvent & { kind: 'begin' }): Promise<void> {
+  private async begin(
+    change: Change,
+    row: TransactionRow,
+    event: TransactionEvent & { kind: 'begin' },
+  ): Promise<void> {
     await this.journal.apply(
+      change,
       row.tenant_id,
       row.id,
       transition(stateOf(row), event, this.clock.now()),
@@ -323,24 +359,26 @@ export class TransactionsService {
     );
   }
 
-  /** Writes what the processor answered to a capture or a void, with its audit log; answers the transaction. */
-  private finish(
-    who: Principal,
+  /** Writes what the processor answered to a capture or a void, with its audit row; answers the transaction. */
+  private async finish(
+    origin: RequestOrigin,
     id: string,
     event: TransactionEvent & { kind: 'captured' | 'voided' },
     message: (status: string) => string,
   ): Promise<TransactionDto> {
-    return inTransaction(async () => {
-      const row = await this.queries.find(who.tenantId, id, true);
+    const who = origin.actor;
+    const row = await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.queries.lock(change, who.tenantId, id);
       const next = transition(stateOf(row), event, this.clock.now());
       // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
       const updated =
         row.status === 'processing'
-          ? await this.journal.apply(who.tenantId, id, next, this.clock.now())
+          ? await this.journal.apply(change, who.tenantId, id, next, this.clock.now())
           : undefined;
-      await this.journal.log(who, id, 'update', message(event.result.status));
-      return updated ? this.queries.toDto(who, updated) : this.queries.get(who, id);
+      this.journal.log(change, id, 'update', message(event.result.status));
+      return updated ?? row;
     });
+    return this.queries.toDto(who, row);
   }
 
   /** The processor's answer; UNANSWERED when the vendor may or may not have acted (left to settlement). */
@@ -362,12 +400,17 @@ export class TransactionsService {
    * settles it once it is STUCK_AFTER_MS old), a CVC sent is forgotten all the same, and the caller
    * gets the transaction as it stands.
    */
-  private async leftToSettlement(who: Principal, id: string, cvcTokenId?: string): Promise<TransactionDto> {
-    return inTransaction(async () => {
-      if (cvcTokenId) await this.tokens.forgetCvc(who.tenantId, cvcTokenId);
-      await this.journal.log(who, id, 'update', 'Processor did not answer: processing, left to settlement');
-      return this.queries.get(who, id);
+  private async leftToSettlement(
+    origin: RequestOrigin,
+    id: string,
+    cvcTokenId?: string,
+  ): Promise<TransactionDto> {
+    const who = origin.actor;
+    await this.work.transaction(partOf(origin), async (change) => {
+      if (cvcTokenId) await this.tokens.forgetCvc(change, who.tenantId, cvcTokenId);
+      this.journal.log(change, id, 'update', 'Processor did not answer: processing, left to settlement');
     });
+    return this.queries.get(who, id);
   }
 
   /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */

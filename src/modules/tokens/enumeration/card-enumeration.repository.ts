@@ -1,8 +1,7 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../../database/data-source';
+import { GenerateSql } from '../../../database/generate-sql';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
 import type { Change } from '../../../common/unit-of-work/change';
 
@@ -10,20 +9,28 @@ import type { Change } from '../../../common/unit-of-work/change';
 const groupKey = (tenantId: string, group: Buffer): number =>
   createHash('sha256').update(tenantId).update(group).digest().readInt32BE(0);
 
-/** `card_enumeration_counts`, in the caller's transaction (`TransactionHost.tx`). */
+const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_COUNTER = '00000000-0000-4000-8000-000000000003';
+const EXAMPLE_GROUP = Buffer.alloc(32, 1);
+const EXAMPLE_NUMBER = Buffer.alloc(32, 2);
+const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
+
+/**
+ * `card_enumeration_counts`, always in the change the caller gives (which holds the groups' locks until
+ * it ends).
+ */
 @Injectable()
 export class CardEnumerationRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
   /**
    * Locks the groups until the transaction ends (in one order, so two requests never deadlock): the
    * requests that count numbers of one group are serialized, and none reads the count another is about
    * to change.
    */
-  async lockGroups(tenantId: string, groups: Buffer[]): Promise<void> {
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, [EXAMPLE_GROUP]] })
+  async lockGroups(change: Change, tenantId: string, groups: Buffer[]): Promise<void> {
     const keys = [...new Set(groups.map((group) => groupKey(tenantId, group)))];
     if (!keys.length) return;
-    await this.db.tx.query(
+    await change.query(
       `SELECT count(pg_advisory_xact_lock(${LOCK_KEYS.cardEnumeration}, k))
          FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered`,
       [keys],
@@ -31,13 +38,15 @@ export class CardEnumerationRepository {
   }
 
   /** The numbers of these groups counted after `since`, each once, and whether `countedBy` counted it. */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, [EXAMPLE_GROUP], EXAMPLE_NOW, EXAMPLE_COUNTER] })
   async findCounted(
+    change: Change,
     tenantId: string,
     groups: Buffer[],
     since: Date,
     countedBy: string,
   ): Promise<CountedSoFar[]> {
-    const rows: { group_digest: Buffer; number_digest: Buffer; mine: boolean }[] = await this.db.tx.query(
+    const rows = await change.query<{ group_digest: Buffer; number_digest: Buffer; mine: boolean }>(
       `SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
         WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
         GROUP BY group_digest, number_digest`,
@@ -52,12 +61,14 @@ export class CardEnumerationRepository {
    * vault may hold a test card a million times; one the caller may read is enough, and missing one only
    * counts a number it could have been spared).
    */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, ['fp1'], EXAMPLE_NOW] })
   async findStored(
+    change: Change,
     tenantId: string,
     fingerprints: string[],
     now: Date,
   ): Promise<{ id: string; type: string; containers: string[]; fingerprint: string }[]> {
-    return this.db.tx.query(
+    return change.query<{ id: string; type: string; containers: string[]; fingerprint: string }>(
       `SELECT t.id, t.type, t.containers, f.fingerprint
          FROM unnest($2::text[]) AS f(fingerprint),
          LATERAL (SELECT id, type, containers FROM tokens
@@ -69,9 +80,17 @@ export class CardEnumerationRepository {
   }
 
   /** Records numbers as counted at `now` (a row counted earlier, past the window, starts again). */
-  async insert(tenantId: string, rows: CountedRow[], now: Date): Promise<void> {
+  @GenerateSql({
+    change: true,
+    params: [
+      EXAMPLE_TENANT,
+      [{ group: EXAMPLE_GROUP, number: EXAMPLE_NUMBER, countedBy: EXAMPLE_COUNTER }],
+      EXAMPLE_NOW,
+    ],
+  })
+  async insert(change: Change, tenantId: string, rows: CountedRow[], now: Date): Promise<void> {
     if (!rows.length) return;
-    await this.db.tx.query(
+    await change.query(
       `INSERT INTO card_enumeration_counts (tenant_id, group_digest, number_digest, counted_by, created_at)
        SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
        ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at`,
@@ -80,15 +99,17 @@ export class CardEnumerationRepository {
   }
 
   /** Marks these tokens' fingerprints counted: reads show them from now on without counting again. */
-  async markCounted(tenantId: string, ids: string[]): Promise<void> {
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, ['00000000-0000-4000-8000-000000000002']] })
+  async markCounted(change: Change, tenantId: string, ids: string[]): Promise<void> {
     if (!ids.length) return;
-    await this.db.tx.query(
+    await change.query(
       `UPDATE tokens SET fingerprint_groups = NULL WHERE tenant_id = $1 AND id = ANY($2::varchar[])`,
       [tenantId, ids],
     );
   }
 
   /** Deletes, in every tenant, what was counted at or before `before`; returns how many rows. */
+  @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteCountedBefore(change: Change, before: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       `DELETE FROM card_enumeration_counts WHERE created_at <= $1`,

@@ -1,5 +1,4 @@
-import type { AuditTrail } from '../../../common/audit/audit-trail.service';
-import type { AuditEntry } from '../../../common/audit/audit.types';
+import { Change } from '../../../common/unit-of-work/change';
 import type { Principal } from '../../../common/auth/principal';
 import type { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import type { Clock } from '../../../common/jobs/clock';
@@ -8,6 +7,7 @@ import type { AppConfig } from '../../../config/app-config';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
 import type { CardEnumerationRepository } from './card-enumeration.repository';
 import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
+import { FakeUnitOfWork } from '../../../../test/support/fake-unit-of-work';
 
 const KEYS = { fingerprint: Buffer.alloc(32, 3) } as TenantKeys;
 const NOW = new Date('2026-11-26T12:00:00Z');
@@ -41,7 +41,7 @@ function group(count: number): string[] {
 function newGuard(limit = 10, stored: { fingerprint: string; containers: string[] }[] = []) {
   const calls: string[] = [];
   const inserted: CountedRow[] = [];
-  const entries: AuditEntry[] = [];
+  const work = new FakeUnitOfWork();
   let refusals = 0;
   const repository = {
     lockGroups: async () => void calls.push('lock'),
@@ -53,43 +53,44 @@ function newGuard(limit = 10, stored: { fingerprint: string; containers: string[
       calls.push('stored');
       return stored.map((s, i) => ({ id: `tok_${i}`, type: 'card', ...s }));
     },
-    insert: async (_tenant: string, rows: CountedRow[]) => {
+    insert: async (_change: Change, _tenant: string, rows: CountedRow[]) => {
       calls.push('insert');
       inserted.push(...rows);
     },
   } as unknown as CardEnumerationRepository;
-  const audit = {
-    write: async (_actor: unknown, e: AuditEntry[]) => void entries.push(...e),
-  } as unknown as AuditTrail;
   const metrics = { cardEnumerationRefused: () => void refusals++ } as unknown as Metrics;
   const guard = new CardEnumerationGuard(
     repository,
-    audit,
+    work.asUnitOfWork(),
     metrics,
     { CARD_ENUMERATION_LIMIT: limit } as AppConfig,
     { keysFor: async () => KEYS } as unknown as TenantKeysService,
     { now: () => NOW } as Clock,
   );
-  return { guard, calls, inserted, entries, refusals: () => refusals };
+  // The caller's change, as the tokenize's transaction hands it (the fake repository ignores it).
+  const change = new Change({ actor: who }, 'transaction', undefined);
+  return { guard, change, work, calls, inserted, refusals: () => refusals };
 }
 
 describe('CardEnumerationGuard', () => {
   it('locks the groups before it reads the count, then records the numbers', async () => {
     const s = newGuard();
-    await s.guard.count(who, KEYS, group(10), NOW);
+    await s.guard.count(s.change, who, KEYS, group(10), NOW);
     expect(s.calls).toEqual(['lock', 'counted', 'stored', 'insert']);
     expect(s.inserted).toHaveLength(10);
   });
 
   it('refuses past the limit and records nothing', async () => {
     const s = newGuard();
-    await expect(s.guard.count(who, KEYS, group(11), NOW)).rejects.toBeInstanceOf(CardEnumerationRefused);
+    await expect(s.guard.count(s.change, who, KEYS, group(11), NOW)).rejects.toBeInstanceOf(
+      CardEnumerationRefused,
+    );
     expect(s.calls).not.toContain('insert');
   });
 
   it('reads nothing when no number is counted (the one-statement path)', async () => {
     const s = newGuard();
-    await s.guard.count(who, KEYS, [], NOW);
+    await s.guard.count(s.change, who, KEYS, [], NOW);
     expect(s.calls).toEqual([]);
   });
 
@@ -99,15 +100,17 @@ describe('CardEnumerationGuard', () => {
     const s = newGuard(10, [
       { fingerprint: hmacBase62(KEYS.fingerprint, numbers[0]), containers: ['/pci/high/'] },
     ]);
-    await s.guard.count(who, KEYS, numbers, NOW);
+    await s.guard.count(s.change, who, KEYS, numbers, NOW);
     expect(s.inserted).toHaveLength(10);
   });
 
-  it('a refusal is one refuse audit row naming no digits, and the metric', async () => {
+  it('a refusal is one refuse audit row naming no digits, in a change of its own, and the metric', async () => {
     const s = newGuard();
     await s.guard.refused(who);
     expect(s.refusals()).toBe(1);
-    expect(s.entries).toEqual([
+    expect(s.work.committed).toHaveLength(1);
+    expect(s.work.committed[0].origin).toEqual({ actor: who });
+    expect(s.work.audit).toEqual([
       expect.objectContaining({
         entityType: 'token',
         entityId: null,
@@ -115,6 +118,6 @@ describe('CardEnumerationGuard', () => {
         tokenType: 'card',
       }),
     ]);
-    expect(s.entries[0].message).not.toMatch(/\d/);
+    expect(s.work.audit[0].message).not.toMatch(/\d/);
   });
 });

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AuditTrail } from '../../../common/audit/audit-trail.service';
+import type { AuditEntry } from '../../../common/audit/audit.types';
 import type { Principal } from '../../../common/auth/principal';
-import { inTransaction } from '../../../common/context/transactional';
 import { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { ProblemException } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
@@ -12,9 +11,19 @@ import { CardEnumerationRepository } from './card-enumeration.repository';
 import { decide } from '../access/token-access';
 import type { TokenRow } from '../tokens.repository';
 import type { Change } from '../../../common/unit-of-work/change';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 
 export const CARD_ENUMERATION_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CARD_ENUMERATION_CODE = 'card_enumeration_suspected';
+
+/** A `refuse` audit row with a fixed message: no number, no digits, no token named. */
+const refusal = (message: string): AuditEntry => ({
+  entityType: 'token',
+  entityId: null,
+  operation: 'refuse',
+  message,
+  tokenType: 'card',
+});
 
 /** The refusal: a 429 that names neither the numbers nor their digits. */
 export class CardEnumerationRefused extends ProblemException {
@@ -43,7 +52,7 @@ export class CardEnumerationRefused extends ProblemException {
 export class CardEnumerationGuard {
   constructor(
     private readonly counts: CardEnumerationRepository,
-    private readonly audit: AuditTrail,
+    private readonly work: UnitOfWork,
     private readonly metrics: Metrics,
     private readonly config: AppConfig,
     private readonly tenantKeys: TenantKeysService,
@@ -51,20 +60,22 @@ export class CardEnumerationGuard {
   ) {}
 
   /**
-   * Counts `numbers` (those of tokens whose fingerprint the caller learns), in the caller's
-   * transaction, which must also hold the write: the groups stay locked until it commits, so concurrent
+   * Counts `numbers` (those of tokens whose fingerprint the caller learns), in the caller's change (a
+   * transaction), which must also hold the write: the groups stay locked until it commits, so concurrent
    * requests never pass the limit together. Throws `CardEnumerationRefused` (writing nothing) past it.
+   * With no number to count it does nothing, and needs no transaction (a one-statement change).
    */
-  async count(who: Principal, keys: TenantKeys, numbers: string[], now: Date): Promise<void> {
+  async count(change: Change, who: Principal, keys: TenantKeys, numbers: string[], now: Date): Promise<void> {
     if (!numbers.length) return;
     const wanted = [...new Set(numbers)].map((n) => countedNumber(keys.fingerprint, n));
     const groups = [...new Map(wanted.map((w) => [w.group.toString('hex'), w.group])).values()];
-    await this.counts.lockGroups(who.tenantId, groups);
+    await this.counts.lockGroups(change, who.tenantId, groups);
     const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
     const countedBy = who.sessionId ?? who.applicationId;
-    const existing = await this.counts.findCounted(who.tenantId, groups, since, countedBy);
+    const existing = await this.counts.findCounted(change, who.tenantId, groups, since, countedBy);
     // Numbers stored in a token this caller may read are no news to it: they do not count.
     const stored = await this.counts.findStored(
+      change,
       who.tenantId,
       wanted.map((w) => w.fingerprint),
       now,
@@ -74,15 +85,18 @@ export class CardEnumerationGuard {
     );
     const rows = countNumbers(wanted, existing, countedBy, readable, this.config.CARD_ENUMERATION_LIMIT);
     if (!rows) throw new CardEnumerationRefused();
-    await this.counts.insert(who.tenantId, rows, now);
+    await this.counts.insert(change, who.tenantId, rows, now);
   }
 
   /**
-   * Records a refusal once its transaction has rolled back: one `refuse` audit row (no number, no
-   * digits) and the metric.
+   * Records a refusal once the change it refused has rolled back: the metric, and one `refuse` audit row
+   * (no number, no digits) in a change of its own, which answers no request (no idempotency record).
    */
-  refused(who: Principal): Promise<void> {
-    return this.recordRefusal(who, 'Tokenize refused: card enumeration suspected');
+  async refused(who: Principal): Promise<void> {
+    this.metrics.cardEnumerationRefused();
+    await this.work.statement({ actor: who }, async (change) => {
+      change.audit(refusal('Tokenize refused: card enumeration suspected'));
+    });
   }
 
   /**
@@ -93,22 +107,29 @@ export class CardEnumerationGuard {
    * under the groups' locks: shown while their groups stay within CARD_ENUMERATION_LIMIT, then marked
    * counted so no later read counts them again; past the limit withheld (the read still answers, without
    * the fingerprint), with one `refuse` audit row and the metric for the request.
+   *
+   * The counting happens in `change` when the caller gives its own (a write that answers a token, or
+   * another module's change); otherwise in a change of its own, opened only when there is something to
+   * count, which answers no request (a read's idempotency record, if any, is the interceptor's).
    */
   async showable(
     who: Principal,
     rows: Pick<TokenRow, 'id' | 'fingerprint' | 'fingerprint_groups'>[],
+    change?: Change,
   ): Promise<Set<string>> {
     const shown = new Set(rows.filter((row) => !row.fingerprint_groups?.length).map((row) => row.id));
     const pending = rows.filter((row) => row.fingerprint_groups?.length);
     if (!pending.length) return shown;
+    // Before the change: a read through the pool while a change holds the embedded database's one
+    // connection would wait for ever.
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const now = this.clock.now();
-    const counted = await inTransaction(async () => {
+    const count = async (change: Change): Promise<Set<string>> => {
       const groups = pending.flatMap((row) => row.fingerprint_groups!);
-      await this.counts.lockGroups(who.tenantId, groups);
+      await this.counts.lockGroups(change, who.tenantId, groups);
       const countedBy = who.sessionId ?? who.applicationId;
       const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
-      const existing = await this.counts.findCounted(who.tenantId, groups, since, countedBy);
+      const existing = await this.counts.findCounted(change, who.tenantId, groups, since, countedBy);
       const decision = countReads(
         pending.map((row) => ({
           tokenId: row.id,
@@ -119,27 +140,18 @@ export class CardEnumerationGuard {
         countedBy,
         this.config.CARD_ENUMERATION_LIMIT,
       );
-      await this.counts.insert(who.tenantId, decision.rows, now);
-      await this.counts.markCounted(who.tenantId, [...decision.shown]);
+      await this.counts.insert(change, who.tenantId, decision.rows, now);
+      await this.counts.markCounted(change, who.tenantId, [...decision.shown]);
+      // A read that withheld fingerprints: one `refuse` audit row (no number, no token named) and the metric.
+      if (decision.shown.size < pending.length) {
+        change.audit(refusal('Fingerprint withheld from a read: card enumeration suspected'));
+        change.afterCommit(() => this.metrics.cardEnumerationRefused());
+      }
       return decision.shown;
-    });
-    if (counted.size < pending.length) await this.withheld(who);
+    };
+    const counted = change ? await count(change) : await this.work.transaction({ actor: who }, count);
     for (const id of counted) shown.add(id);
     return shown;
-  }
-
-  /** A read that withheld fingerprints: one `refuse` audit row (no number, no token named) and the metric. */
-  private withheld(who: Principal): Promise<void> {
-    return this.recordRefusal(who, 'Fingerprint withheld from a read: card enumeration suspected');
-  }
-
-  /** One `refuse` audit row with a fixed message (no number, no token named) and the metric. */
-  private async recordRefusal(who: Principal, message: string): Promise<void> {
-    this.metrics.cardEnumerationRefused();
-    await this.audit.write(
-      { tenantId: who.tenantId, applicationId: who.applicationId, sessionId: who.sessionId },
-      [{ entityType: 'token', entityId: null, operation: 'refuse', message, tokenType: 'card' }],
-    );
   }
 
   /** Deletes the counting rows past the window; for the retention job. */

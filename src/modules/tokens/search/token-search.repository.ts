@@ -1,8 +1,8 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import type { Principal } from '../../../common/auth/principal';
 import { cursorTimeSql } from '../../../common/pagination/cursor-pagination';
+import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
 import { byPriority } from '../access/token-access';
 import { normalizeTokenId } from '../data/token-id';
@@ -213,33 +213,73 @@ export function keysetPageSql(
   };
 }
 
+/** Example arguments of the SQL snapshots: a caller with one rule, a query with a `data:` term. */
+const EXAMPLE_SCOPE: SearchScope = {
+  who: {
+    tenantId: '00000000-0000-4000-8000-000000000001',
+    applicationId: '00000000-0000-4000-8000-000000000003',
+    applicationType: 'private',
+    keyKind: 'private',
+    keyId: '00000000-0000-4000-8000-000000000004',
+    authorized: true,
+    permissions: [],
+    rules: [{ priority: 1, container: '/pci/', permissions: ['token:read'] }],
+  },
+  permission: 'token:read',
+  now: new Date('2026-01-01T00:00:00Z'),
+};
+const EXAMPLE_SEARCH: TokenSearch = {
+  query: {
+    kind: 'and',
+    children: [
+      { kind: 'term', field: 'type', value: 'card' },
+      { kind: 'term', field: 'data', value: '4242' },
+    ],
+  },
+  digest: () => Buffer.alloc(32, 5),
+};
+
 /**
  * Lists and searches of tokens (offset and keyset pages), newest first. Hand-written SQL: the rule
- * predicate and the search query do not fit a query builder. Joins the caller's transaction.
+ * predicate and the search query do not fit a query builder. Reads outside any change (the pool).
  */
 @Injectable()
 export class TokenSearchRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
+  constructor(private readonly dataSource: DataSource) {}
 
+  @GenerateSql({
+    answers: [[{ total: 0 }]],
+    params: [EXAMPLE_SCOPE, EXAMPLE_SEARCH, { page: 2, size: 20 }],
+  })
   async findOffsetPage(
     scope: SearchScope,
     search: TokenSearch,
     paging: { page: number; size: number },
   ): Promise<{ rows: TokenRow[]; total: number }> {
     const { count, page } = offsetPageSql(scope, search, paging);
-    const [{ total }]: { total: number }[] = await this.db.tx.query(count.sql, count.params);
-    const rows: TokenRow[] = await this.db.tx.query(page.sql, page.params);
+    const [{ total }] = await this.dataSource.query<{ total: number }[]>(count.sql, count.params);
+    const rows = await this.dataSource.query<TokenRow[]>(page.sql, page.params);
     return { rows, total };
   }
 
   /** A page after the keyset `after` (from the start without it); `next` is set when more follow. */
+  @GenerateSql({
+    params: [
+      EXAMPLE_SCOPE,
+      EXAMPLE_SEARCH,
+      {
+        after: { createdAt: '2026-01-01T00:00:00.000001Z', id: '00000000-0000-4000-8000-000000000002' },
+        size: 20,
+      },
+    ],
+  })
   async findKeysetPage(
     scope: SearchScope,
     search: TokenSearch,
     paging: { after?: Keyset; size: number },
   ): Promise<{ rows: TokenRow[]; next?: Keyset }> {
     const { sql, params } = keysetPageSql(scope, search, paging);
-    const found: (TokenRow & { cursor_at: string })[] = await this.db.tx.query(sql, params);
+    const found = await this.dataSource.query<(TokenRow & { cursor_at: string })[]>(sql, params);
     const page = found.slice(0, paging.size);
     const last = page[page.length - 1];
     return {

@@ -1,16 +1,16 @@
 import { TokensErrorCode, TokensException } from '../tokens.errors';
 import { ValidationException } from '../../../common/errors/domain.exception';
-import { OneStatement, Transactional, whenCommitted } from '../../../common/context/transactional';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AuditTrail } from '../../../common/audit/audit-trail.service';
-import { EventOutbox } from '../../../common/events/event-outbox';
 import type { RuleTransform } from '../../../common/auth/access-rule';
 import { mayHoldPermission, type Principal } from '../../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { Metrics } from '../../../common/metrics/metrics';
+import type { Change } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { enumerableNumbers, pendingGroups } from '../enumeration/card-enumeration';
 import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
 import { ExpressionEvaluator } from '../expressions/expression-evaluator';
@@ -29,7 +29,7 @@ import {
   rebuild,
   Slot,
 } from './tokenize-request';
-import { TokenRow, TokensRepository } from '../tokens.repository';
+import { NewTokens, TokenRow, TokensRepository } from '../tokens.repository';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
@@ -67,16 +67,16 @@ export class TokenizeService {
     private readonly tokens: TokensRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
-    private readonly audit: AuditTrail,
-    private readonly outbox: EventOutbox,
     private readonly metrics: Metrics,
     private readonly enumeration: CardEnumerationGuard,
+    private readonly work: UnitOfWork,
   ) {}
 
-  /** POST /tokenize: any shape in, the same shape out, every token created in one transaction or none. */
-  async tokenize(who: Principal, body: unknown): Promise<unknown> {
+  /** POST /tokenize: any shape in, the same shape out, every token created in one change or none. */
+  async tokenize(origin: RequestOrigin, body: unknown): Promise<unknown> {
+    const who = origin.actor;
     const errors: FieldErrors = {};
-    if (isElement(body)) return this.createOne(who, body);
+    if (isElement(body)) return this.createOne(origin, body);
     const slots = collectSlots(body, errors);
     if (slots.length > MAX_TOKENS_PER_REQUEST) {
       throw new TokensException(
@@ -88,7 +88,7 @@ export class TokenizeService {
       throw new TokensException(TokensErrorCode.EmptyTokenize, 'The request holds nothing to tokenize.');
     }
     const prepared = await this.prepare(who, slots, errors);
-    return this.create(who, prepared, (created) =>
+    return this.create(origin, prepared, (created) =>
       rebuild(
         body,
         created.map(({ row, transform, readable }, i) =>
@@ -99,11 +99,11 @@ export class TokenizeService {
   }
 
   /** POST /tokens: one element, the token object with its mask. */
-  async createOne(who: Principal, body: unknown): Promise<TokenDto> {
+  async createOne(origin: RequestOrigin, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body))
       throw TokensException.badRequest('The body must be a token request object with type and data.');
-    const prepared = await this.prepare(who, [{ path: '', raw: body }]);
-    return this.create(who, prepared, ([created]) =>
+    const prepared = await this.prepare(origin.actor, [{ path: '', raw: body }]);
+    return this.create(origin, prepared, ([created]) =>
       tokenDto(created.row, { transform: created.transform, readable: created.readable }),
     );
   }
@@ -140,51 +140,42 @@ export class TokenizeService {
   }
 
   /**
-   * Creates the tokens and answers `answer(created)`, the response the request's audit rows and
-   * idempotency record commit with. Generated ids and no deduplication: nothing to read or lock, so the
-   * writes (with the audit rows and the events) go as one statement. Otherwise a transaction: the
-   * deduplication lock and reads, the purge of expired tokens holding a given id, and the insert that
-   * answers which ids were taken. Card numbers the enumeration guard counts need a transaction too: its
-   * lock and count go before the write, and a refusal writes nothing but its audit row, after the
+   * Creates the tokens and answers `answer(created)`, the response the change commits with (its audit
+   * rows, events and idempotency record). Generated ids and no deduplication: nothing to read or lock,
+   * so the change is one statement (`UnitOfWork.statement`). Otherwise a transaction: the deduplication
+   * lock and reads, the purge of expired tokens holding a given id, and the insert that answers which ids
+   * were taken. Card numbers the enumeration guard counts need a transaction too: its lock and count go
+   * before the write, and a refusal writes nothing but its audit row, in a change of its own after the
    * rollback.
    */
   private async create<T>(
-    who: Principal,
+    origin: RequestOrigin,
     prepared: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
+    // Loaded before the change opens: a read through the pool while a change holds the embedded
+    // database's one connection would wait for ever (cached after the first request of a tenant).
+    const who = origin.actor;
+    const keys = await this.tenantKeys.keysFor(who.tenantId);
     const plain =
       prepared.parsed.every((el) => el.id === undefined && !el.deduplicate) &&
       prepared.numbers.every((numbers) => !numbers.length);
-    if (plain) return this.createInOneStatement(who, prepared, answer);
+    if (plain)
+      return this.work.statement(origin, async (change) =>
+        answer(await this.write(change, who, keys, prepared, [])),
+      );
     try {
-      return await this.createInTransaction(who, prepared, answer);
+      return await this.work.transaction(origin, async (change) =>
+        answer(await this.write(change, who, keys, prepared, prepared.numbers)),
+      );
     } catch (error) {
       if (error instanceof CardEnumerationRefused) await this.enumeration.refused(who);
       throw error;
     }
   }
 
-  @OneStatement()
-  private async createInOneStatement<T>(
-    who: Principal,
-    { parsed, now, enumerable }: Prepared,
-    answer: (created: CreatedToken[]) => T,
-  ): Promise<T> {
-    return answer(await this.write(who, parsed, now, [], enumerable));
-  }
-
-  @Transactional()
-  private async createInTransaction<T>(
-    who: Principal,
-    { parsed, now, numbers, enumerable }: Prepared,
-    answer: (created: CreatedToken[]) => T,
-  ): Promise<T> {
-    return answer(await this.write(who, parsed, now, numbers, enumerable));
-  }
-
   /**
-   * The writes of a create request (in a transaction, or gathered into one statement, where `numbers`
+   * The writes of a create request, in `change` (a transaction, or one statement, where `numbers`
    * is empty). The card numbers of the tokens it makes that the caller may read or search (whose
    * fingerprint it learns, from the answer or by searching for it) are counted by the enumeration
    * guard before anything is written. A token whose numbers are not counted (`enumerable` but not
@@ -193,15 +184,14 @@ export class TokenizeService {
    * too (a token found by its fingerprint tells that fingerprint).
    */
   private async write(
+    change: Change,
     who: Principal,
-    parsed: ParsedElement[],
-    now: Date,
+    keys: TenantKeys,
+    { parsed, now, enumerable }: Prepared,
     numbers: string[][],
-    enumerable: string[][],
   ): Promise<CreatedToken[]> {
-    const keys = await this.tenantKeys.keysFor(who.tenantId);
     const fingerprints = parsed.map((el) => hmacBase62(keys.fingerprint, el.fingerprintInput));
-    const existing = await this.findDuplicates(who, parsed, fingerprints, now);
+    const existing = await this.findDuplicates(change, who, parsed, fingerprints, now);
 
     const created: CreatedToken[] = [];
     const fresh: { row: TokenRow; element: ParsedElement }[] = [];
@@ -253,23 +243,24 @@ export class TokenizeService {
         counted.push(...numbers[i]);
       else row.fingerprint_groups = pendingGroups(keys.fingerprint, enumerable[i] ?? []);
     });
-    await this.enumeration.count(who, keys, counted, now);
+    await this.enumeration.count(change, who, keys, counted, now);
     const given = fresh.filter(({ element }) => element.id !== undefined).map(({ row }) => row.id);
-    await this.tokens.purgeExpired(who.tenantId, given, now);
-    await this.insert(keys, fresh, now);
-    for (const { row } of fresh)
-      this.audit.record({
-        entityType: 'token',
+    await this.tokens.purgeExpired(change, who.tenantId, given, now);
+    await this.insert(change, keys, fresh, now);
+    change.audit(
+      ...fresh.map(({ row }) => ({
+        entityType: 'token' as const,
         entityId: row.id,
-        operation: 'create',
+        operation: 'create' as const,
         message: `Token created (${row.type})`,
         tokenType: row.type,
-      });
-    // One event per token made (a deduplicated answer made none), all in one statement.
-    await this.outbox.record(fresh.map(({ row }) => tokenEvent('token:created', row)));
+      })),
+    );
+    // One event per token made (a deduplicated answer made none), written with the change.
+    change.emit(...fresh.map(({ row }) => tokenEvent('token:created', row)));
     if (fresh.length) {
       const types = fresh.map(({ row }) => row.type);
-      whenCommitted(() => this.metrics.tokensCreated(types));
+      change.afterCommit(() => this.metrics.tokensCreated(types));
     }
     return created;
   }
@@ -280,6 +271,7 @@ export class TokenizeService {
    * lock of each (type, fingerprint). The containers are compared by the caller.
    */
   private async findDuplicates(
+    change: Change,
     who: Principal,
     parsed: ParsedElement[],
     fingerprints: string[],
@@ -289,8 +281,9 @@ export class TokenizeService {
       el.deduplicate ? [{ type: el.type, fingerprint: fingerprints[i] }] : [],
     );
     if (!wanted.length) return [];
-    await this.tokens.lockForDeduplication(who.tenantId, wanted);
+    await this.tokens.lockForDeduplication(change, who.tenantId, wanted);
     const rows = await this.tokens.findLiveByFingerprints(
+      change,
       who.tenantId,
       wanted.map((w) => w.fingerprint),
       now,
@@ -302,25 +295,31 @@ export class TokenizeService {
   }
 
   /**
-   * One statement for the whole request: tokens (sealed), their search index digests, their CVCs
-   * (sealed, apart, for an hour). An id already taken is a 409, decided by the primary key.
+   * One write for the whole request: tokens (sealed), their search index digests, their CVCs (sealed,
+   * apart, for an hour). An id already taken is a 409, decided by the primary key: in a transaction the
+   * insert answers the ids it wrote and the 409 names the taken one; in one statement (generated ids, never
+   * taken) the insert refuses the whole change.
    */
   private async insert(
+    change: Change,
     keys: TenantKeys,
     fresh: { row: TokenRow; element: ParsedElement }[],
     now: Date,
   ): Promise<void> {
     if (!fresh.length) return;
-    const inserted = await this.tokens.insert(
-      fresh.map(({ row, element }) => ({ ...row, data: sealData(keys, row, element.validated.data) })),
-      fresh.flatMap(({ row, element }) =>
+    const rows: NewTokens = {
+      tokens: fresh.map(({ row, element }) => ({
+        ...row,
+        data: sealData(keys, row, element.validated.data),
+      })),
+      digests: fresh.flatMap(({ row, element }) =>
         [...new Set(element.indexValues)].map((value) => ({
           tenantId: row.tenant_id,
           tokenId: row.id,
           digest: hmac(keys.searchIndex, value),
         })),
       ),
-      fresh.flatMap(({ row, element }) =>
+      cvcs: fresh.flatMap(({ row, element }) =>
         element.validated.cvc
           ? [
               {
@@ -332,10 +331,16 @@ export class TokenizeService {
             ]
           : [],
       ),
-    );
-    // Gathered into one statement (generated ids), where a taken id would fail the whole of it.
-    if (!inserted) return;
-    const taken = fresh.find(({ row }) => !inserted.has(row.id));
+    };
+    if (change.mode === 'statement') {
+      await this.tokens.insert(change, rows, {
+        refused: () =>
+          new TokensException(TokensErrorCode.Conflict, 'A token with one of these ids already exists.'),
+      });
+      return;
+    }
+    const inserted = await this.tokens.insert(change, rows, 'answered');
+    const taken = fresh.find(({ row }) => !inserted?.has(row.id));
     if (taken)
       throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);
   }

@@ -1,7 +1,6 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import type { Change } from '../../../common/unit-of-work/change';
+import { GenerateSql } from '../../../database/generate-sql';
 
 /** A webhook is disabled when this many of its deliveries in a row ended `failed`. */
 export const DISABLE_AFTER_FAILURES = 100;
@@ -33,14 +32,19 @@ export interface FailureOutcome {
 /** The claim of this attempt: a result is recorded only while the delivery is still the one claimed. */
 type Claim = Pick<ClaimedDelivery, 'tenant_id' | 'id' | 'attempts'>;
 
+const EXAMPLE_CLAIM: Claim = {
+  tenant_id: '00000000-0000-4000-8000-000000000001',
+  id: '00000000-0000-4000-8000-000000000002',
+  attempts: 1,
+};
+const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
+
 /**
  * The workers' side of `webhook_deliveries`: claims across tenants, and the result of each attempt.
- * Each method is one statement (atomic on its own); they join the caller's transaction if there is one.
+ * Each method is one statement, run in the change it is given (the worker's, or the retention job's).
  */
 @Injectable()
 export class DeliveriesRepository {
-  constructor(private readonly db: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
   /**
    * Claims up to `limit` due deliveries of every tenant, oldest first: pending, due at `now`, not under
    * a live lease, of an enabled webhook, and the first pending one of their webhook and entity (a later
@@ -49,8 +53,9 @@ export class DeliveriesRepository {
    * `leasedUntil`, so that several instances never hold one delivery at once while it is being sent,
    * and a delivery whose worker died is claimed again once the lease has run out.
    */
-  async claimDue(now: Date, leasedUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
-    const [rows]: [ClaimedDelivery[], number] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [EXAMPLE_NOW, new Date('2026-01-01T00:01:00Z'), 20] })
+  async claimDue(change: Change, now: Date, leasedUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+    const [rows] = await change.manager.query<[ClaimedDelivery[], number]>(
       `WITH due AS (
          SELECT d.tenant_id, d.id
            FROM webhook_deliveries d
@@ -80,8 +85,9 @@ export class DeliveriesRepository {
   }
 
   /** The attempt was answered with a 2xx: the delivery succeeded, and its webhook's failure streak ends. */
-  async recordSuccess(claim: Claim, statusCode: number, now: Date): Promise<boolean> {
-    const rows: { webhook_id: string }[] = await this.db.tx.query(
+  @GenerateSql({ change: true, params: [EXAMPLE_CLAIM, 200, EXAMPLE_NOW] })
+  async recordSuccess(change: Change, claim: Claim, statusCode: number, now: Date): Promise<boolean> {
+    const rows = await change.query<{ webhook_id: string }>(
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'succeeded', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
@@ -103,14 +109,27 @@ export class DeliveriesRepository {
    * waits for its next attempt; without, it is `failed` and counts against its webhook, which is
    * disabled at DISABLE_AFTER_FAILURES deliveries failed in a row.
    */
+  @GenerateSql(
+    {
+      name: 'recordFailure (retried)',
+      change: true,
+      params: [EXAMPLE_CLAIM, 500, new Date('2026-01-01T00:00:30Z'), EXAMPLE_NOW],
+    },
+    {
+      name: 'recordFailure (failed for good)',
+      change: true,
+      params: [EXAMPLE_CLAIM, null, null, EXAMPLE_NOW],
+    },
+  )
   async recordFailure(
+    change: Change,
     claim: Claim,
     statusCode: number | null,
     retryAt: Date | null,
     now: Date,
   ): Promise<FailureOutcome> {
     if (retryAt) {
-      const [rows]: [unknown[], number] = await this.db.tx.query(
+      const [rows] = await change.manager.query<[unknown[], number]>(
         `UPDATE webhook_deliveries
             SET last_status_code = $4, next_attempt_at = $5, leased_until = NULL, updated_at = $6
           WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
@@ -119,7 +138,7 @@ export class DeliveriesRepository {
       );
       return rows.length ? { status: 'pending' } : {};
     }
-    const rows: { disabled: boolean | null }[] = await this.db.tx.query(
+    const rows = await change.query<{ disabled: boolean | null }>(
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'failed', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
@@ -143,6 +162,7 @@ export class DeliveriesRepository {
    * Deletes the events created before `before` none of whose deliveries is still pending, with their
    * deliveries (cascade); returns how many events went.
    */
+  @GenerateSql({ change: true, params: [new Date('2025-12-02T00:00:00Z')] })
   async purgeEndedEvents(change: Change, before: Date): Promise<number> {
     const [, count] = await change.manager.query<[unknown, number]>(
       `DELETE FROM webhook_events e WHERE e.created_at < $1

@@ -12,6 +12,7 @@ import { Clock } from '../../../common/jobs/clock';
 import { Metrics } from '../../../common/metrics/metrics';
 import { OutboundHttp } from '../../../common/outbound/outbound-http.service';
 import { OutboundError, OutboundRequest } from '../../../common/outbound/outbound.types';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { AppConfig } from '../../../config/app-config';
 import { openWebhookSecret } from '../webhook-secret';
 import { ClaimedDelivery, DeliveriesRepository } from './deliveries.repository';
@@ -57,6 +58,7 @@ export class WebhookDeliveryWorker
     private readonly cls: ClsService,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly work: UnitOfWork,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -125,12 +127,15 @@ export class WebhookDeliveryWorker
     } while (this.pollAgain && !this.stopping);
   }
 
-  /** In a context of its own: the nudge comes from a request's context, whose transaction has ended. */
+  /**
+   * One change of the worker's own (no actor: it writes no audit row). In a context of its own: the
+   * nudge comes from a request's context, which has ended.
+   */
   private claim(limit: number): Promise<ClaimedDelivery[]> {
     return this.cls.run({ ifNested: 'override' }, () => {
       const now = this.clock.now();
       const leasedUntil = new Date(now.getTime() + this.config.WEBHOOK_LEASE_SECONDS * 1000);
-      return this.deliveries.claimDue(now, leasedUntil, limit);
+      return this.work.transaction({}, (change) => this.deliveries.claimDue(change, now, leasedUntil, limit));
     });
   }
 
@@ -168,16 +173,21 @@ export class WebhookDeliveryWorker
     }
     const now = this.clock.now();
     if (status !== null && status >= 200 && status < 300) {
+      const code = status;
+      const recorded = await this.work.transaction({}, (change) =>
+        this.deliveries.recordSuccess(change, delivery, code, now),
+      );
       // Not recorded: the lease ran out and another worker has the delivery now (it counts its own attempt).
-      if (await this.deliveries.recordSuccess(delivery, status, now))
-        this.metrics.webhookDelivery('succeeded');
+      if (recorded) this.metrics.webhookDelivery('succeeded');
       this.logger.debug({ ...where, status_code: status }, 'webhook delivered');
       return;
     }
     const delays = this.config.webhookRetryDelaysMs;
     const retryAt =
       delivery.attempts <= delays.length ? new Date(now.getTime() + delays[delivery.attempts - 1]) : null;
-    const outcome = await this.deliveries.recordFailure(delivery, status, retryAt, now);
+    const outcome = await this.work.transaction({}, (change) =>
+      this.deliveries.recordFailure(change, delivery, status, retryAt, now),
+    );
     if (outcome.status) this.metrics.webhookDelivery(outcome.status === 'failed' ? 'failed' : 'retried');
     const detail = { ...where, status_code: status, ...(failure ? { failure } : {}) };
     if (outcome.status === 'failed') {

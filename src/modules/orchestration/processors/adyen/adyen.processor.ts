@@ -10,6 +10,7 @@ import type {
   PollRequest,
   ProcessorPort,
   RefundRequest,
+  VendorHooks,
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
@@ -65,7 +66,7 @@ export const adyenTechnicalCancelReference = (reconciliationId: string): string 
  * repeated after a crash is answered by Adyen from its first run and every notification names the
  * transaction. Card data, CVCs and keys never leave this class except in the request to Adyen.
  */
-export class AdyenProcessor implements ProcessorPort {
+export class AdyenProcessor implements ProcessorPort, VendorHooks {
   static readonly formula = 'adyen-card';
   readonly formulaId = AdyenProcessor.formula;
   readonly confirmsByNotification = true;

@@ -11,6 +11,7 @@ import type {
   PollRequest,
   ProcessorPort,
   RefundRequest,
+  VendorHooks,
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
@@ -49,7 +50,7 @@ const latestCharge = (intent: Stripe.PaymentIntent): Stripe.Charge | null =>
  * call repeated after a crash is answered by Stripe from its first run. Card data, CVCs and keys are
  * never logged: errors are reduced to Stripe's codes before they leave this class.
  */
-export class StripeProcessor implements ProcessorPort {
+export class StripeProcessor implements ProcessorPort, VendorHooks {
   static readonly formula = 'stripe-card';
   readonly formulaId = StripeProcessor.formula;
   private readonly endpoint: Pick<Stripe.StripeConfig, 'host' | 'port' | 'protocol'>;

@@ -1,0 +1,322 @@
+import type { Principal } from '../../../common/auth/principal';
+import type { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { Clock } from '../../../common/jobs/clock';
+import type { Metrics } from '../../../common/metrics/metrics';
+import type { Change } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { FakeUnitOfWork } from '../../../../test/support/fake-unit-of-work';
+import { openData } from '../data/seal-data';
+import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
+import { DEFAULT_LIMITS, ExpressionEvaluator } from '../expressions/expression-evaluator';
+import type { NewTokens, TakenIds, TokenRow, TokensRepository } from '../tokens.repository';
+import { TokenizeService } from './tokenize.service';
+
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const OTHER_TENANT = '00000000-0000-4000-8000-000000000009';
+const KEYS: TenantKeys = {
+  encryption: Buffer.alloc(32, 1),
+  fingerprint: Buffer.alloc(32, 2),
+  searchIndex: Buffer.alloc(32, 3),
+  idempotency: Buffer.alloc(32, 4),
+};
+const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 };
+
+/** The kind of domain error a refused call fails with (undefined when it succeeds). */
+const kindOf = (call: Promise<unknown>): Promise<string | undefined> =>
+  call.then(
+    () => undefined,
+    (error: { kind: string }) => error.kind,
+  );
+
+/** A Luhn-valid card number of the 424242…4242 group, `n` its middle digits' seed. */
+function cardNumber(n: number): string {
+  for (let middle = n * 10; ; middle++) {
+    const number = `424242${String(middle).padStart(6, '0')}4242`;
+    let sum = 0;
+    for (let i = 0; i < 16; i++) {
+      let d = Number(number[15 - i]);
+      if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+      sum += d;
+    }
+    if (sum % 10 === 0) return number;
+  }
+}
+
+const principal = (permissions: string[], tenantId = TENANT): Principal => ({
+  tenantId,
+  applicationId: '00000000-0000-4000-8000-000000000003',
+  applicationType: 'private',
+  keyKind: 'private',
+  keyId: '00000000-0000-4000-8000-000000000004',
+  authorized: true,
+  permissions,
+  rules: [],
+});
+
+/** The tokens table of one test, as the service sees it through its repository. */
+class FakeTokens {
+  readonly rows = new Map<string, NewTokens['tokens'][number]>();
+  readonly inserts: { mode: Change['mode']; taken: TakenIds; rows: NewTokens }[] = [];
+  readonly locked: { tenantId: string; keys: { type: string; fingerprint: string }[] }[] = [];
+  readonly purged: string[][] = [];
+
+  async lockForDeduplication(
+    _change: Change,
+    tenantId: string,
+    keys: { type: string; fingerprint: string }[],
+  ): Promise<void> {
+    this.locked.push({ tenantId, keys });
+  }
+
+  async findLiveByFingerprints(
+    _change: Change,
+    tenantId: string,
+    fingerprints: string[],
+    now: Date,
+  ): Promise<TokenRow[]> {
+    return [...this.rows.values()].filter(
+      (row) =>
+        row.tenant_id === tenantId &&
+        fingerprints.includes(row.fingerprint) &&
+        (!row.expires_at || row.expires_at > now),
+    );
+  }
+
+  async purgeExpired(_change: Change, tenantId: string, ids: string[], now: Date): Promise<void> {
+    this.purged.push(ids);
+    for (const id of ids) {
+      const row = this.rows.get(id);
+      if (row && row.tenant_id === tenantId && row.expires_at && row.expires_at <= now) this.rows.delete(id);
+    }
+  }
+
+  async insert(change: Change, rows: NewTokens, taken: TakenIds): Promise<Set<string> | undefined> {
+    this.inserts.push({ mode: change.mode, taken, rows });
+    const fresh = rows.tokens.filter((token) => !this.rows.has(token.id));
+    if (taken !== 'answered' && fresh.length < rows.tokens.length) throw taken.refused();
+    for (const token of fresh) this.rows.set(token.id, token);
+    return taken === 'answered' ? new Set(fresh.map((token) => token.id)) : undefined;
+  }
+}
+
+function setUp(options: { limit?: number } = {}) {
+  const tokens = new FakeTokens();
+  const work = new FakeUnitOfWork();
+  const clock = new Clock();
+  const counted: string[][] = [];
+  const refusals: Principal[] = [];
+  const enumeration = {
+    count: async (_change: Change, _who: Principal, _keys: TenantKeys, numbers: string[]) => {
+      if (numbers.length > (options.limit ?? 10)) throw new CardEnumerationRefused();
+      if (numbers.length) counted.push(numbers);
+    },
+    refused: async (who: Principal) => void refusals.push(who),
+  } as unknown as CardEnumerationGuard;
+  const created: string[][] = [];
+  const metrics = { tokensCreated: (types: string[]) => void created.push(types) } as unknown as Metrics;
+  const service = new TokenizeService(
+    new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 }),
+    tokens as unknown as TokensRepository,
+    { keysFor: async () => KEYS } as unknown as TenantKeysService,
+    clock,
+    metrics,
+    enumeration,
+    work.asUnitOfWork(),
+  );
+  return { service, tokens, work, clock, counted, refusals, created };
+}
+
+const origin = (permissions: string[] = ['token:create'], tenantId = TENANT): RequestOrigin => ({
+  actor: principal(permissions, tenantId),
+});
+
+describe('TokenizeService', () => {
+  it('writes a tokenize of generated ids as one statement, with one audit row and one event per token', async () => {
+    const s = setUp();
+    const answer = (await s.service.tokenize(origin(), { a: 'one', b: { type: 'card', data: CARD } })) as {
+      a: string;
+      b: { id: string; type: string };
+    };
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['statement']);
+    expect(s.tokens.inserts).toHaveLength(1);
+    expect(s.tokens.inserts[0].taken).not.toBe('answered');
+    expect(s.work.audit).toEqual([
+      {
+        entityType: 'token',
+        entityId: answer.a,
+        operation: 'create',
+        message: 'Token created (token)',
+        tokenType: 'token',
+      },
+      {
+        entityType: 'token',
+        entityId: answer.b.id,
+        operation: 'create',
+        message: 'Token created (card)',
+        tokenType: 'card',
+      },
+    ]);
+    expect(s.work.events.map((event) => [event.type, event.entityId])).toEqual([
+      ['token:created', answer.a],
+      ['token:created', answer.b.id],
+    ]);
+    expect(s.created).toEqual([['token', 'card']]);
+  });
+
+  it('answers the shape of the request: a string becomes an id, an element a token object', async () => {
+    const s = setUp();
+    const answer = (await s.service.tokenize(origin(), ['x', { type: 'card', data: CARD }])) as unknown[];
+    expect(typeof answer[0]).toBe('string');
+    expect(answer[1]).toMatchObject({ type: 'card', id: expect.any(String) });
+    expect(JSON.stringify(answer)).not.toContain(CARD.number);
+  });
+
+  it('seals the data: what is stored opens to the data given, bound to its tenant and id', async () => {
+    const s = setUp();
+    const { id } = await s.service.createOne(origin(), { type: 'token', data: { secret: 'value' } });
+    const stored = s.tokens.rows.get(id as string)!;
+    expect(stored.data.toString('utf8')).not.toContain('value');
+    expect(openData(KEYS, stored)).toEqual({ secret: 'value' });
+  });
+
+  it('keeps a card CVC apart for an hour from now (the clock)', async () => {
+    const s = setUp();
+    s.clock.advance(86_400_000);
+    const now = s.clock.now().getTime();
+    await s.service.createOne(origin(), { type: 'card', data: { ...CARD, cvc: '123' } });
+    const [cvc] = s.tokens.inserts[0].rows.cvcs;
+    expect(cvc.expiresAt.getTime() - now).toBeGreaterThanOrEqual(60 * 60 * 1000);
+    expect(cvc.expiresAt.getTime() - now).toBeLessThan(60 * 60 * 1000 + 1000);
+  });
+
+  it('refuses token:create on a container the caller lacks, writing nothing', async () => {
+    const s = setUp();
+    const who: RequestOrigin = {
+      actor: {
+        ...principal([]),
+        rules: [{ priority: 1, container: '/general/', permissions: ['token:create'] }],
+      },
+    };
+    expect(await kindOf(s.service.createOne(who, { type: 'card', data: CARD }))).toBe('forbidden');
+    expect(s.work.committed).toEqual([]);
+    expect(s.tokens.inserts).toEqual([]);
+  });
+
+  it('refuses invalid data with field errors before any change opens', async () => {
+    const s = setUp();
+    expect(await kindOf(s.service.tokenize(origin(), { a: { type: 'card', data: { number: '123' } } }))).toBe(
+      'invalid',
+    );
+    expect(s.work.committed.length + s.work.rolledBack.length).toBe(0);
+  });
+
+  it('refuses an empty request and one with the same id twice', async () => {
+    const s = setUp();
+    expect(await kindOf(s.service.tokenize(origin(), {}))).toBe('invalid');
+    expect(
+      await kindOf(
+        s.service.tokenize(origin(), [
+          { type: 'token', data: 'a', id: 'same-id' },
+          { type: 'token', data: 'b', id: 'same-id' },
+        ]),
+      ),
+    ).toBe('invalid');
+    expect(s.tokens.inserts).toEqual([]);
+  });
+
+  it('writes given ids in a transaction: expired holders purged first, the insert answers the ids written', async () => {
+    const s = setUp();
+    await s.service.createOne(origin(), { type: 'token', data: 'a', id: 'given-1' });
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['transaction']);
+    expect(s.tokens.purged).toEqual([['given-1']]);
+    expect(s.tokens.inserts[0].taken).toBe('answered');
+  });
+
+  it('a given id already taken is a 409 naming it, and the change rolls back with its audit rows', async () => {
+    const s = setUp();
+    await s.service.createOne(origin(), { type: 'token', data: 'a', id: 'taken-1' });
+    const taken = s.service.createOne(origin(), { type: 'token', data: 'b', id: 'taken-1' });
+    await expect(taken).rejects.toThrow('taken-1');
+    expect(await kindOf(taken)).toBe('conflict');
+    expect(s.work.rolledBack).toHaveLength(1);
+    expect(s.work.audit).toHaveLength(1);
+  });
+
+  it('an expired token frees its id at once', async () => {
+    const s = setUp();
+    await s.service.createOne(origin(), {
+      type: 'token',
+      data: 'a',
+      id: 'short-1',
+      expires_at: '2099-01-01',
+    });
+    s.tokens.rows.get('short-1')!.expires_at = new Date(s.clock.now().getTime() + 1000);
+    s.clock.advance(2000);
+    await s.service.createOne(origin(), { type: 'token', data: 'b', id: 'short-1' });
+    expect(s.work.committed).toHaveLength(2);
+  });
+
+  it('deduplicates under the lock: the second request answers the first token and writes nothing', async () => {
+    const s = setUp();
+    const who = origin(['token:create', 'token:read']);
+    const body = { type: 'token', data: 'same', deduplicate_token: true };
+    const first = await s.service.createOne(who, body);
+    const second = await s.service.createOne(who, body);
+    expect(second.id).toBe(first.id);
+    expect(s.tokens.locked).toHaveLength(2);
+    expect(s.tokens.rows.size).toBe(1);
+    expect(s.work.audit).toHaveLength(1);
+    expect(s.work.events).toHaveLength(1);
+  });
+
+  it('does not answer a duplicate the caller may not read: it makes its own token', async () => {
+    const s = setUp();
+    const body = { type: 'token', data: 'same', deduplicate_token: true };
+    await s.service.createOne(origin(['token:create', 'token:read']), body);
+    await s.service.createOne(origin(['token:create']), body);
+    expect(s.tokens.rows.size).toBe(2);
+  });
+
+  it('another tenant never deduplicates against this one', async () => {
+    const s = setUp();
+    const body = { type: 'token', data: 'same', deduplicate_token: true };
+    const mine = await s.service.createOne(origin(['token:create', 'token:read']), body);
+    const theirs = await s.service.createOne(origin(['token:create', 'token:read'], OTHER_TENANT), body);
+    expect(theirs.id).not.toBe(mine.id);
+    expect(s.tokens.locked.map((lock) => lock.tenantId)).toEqual([TENANT, OTHER_TENANT]);
+  });
+
+  it('counts the card numbers of a caller that learns fingerprints, in a transaction', async () => {
+    const s = setUp();
+    await s.service.createOne(origin(['token:create', 'token:read']), { type: 'card', data: CARD });
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['transaction']);
+    expect(s.counted).toEqual([[CARD.number]]);
+    expect(s.tokens.inserts[0].rows.tokens[0].fingerprint_groups).toBeNull();
+  });
+
+  it('keeps the pending groups of a card whose caller learns no fingerprint (counted at its first read)', async () => {
+    const s = setUp();
+    await s.service.createOne(origin(), { type: 'card', data: CARD });
+    expect(s.counted).toEqual([]);
+    expect(s.tokens.inserts[0].rows.tokens[0].fingerprint_groups).toHaveLength(1);
+  });
+
+  it('past the enumeration limit: 429, nothing written, the refusal logged in a change of its own after the rollback', async () => {
+    const s = setUp({ limit: 1 });
+    const who = origin(['token:create', 'token:read']);
+    const cards = [1, 2].map((n) => ({ type: 'card', data: { ...CARD, number: cardNumber(n) } }));
+    await expect(s.service.tokenize(who, cards)).rejects.toBeInstanceOf(CardEnumerationRefused);
+    expect(s.work.rolledBack).toHaveLength(1);
+    expect(s.tokens.rows.size).toBe(0);
+    expect(s.refusals).toEqual([who.actor]);
+    expect(s.created).toEqual([]);
+  });
+
+  it('hands the request origin (with its idempotency claim) to the change', async () => {
+    const s = setUp();
+    const claim = { record: jest.fn(), pin: jest.fn(), withhold: jest.fn() };
+    const idempotent: RequestOrigin = { ...origin(), idempotency: claim };
+    await s.service.createOne(idempotent, { type: 'token', data: 'a' });
+    expect(s.work.committed[0].origin).toBe(idempotent);
+  });
+});

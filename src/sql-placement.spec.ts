@@ -1,0 +1,105 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/**
+ * SQL stays in repositories: `npm run lint`'s ESLint (eslint.config.mjs with
+ * eslint-rules/no-sql-outside-repositories.js) fails on SQL written anywhere else. Probe files are
+ * written into a copy of the project in a temporary directory, never into src/ itself, and linted with
+ * the real configuration, type information included.
+ */
+
+const ROOT = join(__dirname, '..');
+const ESLINT = join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js');
+const RULE = 'vault/no-sql-outside-repositories';
+
+interface LintResult {
+  filePath: string;
+  messages: { ruleId: string | null; line: number; message: string }[];
+}
+
+/** ESLint's JSON report of `files`, run in `cwd` as `npm run lint` runs it. */
+function eslint(cwd: string, files: string[]): Promise<LintResult[]> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [ESLINT, '--format', 'json', ...files],
+      { cwd, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        // ESLint exits with 1 when it reports errors; anything else that fails is the test's failure.
+        if (error && error.code !== 1) return reject(new Error(`${error.message}\n${stderr}`));
+        resolve(JSON.parse(stdout) as LintResult[]);
+      },
+    );
+  });
+}
+
+let dir: string;
+
+/** A copy of what linting needs (src/, the configuration and its rules) plus the probe files. */
+async function copyWith(files: Record<string, string>): Promise<string> {
+  const copy = await mkdtemp(join(tmpdir(), 'sql-placement-'));
+  await cp(join(ROOT, 'src'), join(copy, 'src'), { recursive: true });
+  await cp(join(ROOT, 'eslint-rules'), join(copy, 'eslint-rules'), { recursive: true });
+  for (const file of ['eslint.config.mjs', 'package.json', 'tsconfig.json'])
+    await cp(join(ROOT, file), join(copy, file));
+  await symlink(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(copy, path)), { recursive: true });
+    await writeFile(join(copy, path), text);
+  }
+  return copy;
+}
+
+const QUERY = `import { DataSource } from 'typeorm';
+
+export class Probe {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async count(): Promise<unknown> {
+    return this.dataSource.query('SELECT count(*) FROM tokens WHERE tenant_id = $1', ['t']);
+  }
+}
+`;
+
+const PROBES = {
+  // The same statement and call: reported in a service, allowed in a repository.
+  'src/modules/health/probe.service.ts': QUERY,
+  'src/modules/health/probe.repository.ts': QUERY,
+  // A fragment that some repository would run: SQL all the same.
+  'src/common/probe-fragment.ts':
+    'export const counted = (cte: string): string => `(SELECT count(*)::int FROM ${cte})`;\n',
+  'src/cli/probe-ddl.ts': "export const ddl = 'ALTER TABLE tokens ADD COLUMN probe int';\n",
+  // Prose about SQL and a `query` method that takes no SQL are not SQL.
+  'src/modules/health/probe-prose.ts':
+    "export const hint = 'DELETE /tokens/{id} removes a token; select one from the list first';\n" +
+    'export const size = (sizes: { query(pairs: [string, string][]): number }): number => sizes.query([]);\n',
+  // Where SQL is allowed besides repositories.
+  'src/database/migrations/probe-migration.ts': "export const up = 'CREATE INDEX probe ON tokens (id)';\n",
+  'test/probe.ts': "export const seed = 'INSERT INTO tokens (id) VALUES ($1)';\n",
+};
+
+describe('SQL only in repositories (ESLint, run by npm run lint)', () => {
+  beforeAll(async () => {
+    dir = await copyWith(PROBES);
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('reports SQL written outside a repository, and nothing else, with the real configuration', async () => {
+    const results = await eslint(dir, Object.keys(PROBES));
+    const found = results
+      .flatMap((r) =>
+        r.messages.map(
+          (m) => `${r.filePath.slice(dir.length + 1)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`,
+        ),
+      )
+      .sort();
+    expect(found).toEqual([
+      `src/cli/probe-ddl.ts:1 ${RULE}: SQL (ALTER) outside a repository: move it into a *.repository.ts file.`,
+      `src/common/probe-fragment.ts:1 ${RULE}: SQL (SELECT ... FROM) outside a repository: move it into a *.repository.ts file.`,
+      `src/modules/health/probe.service.ts:7 ${RULE}: A \`.query(\` call outside a repository: move it into a *.repository.ts file.`,
+      `src/modules/health/probe.service.ts:7 ${RULE}: SQL (SELECT ... FROM) outside a repository: move it into a *.repository.ts file.`,
+    ]);
+  });
+});

@@ -1,0 +1,27 @@
+-- CardEnumerationRepository.lockGroups
+SELECT count(pg_advisory_xact_lock(72202, k))
+  FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered;
+
+-- CardEnumerationRepository.findCounted
+SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
+  WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
+  GROUP BY group_digest, number_digest;
+
+-- CardEnumerationRepository.findStored
+SELECT t.id, t.type, t.containers, f.fingerprint
+  FROM unnest($2::text[]) AS f(fingerprint),
+  LATERAL (SELECT id, type, containers FROM tokens
+            WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND fingerprint_groups IS NULL
+              AND (expires_at IS NULL OR expires_at > $3)
+            LIMIT 20) AS t;
+
+-- CardEnumerationRepository.insert
+INSERT INTO card_enumeration_counts (tenant_id, group_digest, number_digest, counted_by, created_at)
+  SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
+  ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at;
+
+-- CardEnumerationRepository.markCounted
+UPDATE tokens SET fingerprint_groups = NULL WHERE tenant_id = $1 AND id = ANY($2::varchar[]);
+
+-- CardEnumerationRepository.deleteCountedBefore
+DELETE FROM card_enumeration_counts WHERE created_at <= $1;

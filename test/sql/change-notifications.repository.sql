@@ -1,0 +1,2 @@
+-- ChangeNotificationsRepository.listen
+LISTEN vault_changes;
