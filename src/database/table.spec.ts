@@ -145,7 +145,9 @@ describe('table helpers', () => {
   });
 
   it('fails on a column without an explicit SQL type, a special column, and a class that is no entity', () => {
-    expect(() => columnsOf(UntypedEntity)).toThrow("UntypedEntity.name: give the column's SQL type as a string");
+    expect(() => columnsOf(UntypedEntity)).toThrow(
+      "UntypedEntity.name: give the column's SQL type as a string",
+    );
     expect(() => columnsOf(DatedEntity)).toThrow('DatedEntity.createdAt: a createDate column');
     expect(() => columnsOf(NotAnEntity)).toThrow('NotAnEntity is not an entity');
   });

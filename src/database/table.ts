@@ -21,7 +21,8 @@ export type RowOf<E> = { [K in keyof E as K extends string ? SnakeCase<K> : neve
 export type ColumnOf<E> = keyof RowOf<E> & string;
 
 /** `SnakeCase` at run time. */
-export const snakeCase = (property: string): string => property.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+export const snakeCase = (property: string): string =>
+  property.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** One column of an entity, as the helpers use it. */
 export interface TableColumn {
