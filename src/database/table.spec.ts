@@ -4,6 +4,8 @@ import {
   columnNamesOf,
   columnsOf,
   recordsetOf,
+  rowFrom,
+  selectOf,
   type RowOf,
   type SnakeCase,
   snakeCase,
@@ -150,5 +152,38 @@ describe('table helpers', () => {
     );
     expect(() => columnsOf(DatedEntity)).toThrow('DatedEntity.createdAt: a createDate column');
     expect(() => columnsOf(NotAnEntity)).toThrow('NotAnEntity is not an entity');
+  });
+});
+
+describe('rows of loaded entities', () => {
+  const loaded = Object.assign(new WidgetEntity(), {
+    tenantId: 'tenant',
+    id: 'widget',
+    currency: 'EUR',
+    threeDSecure: null,
+    sealedParts: [Buffer.from('x')],
+    createdAt: new Date(0),
+  });
+
+  it('selects every property but those left out', () => {
+    expect(selectOf(WidgetEntity, ['sealed_parts'])).toEqual({
+      tenantId: true,
+      id: true,
+      currency: true,
+      threeDSecure: true,
+      createdAt: true,
+    });
+  });
+
+  it('answers the row under its column names', () => {
+    const row: Omit<RowOf<WidgetEntity>, 'sealed_parts'> = rowFrom(WidgetEntity, loaded, ['sealed_parts']);
+    expect(row).toEqual({
+      tenant_id: 'tenant',
+      id: 'widget',
+      currency: 'EUR',
+      three_d_secure: null,
+      created_at: new Date(0),
+    });
+    expect(Object.keys(rowFrom(WidgetEntity, loaded))).toEqual(columnNamesOf(WidgetEntity));
   });
 });
