@@ -3,6 +3,7 @@ import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 import {
   columnNamesOf,
   columnsOf,
+  insertOf,
   recordsetOf,
   rowFrom,
   selectOf,
@@ -185,5 +186,15 @@ describe('rows of loaded entities', () => {
       created_at: new Date(0),
     });
     expect(Object.keys(rowFrom(WidgetEntity, loaded))).toEqual(columnNamesOf(WidgetEntity));
+  });
+});
+
+describe('insertOf', () => {
+  it('inserts the given columns of one row, in the order given', () => {
+    expect(insertOf(WidgetEntity, { id: 'w', tenant_id: 't', currency: 'EUR' })).toEqual({
+      sql: 'INSERT INTO widgets (id, tenant_id, currency) VALUES ($1, $2, $3)',
+      params: ['w', 't', 'EUR'],
+    });
+    expect(() => insertOf(WidgetEntity, { nope: 1 } as never)).toThrow('WidgetEntity has no column nope');
   });
 });

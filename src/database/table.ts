@@ -1,5 +1,6 @@
 import { type FindOptionsSelect, getMetadataArgsStorage } from 'typeorm';
 import type { EntityClass } from './data-source';
+import { multiRowInsert } from './sql';
 
 /**
  * One definition per table: the entity class. Repositories that write raw SQL take from it the table's
@@ -141,4 +142,14 @@ export function rowFrom<E, K extends ColumnOf<E> = never>(
   const values = loaded as Record<string, unknown>;
   const row = Object.fromEntries(chosen(entity, { except }).map((c) => [c.name, values[c.property]]));
   return row as Omit<RowOf<E>, K>;
+}
+
+/**
+ * One INSERT of one row given by column name (the columns it leaves out take their defaults): the table
+ * and the names come from the entity, the values travel as parameters, in the row's order.
+ */
+export function insertOf<E>(entity: new () => E, row: Partial<RowOf<E>>): { sql: string; params: unknown[] } {
+  const columns = Object.keys(row);
+  chosen(entity, { only: columns as ColumnOf<E>[] });
+  return multiRowInsert(tableOf(entity as EntityClass).name, columns, [Object.values(row)]);
 }
