@@ -4,6 +4,7 @@ import {
   columnNamesOf,
   columnsOf,
   insertOf,
+  insertSql,
   recordsetOf,
   rowFrom,
   selectOf,
@@ -196,5 +197,13 @@ describe('insertOf', () => {
       params: ['w', 't', 'EUR'],
     });
     expect(() => insertOf(WidgetEntity, { nope: 1 } as never)).toThrow('WidgetEntity has no column nope');
+  });
+});
+
+describe('insertSql', () => {
+  it('writes each column with the SQL of its value', () => {
+    expect(insertSql(WidgetEntity, { id: '$1', currency: `'EUR'`, created_at: 'now()' })).toBe(
+      `INSERT INTO widgets (id, currency, created_at) VALUES ($1, 'EUR', now())`,
+    );
   });
 });

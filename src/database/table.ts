@@ -153,3 +153,13 @@ export function insertOf<E>(entity: new () => E, row: Partial<RowOf<E>>): { sql:
   chosen(entity, { only: columns as ColumnOf<E>[] });
   return multiRowInsert(tableOf(entity as EntityClass).name, columns, [Object.values(row)]);
 }
+
+/**
+ * `INSERT INTO table (columns) VALUES (expressions)` of one row, each column given with the SQL of its
+ * value (a parameter such as `$1`, a literal, `now()`), in the statement's order.
+ */
+export function insertSql<E>(entity: new () => E, values: { [C in ColumnOf<E>]?: string }): string {
+  const columns = Object.keys(values);
+  chosen(entity, { only: columns as ColumnOf<E>[] });
+  return `INSERT INTO ${tableOf(entity as EntityClass).name} (${columns.join(', ')}) VALUES (${Object.values(values).join(', ')})`;
+}

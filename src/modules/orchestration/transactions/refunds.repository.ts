@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { type ColumnOf, columnsOf, type RowOf } from '../../../database/table';
+import { type ColumnOf, columnsOf, insertSql, type RowOf } from '../../../database/table';
 import { RefundEntity, type RefundStatus } from './entities/refund.entity';
 import type { NotifiedVendors } from './transactions.repository';
 
@@ -82,7 +82,7 @@ export class RefundsRepository {
       refund.createdAt,
     ].map((value) => p.add(value));
     // Each column with the SQL of its value.
-    const values: { [C in ColumnOf<RefundEntity>]?: string } = {
+    const insert = insertSql(RefundEntity, {
       id,
       tenant_id: tenantId,
       transaction_id: transactionId,
@@ -91,12 +91,8 @@ export class RefundsRepository {
       status: `'processing'`,
       created_at: now,
       updated_at: now,
-    };
-    const rows = await change.query<RefundRow>(
-      `INSERT INTO refunds (${Object.keys(values).join(', ')})
-       VALUES (${Object.values(values).join(', ')}) RETURNING ${COLUMNS}`,
-      p.values,
-    );
+    });
+    const rows = await change.query<RefundRow>(`${insert} RETURNING ${COLUMNS}`, p.values);
     return rows[0];
   }
 

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { type ColumnOf, type RowOf } from '../../../database/table';
+import { insertSql, type RowOf } from '../../../database/table';
 import type { TransactionStatus } from './transaction.dto';
 import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
 import type { TransactionPatch, TransactionState, Transition } from './transaction-state';
@@ -186,7 +186,7 @@ export class TransactionsRepository {
       t.tokenId,
       t.createdAt,
     ].map((value) => p.add(value));
-    const values: { [C in ColumnOf<TransactionEntity>]?: string } = {
+    const insert = insertSql(TransactionEntity, {
       id,
       tenant_id: tenantId,
       connection_id: connectionId,
@@ -209,13 +209,8 @@ export class TransactionsRepository {
       created_by: p.add(t.createdBy),
       created_at: now,
       updated_at: now,
-    };
-    const rows = await change.query<TransactionRow>(
-      returningRow(
-        `INSERT INTO transactions (${Object.keys(values).join(', ')}) VALUES (${Object.values(values).join(', ')})`,
-      ),
-      p.values,
-    );
+    });
+    const rows = await change.query<TransactionRow>(returningRow(insert), p.values);
     return rows[0];
   }
 
