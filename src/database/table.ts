@@ -1,6 +1,6 @@
 import { type FindOptionsSelect, getMetadataArgsStorage } from 'typeorm';
 import type { EntityClass } from './data-source';
-import { multiRowInsert } from './sql';
+import { insertExpressions, multiRowInsert } from './sql';
 
 /**
  * One definition per table: the entity class. Repositories that write raw SQL take from it the table's
@@ -161,5 +161,5 @@ export function insertOf<E>(entity: new () => E, row: Partial<RowOf<E>>): { sql:
 export function insertSql<E>(entity: new () => E, values: { [C in ColumnOf<E>]?: string }): string {
   const columns = Object.keys(values);
   chosen(entity, { only: columns as ColumnOf<E>[] });
-  return `INSERT INTO ${tableOf(entity as EntityClass).name} (${columns.join(', ')}) VALUES (${Object.values(values).join(', ')})`;
+  return insertExpressions(tableOf(entity as EntityClass).name, columns, Object.values(values) as string[]);
 }
