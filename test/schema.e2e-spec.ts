@@ -1,4 +1,10 @@
+import 'reflect-metadata';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
+import { getMetadataArgsStorage } from 'typeorm';
+import type { EntityClass } from '../src/database/data-source';
+import { tableOf } from '../src/database/table';
 
 /**
  * Unique indexes that lead with the digest a request brings before its tenant is known, each with why
@@ -151,5 +157,101 @@ describe('schema keys of tenant-scoped tables', () => {
     } finally {
       await db.query('ROLLBACK');
     }
+  });
+});
+
+/** Every `*.entity.ts` under src/, loaded, and the entity classes they declare. */
+function loadEntities(dir = join(__dirname, '..', 'src')): EntityClass[] {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) loadEntities(path);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    else if (entry.name.endsWith('.entity.ts')) require(path);
+  }
+  return getMetadataArgsStorage().tables.map((t) => t.target as EntityClass);
+}
+
+/** The udt_name PostgreSQL reports for a type as entities write it (arrays: the element's, prefixed `_`). */
+const UDT: Record<string, string> = {
+  varchar: 'varchar',
+  'character varying': 'varchar',
+  char: 'bpchar',
+  character: 'bpchar',
+  text: 'text',
+  uuid: 'uuid',
+  bytea: 'bytea',
+  jsonb: 'jsonb',
+  json: 'json',
+  boolean: 'bool',
+  integer: 'int4',
+  int: 'int4',
+  bigint: 'int8',
+  timestamptz: 'timestamptz',
+};
+
+interface DatabaseColumn {
+  table: string;
+  column: string;
+  udt: string;
+  nullable: boolean;
+  length: number | null;
+}
+
+/** One line per column, as the entity declares it or as the migrated database has it. */
+const describeColumn = (c: Omit<DatabaseColumn, 'table'> & { table: string }) =>
+  `${c.table}.${c.column} ${c.udt}${c.length ? `(${c.length})` : ''}${c.nullable ? ' null' : ' not null'}`;
+
+/** Each entity is its table's one definition (src/database/table.ts): it must never drift from the migrations. */
+describe('entities and the migrated schema', () => {
+  let db: Client;
+
+  beforeAll(async () => {
+    db = new Client({ connectionString: process.env.DATABASE_URL });
+    await db.connect();
+  });
+  afterAll(() => db.end());
+
+  it('every table has one entity, whose columns have the names, type families and nullability of the table', async () => {
+    const entities = loadEntities().map((entity) => tableOf(entity));
+    const { rows } = await db.query<DatabaseColumn>(
+      `SELECT table_name AS table, column_name AS column, udt_name AS udt, is_nullable = 'YES' AS nullable,
+              character_maximum_length AS length
+         FROM information_schema.columns WHERE table_schema = current_schema() AND table_name <> 'migrations'`,
+    );
+    const tables = [...new Set(rows.map((r) => r.table))].sort();
+    expect(entities.map((e) => e.name).sort()).toEqual(tables);
+
+    const declared = entities.flatMap((table) =>
+      table.columns.map((c) =>
+        describeColumn({
+          table: table.name,
+          column: c.name,
+          udt: `${c.array ? '_' : ''}${UDT[c.type] ?? `unknown type ${c.type}`}`,
+          nullable: c.nullable,
+          length: c.length ?? null,
+        }),
+      ),
+    );
+    expect(declared.sort()).toEqual(rows.map(describeColumn).sort());
+  });
+
+  it('every entity names its primary key as the table does', async () => {
+    const { rows } = await db.query<{ table: string; columns: string[] }>(
+      `SELECT t.relname AS table,
+              ARRAY(SELECT a.attname::text FROM unnest(c.conkey) AS k(attnum)
+                      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum) AS columns
+         FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+        WHERE c.contype = 'p' AND t.relnamespace = current_schema()::regnamespace AND t.relname <> 'migrations'`,
+    );
+    const keys = (table: string, columns: string[]) => `${table} (${[...columns].sort().join(', ')})`;
+    const declared = loadEntities()
+      .map((entity) => tableOf(entity))
+      .map((t) =>
+        keys(
+          t.name,
+          t.columns.filter((c) => c.primary).map((c) => c.name),
+        ),
+      );
+    expect(declared.sort()).toEqual(rows.map((r) => keys(r.table, r.columns)).sort());
   });
 });

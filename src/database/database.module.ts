@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { ChangeNotifications } from './change-notifications';
 import { EntityClass, openDatabase } from './data-source';
+import { tableOf } from './table';
 
 /**
  * The entity classes of the service, registered by the modules that own them (`DatabaseModule.forFeature`)
@@ -35,7 +36,11 @@ export class DatabaseModule implements OnApplicationShutdown {
 
   /** Registers the entities a module owns (in its `imports`), as TypeORM's `forFeature` does. */
   static forFeature(entities: EntityClass[]): DynamicModule {
-    for (const entity of entities) registeredEntities.add(entity);
+    for (const entity of entities) {
+      // Fails here, as the module file loads, when the entity's columns break the naming `RowOf` relies on.
+      tableOf(entity);
+      registeredEntities.add(entity);
+    }
     return { module: DatabaseFeatureModule };
   }
 

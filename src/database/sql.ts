@@ -27,3 +27,8 @@ export function multiRowInsert(
   });
   return { sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`, params };
 }
+
+/** One INSERT of one row, each column with the SQL of its value (a parameter, a literal, `now()`). */
+export function insertExpressions(table: string, columns: string[], expressions: string[]): string {
+  return `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${expressions.join(', ')})`;
+}

@@ -12,9 +12,7 @@ SELECT count(*)::int AS others FROM applications a
     AND EXISTS (SELECT 1 FROM api_keys k WHERE k.tenant_id = a.tenant_id AND k.application_id = a.id);
 
 -- ApplicationsRepository.insertKeyListingKeys
-WITH added AS (
-    INSERT INTO api_keys (tenant_id, id, application_id, key_hash, created_by, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_by, created_at)
+WITH added AS (INSERT INTO api_keys (tenant_id, id, application_id, key_hash, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_by, created_at)
   SELECT id, created_by, created_at FROM api_keys WHERE tenant_id = $1 AND application_id = $3
   UNION ALL SELECT id, created_by, created_at FROM added
   ORDER BY created_at, id;

@@ -11,12 +11,18 @@ SELECT tenant_id, seq, hash FROM audit_chain_heads ORDER BY tenant_id;
 SELECT tenant_id, seq, hash FROM audit_chain_heads WHERE tenant_id = $1 ORDER BY tenant_id;
 
 -- AuditChainRepository.unsealedRows
-SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_text, seq, prev_hash, hash FROM audit_logs WHERE tenant_id = $1 AND seq IS NULL ORDER BY created_at, id LIMIT $2;
+SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type, seq, prev_hash, hash, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_text
+  FROM audit_logs
+  WHERE tenant_id = $1 AND seq IS NULL
+  ORDER BY created_at, id
+  LIMIT $2;
 
 -- AuditChainRepository.sealedRowsAfter
-SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_text, seq, prev_hash, hash FROM audit_logs WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3;
+SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type, seq, prev_hash, hash, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_text
+  FROM audit_logs
+  WHERE tenant_id = $1 AND seq > $2
+  ORDER BY seq
+  LIMIT $3;
 
 -- AuditChainRepository.seal
 UPDATE audit_logs AS a SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash

@@ -4,7 +4,8 @@ SELECT coalesce(sum(amount), 0) AS pending FROM refunds
 
 -- RefundsRepository.insert
 INSERT INTO refunds (id, tenant_id, transaction_id, amount, currency, status, created_at, updated_at)
-  VALUES ($1, $2, $3, $4, $5, 'processing', $6, $6) RETURNING id, tenant_id, transaction_id, amount, currency, status, created_at;
+  VALUES ($1, $2, $3, $4, $5, 'processing', $6, $6)
+  RETURNING id, tenant_id, transaction_id, amount, currency, status, created_at;
 
 -- RefundsRepository.settle
 UPDATE refunds SET status = $3, connection_refund_id = $4, updated_at = $5

@@ -3,7 +3,7 @@ INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, expir
   VALUES ($1, $2, $3, $4, $5, $6, $7);
 
 -- SessionsRepository.lockPendingByNonce
-SELECT id, created_at, expires_at FROM sessions
+SELECT id, expires_at, created_at FROM sessions
   WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE;
 
 -- SessionsRepository.authorize
@@ -13,8 +13,7 @@ UPDATE sessions
   WHERE tenant_id = $1 AND id = $2;
 
 -- SessionsRepository.findByKeyHash
-SELECT s.id, s.key_hash, s.tenant_id, s.application_id, s.permissions, s.rules, s.authorized_at,
-        s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
+SELECT s.id, s.tenant_id, s.application_id, s.key_hash, s.permissions, s.rules, s.authorized_at, s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
    FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
   WHERE s.key_hash = $1;
 

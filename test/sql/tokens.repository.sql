@@ -4,10 +4,7 @@ SELECT count(pg_advisory_xact_lock(72201, k))
 
 -- TokensRepository.insert (answered)
 WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at)
-                SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM jsonb_to_recordset($1::jsonb) AS r(id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar,
-    card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[],
-    containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid,
-    modified_at timestamptz)
+                SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM jsonb_to_recordset($1::jsonb) AS r(id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar, card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[], containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid, modified_at timestamptz)
                 ON CONFLICT DO NOTHING RETURNING tenant_id, id),
   indexes_0 AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
               SELECT v.token_id, v.tenant_id, v.digest
@@ -16,17 +13,13 @@ WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_bran
               ON CONFLICT DO NOTHING),
   cvcs_0 AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
               SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
-                FROM jsonb_to_recordset($3::jsonb)
-                  AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
+                FROM jsonb_to_recordset($3::jsonb) AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
                 JOIN tokens_0 ON tokens_0.tenant_id = v.tenant_id AND tokens_0.id = v.token_id)
   SELECT (SELECT array_agg(id) FROM tokens_0) AS r0;
 
 -- TokensRepository.insert (refused)
 WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at)
-                SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM jsonb_to_recordset($1::jsonb) AS r(id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar,
-    card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[],
-    containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid,
-    modified_at timestamptz)
+                SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM jsonb_to_recordset($1::jsonb) AS r(id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar, card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[], containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid, modified_at timestamptz)
                 ON CONFLICT DO NOTHING RETURNING tenant_id, id),
   indexes_0 AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
               SELECT v.token_id, v.tenant_id, v.digest
@@ -35,8 +28,7 @@ WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_bran
               ON CONFLICT DO NOTHING),
   cvcs_0 AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
               SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
-                FROM jsonb_to_recordset($3::jsonb)
-                  AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
+                FROM jsonb_to_recordset($3::jsonb) AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
                 JOIN tokens_0 ON tokens_0.tenant_id = v.tenant_id AND tokens_0.id = v.token_id)
   SELECT (CASE WHEN (SELECT count(*) FROM tokens_0) < $4::int THEN refuse_write($5::text) END) AS r0;
 

@@ -1,9 +1,5 @@
 -- TransactionsRepository.insert
-WITH written AS (INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
-          amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated,
-          is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by,
-          created_at, updated_at)
-       VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5) RETURNING *) SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
+WITH written AS (INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent, amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated, is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5) RETURNING *) SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
   FROM written t JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id;
 
 -- TransactionsRepository.find

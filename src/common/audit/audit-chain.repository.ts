@@ -3,25 +3,13 @@ import { DataSource } from 'typeorm';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
+import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { AuditChainHeadEntity } from './entities/audit-chain-head.entity';
+import { AuditLogEntity } from './entities/audit-log.entity';
 import type { Change } from '../unit-of-work/change';
 
 /** An audit log row as the chain hashes it: every field exactly as stored, `created_at` as text. */
-export interface ChainRow {
-  id: string;
-  tenant_id: string;
-  actor_id: string | null;
-  actor_type: string;
-  entity_type: string;
-  entity_id: string | null;
-  operation: string;
-  message: string;
-  /** The token's type on rows of tokens written since migration 19; null otherwise. */
-  token_type: string | null;
-  created_text: string;
-  seq: string | null;
-  prev_hash: Buffer | null;
-  hash: Buffer | null;
-}
+export type ChainRow = Omit<RowOf<AuditLogEntity>, 'created_at'> & { created_text: string };
 
 /** The last sealed position of a tenant's chain. */
 export interface ChainHead {
@@ -38,17 +26,13 @@ export interface ChainSeal {
   hash: Buffer;
 }
 
-const COLUMNS = `id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type,
-  ${cursorTimeSql('created_at')} AS created_text, seq, prev_hash, hash`;
+const COLUMNS = `${columnsOf(AuditLogEntity, undefined, { except: ['created_at'] })}, ${cursorTimeSql('created_at')} AS created_text`;
+const HEAD_COLUMNS = columnsOf(AuditChainHeadEntity);
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_ROW = '00000000-0000-4000-8000-000000000002';
 
-interface HeadRow {
-  tenant_id: string;
-  seq: string;
-  hash: Buffer;
-}
+type HeadRow = RowOf<AuditChainHeadEntity>;
 
 const head = (row: HeadRow): ChainHead => ({ tenantId: row.tenant_id, seq: Number(row.seq), hash: row.hash });
 
@@ -74,7 +58,7 @@ export class AuditChainRepository {
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT] })
   async head(change: Change, tenantId: string): Promise<ChainHead | undefined> {
     const rows = await change.query<HeadRow>(
-      'SELECT tenant_id, seq, hash FROM audit_chain_heads WHERE tenant_id = $1',
+      `SELECT ${HEAD_COLUMNS} FROM audit_chain_heads WHERE tenant_id = $1`,
       [tenantId],
     );
     return rows.map(head)[0];
@@ -84,7 +68,7 @@ export class AuditChainRepository {
   @GenerateSql({ name: 'heads', params: [] }, { name: 'headsOfTenant', params: [EXAMPLE_TENANT] })
   async heads(tenantId?: string): Promise<ChainHead[]> {
     const rows: HeadRow[] = await this.dataSource.query(
-      `SELECT tenant_id, seq, hash FROM audit_chain_heads${tenantId ? ' WHERE tenant_id = $1' : ''} ORDER BY tenant_id`,
+      `SELECT ${HEAD_COLUMNS} FROM audit_chain_heads${tenantId ? ' WHERE tenant_id = $1' : ''} ORDER BY tenant_id`,
       tenantId ? [tenantId] : [],
     );
     return rows.map(head);
@@ -135,10 +119,15 @@ export class AuditChainRepository {
         WHERE a.tenant_id = ${tenant}::uuid AND a.id = v.id AND a.seq IS NULL`,
       p.values,
     );
+    const moved = insertOf(AuditChainHeadEntity, {
+      tenant_id: tenantId,
+      seq: String(head.seq),
+      hash: head.hash,
+    });
     await change.query(
-      `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, $2, $3)
+      `${moved.sql}
        ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
-      [tenantId, head.seq, head.hash],
+      moved.params,
     );
   }
 }

@@ -1,25 +1,17 @@
 import { Injectable } from '@nestjs/common';
+import { columnsOf, recordsetOf, type RowOf } from '../../database/table';
 import type { Change } from '../unit-of-work/change';
 import type { PieceBuilder } from '../unit-of-work/write-batch';
-import type { EntityType, Operation } from './audit.types';
+import { AuditLogEntity } from './entities/audit-log.entity';
 
-export interface NewAuditLog {
-  id: string;
-  tenantId: string;
-  actorId: string | null;
-  actorType: 'application' | 'buyer' | 'anonymous' | 'system';
-  entityType: EntityType;
-  entityId: string | null;
-  operation: Operation;
-  message: string;
-  tokenType: string | null;
-  createdAt: Date;
-}
+/** The columns the chain job fills later, when it seals the row. */
+const SEALING = ['seq', 'prev_hash', 'hash'] as const;
 
-const COLUMNS =
-  'id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, token_type, created_at';
-const RECORD = `id uuid, tenant_id uuid, actor_id uuid, actor_type varchar, entity_type varchar, entity_id text,
-  operation varchar, message text, token_type varchar, created_at timestamptz`;
+/** An audit log row as written: everything but its place in the chain. */
+export type NewAuditLog = Omit<AuditLogEntity, 'seq' | 'prevHash' | 'hash'>;
+
+const COLUMNS = columnsOf(AuditLogEntity, undefined, { except: SEALING });
+const RECORD = recordsetOf(AuditLogEntity, { except: SEALING });
 
 /**
  * Appends to `audit_logs` (the chain and the logs module read it), with the change that records the rows.
@@ -42,7 +34,7 @@ const insertPiece =
   ({ p, name }) => {
     const given = p.add(
       JSON.stringify(
-        rows.map((row) => ({
+        rows.map((row): Omit<RowOf<AuditLogEntity>, (typeof SEALING)[number]> => ({
           id: row.id,
           tenant_id: row.tenantId,
           actor_id: row.actorId,

@@ -1,7 +1,9 @@
 import { DynamicModule, Global, Logger, Module, Type } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { DatabaseModule } from '../../database/database.module';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
+import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
 import { verifyMasterKeys } from './master-key-checks';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import { loadMasterKeys, MasterKeyRing } from './master-keys';
@@ -9,7 +11,7 @@ import { TenantKeyStore } from './tenant-key.store';
 import { TenantKeysService } from './tenant-keys.service';
 
 @Global()
-@Module({})
+@Module({ imports: [DatabaseModule.forFeature([MasterKeyCheckEntity])] })
 export class CryptoModule {
   /**
    * `keyStore`: a module that provides and exports the `TenantKeyStore` (the tenants table belongs to

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
+import { columnsOf, insertSql, type RowOf } from '../../database/table';
+import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
 import type { Change } from '../unit-of-work/change';
 
 /** The check value recorded for a master key version the first time a process used it. */
@@ -8,6 +10,9 @@ export interface MasterKeyCheck {
   version: string;
   checkValue: Buffer;
 }
+
+/** What `all` reads. */
+const READ = ['version', 'check_value'] as const;
 
 /** `master_key_checks`, under the lock that lets instances starting together record once; runs in the change it is given. */
 @Injectable()
@@ -20,8 +25,8 @@ export class MasterKeyChecksRepository {
 
   @GenerateSql({ change: true, params: [] })
   async all(change: Change): Promise<MasterKeyCheck[]> {
-    const rows = await change.query<{ version: string; check_value: Buffer }>(
-      'SELECT version, check_value FROM master_key_checks',
+    const rows = await change.query<Pick<RowOf<MasterKeyCheckEntity>, (typeof READ)[number]>>(
+      `SELECT ${columnsOf(MasterKeyCheckEntity, undefined, { only: READ })} FROM master_key_checks`,
     );
     return rows.map((row) => ({ version: row.version, checkValue: row.check_value }));
   }
@@ -30,7 +35,7 @@ export class MasterKeyChecksRepository {
   @GenerateSql({ change: true, params: [{ version: 'v1', checkValue: Buffer.alloc(32, 7) }] })
   async record(change: Change, check: MasterKeyCheck): Promise<void> {
     await change.query(
-      `INSERT INTO master_key_checks (version, check_value, created_at) VALUES ($1, $2, now())
+      `${insertSql(MasterKeyCheckEntity, { version: '$1', check_value: '$2', created_at: 'now()' })}
        ON CONFLICT (version) DO NOTHING`,
       [check.version, check.checkValue],
     );

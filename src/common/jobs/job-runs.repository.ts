@@ -1,15 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
+import { insertOf, type RowOf } from '../../database/table';
+import { JobRunEntity } from './entities/job-run.entity';
 import type { Change } from '../unit-of-work/change';
 
 /** One period of a job, as claimed in `job_runs`. */
-export interface JobTick {
-  job: string;
-  tickStart: Date;
-  instanceId: string;
-  ranAt: Date;
-}
+export type JobTick = JobRunEntity;
 
 /** The examples of the SQL snapshots (test/sql/job-runs.repository.sql). */
 const EXAMPLE = {
@@ -67,10 +64,16 @@ export class JobRunsRepository {
   /** Claims a tick (primary key job + period start): false when some instance has claimed it already. */
   @GenerateSql({ change: true, params: [EXAMPLE.tick] })
   async claim(change: Change, tick: JobTick): Promise<boolean> {
-    const claimed = await change.query<{ job: string }>(
-      `INSERT INTO job_runs (job, tick_start, instance_id, ran_at) VALUES ($1, $2, $3, $4)
+    const { sql, params } = insertOf(JobRunEntity, {
+      job: tick.job,
+      tick_start: tick.tickStart,
+      instance_id: tick.instanceId,
+      ran_at: tick.ranAt,
+    });
+    const claimed = await change.query<Pick<RowOf<JobRunEntity>, 'job'>>(
+      `${sql}
        ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
-      [tick.job, tick.tickStart, tick.instanceId, tick.ranAt],
+      params,
     );
     return claimed.length > 0;
   }

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
+import { insertOf, type RowOf } from '../../database/table';
+import { RateLimitEntity } from './entities/rate-limit.entity';
 import type { Change } from '../unit-of-work/change';
 
 /**
@@ -17,11 +19,12 @@ export class RateLimitsRepository {
     answers: [[{ hits: 5 }]],
   })
   async add(key: string, windowStart: Date, hits: number): Promise<number> {
-    const rows: { hits: number }[] = await this.dataSource.query(
-      `INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, $3)
+    const { sql, params } = insertOf(RateLimitEntity, { key, window_start: windowStart, hits });
+    const rows: Pick<RowOf<RateLimitEntity>, 'hits'>[] = await this.dataSource.query(
+      `${sql}
        ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + EXCLUDED.hits
        RETURNING hits`,
-      [key, windowStart, hits],
+      params,
     );
     return rows[0].hits;
   }

@@ -2,8 +2,10 @@ import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfig } from '../../config/app-config';
 import { LOCK_KEYS } from '../../database/data-source';
+import { DatabaseModule } from '../../database/database.module';
 import { RetentionJob } from '../jobs/retention.job';
 import { ApiKeyThrottlerGuard } from './api-key-throttler.guard';
+import { RateLimitEntity } from './entities/rate-limit.entity';
 import { PgThrottlerStorage } from './pg-throttler.storage';
 import { RateLimiter } from './rate-limiter';
 import { RateLimitsRepository } from './rate-limits.repository';
@@ -12,7 +14,11 @@ import { RateLimitsRepository } from './rate-limits.repository';
  * The shared counters. Their retention is registered here rather than by the storage, whose
  * `onModuleInit` Nest calls twice (the throttler module provides the same instance again as its storage).
  */
-@Module({ providers: [RateLimitsRepository, PgThrottlerStorage], exports: [PgThrottlerStorage] })
+@Module({
+  imports: [DatabaseModule.forFeature([RateLimitEntity])],
+  providers: [RateLimitsRepository, PgThrottlerStorage],
+  exports: [PgThrottlerStorage],
+})
 class ThrottlerStorageModule implements OnModuleInit {
   constructor(
     private readonly retention: RetentionJob,

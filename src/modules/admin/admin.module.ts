@@ -1,12 +1,14 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { DatabaseModule } from '../../database/database.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { AdminOperations } from './admin-operations';
 import { ControlSocketService } from './control-socket.service';
+import { InstanceEntity } from './entities/instance.entity';
 import { InstanceHeartbeatService } from './instance-heartbeat.service';
 import { InstancesRepository } from './instances.repository';
 
 /** Operator operations: run by the CLI in its own process, or by the server for the CLI (control socket). */
-@Module({})
+@Module({ imports: [DatabaseModule.forFeature([InstanceEntity])] })
 export class AdminModule {
   /**
    * `controlSocket`: serve the CLI's requests (embedded database); `heartbeat`: publish this process

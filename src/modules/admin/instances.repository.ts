@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
+import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { InstanceEntity } from './entities/instance.entity';
 
 const EXAMPLE_INSTANCE: LiveInstance = {
   id: '00000000-0000-4000-8000-000000000001',
@@ -17,6 +19,9 @@ export interface LiveInstance {
   keyVersions: string[];
 }
 
+/** What `live` reads of an instance. */
+const LIVE = ['id', 'hostname', 'pid', 'key_versions'] as const;
+
 /** The `instances` table: one heartbeat row per running server, outside any request's transaction. */
 @Injectable()
 export class InstancesRepository {
@@ -25,10 +30,16 @@ export class InstancesRepository {
   /** Records (or refreshes) this instance; recreates its row when it was removed meanwhile. */
   @GenerateSql({ params: [EXAMPLE_INSTANCE] })
   async beat(instance: LiveInstance): Promise<void> {
+    const { sql, params } = insertOf(InstanceEntity, {
+      id: instance.id,
+      hostname: instance.hostname,
+      pid: instance.pid,
+      key_versions: instance.keyVersions,
+    });
     await this.dataSource.query(
-      `INSERT INTO instances (id, hostname, pid, key_versions) VALUES ($1, $2, $3, $4)
+      `${sql}
        ON CONFLICT (id) DO UPDATE SET seen_at = now(), key_versions = EXCLUDED.key_versions`,
-      [instance.id, instance.hostname, instance.pid, instance.keyVersions],
+      params,
     );
   }
 
@@ -40,10 +51,8 @@ export class InstancesRepository {
   /** The instances seen within `withinSeconds`, by the database's clock (instances on other hosts agree on it). */
   @GenerateSql({ params: [30] })
   async live(withinSeconds: number): Promise<LiveInstance[]> {
-    const rows = await this.dataSource.query<
-      { id: string; hostname: string; pid: number; key_versions: string[] }[]
-    >(
-      `SELECT id, hostname, pid, key_versions FROM instances
+    const rows = await this.dataSource.query<Pick<RowOf<InstanceEntity>, (typeof LIVE)[number]>[]>(
+      `SELECT ${columnsOf(InstanceEntity, undefined, { only: LIVE })} FROM instances
         WHERE seen_at > now() - make_interval(secs => $1) ORDER BY started_at`,
       [withinSeconds],
     );

@@ -4,6 +4,7 @@ import type { AccessRule } from '../../common/auth/access-rule';
 import type { ApplicationType } from '../../common/auth/permissions';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
+import { columnsOf, insertOf, type RowOf } from '../../database/table';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import { ApplicationEntity } from './entities/application.entity';
 
@@ -35,26 +36,19 @@ export interface KeyHolder {
   rules: AccessRule[] | null;
 }
 
-interface KeyHolderRow {
-  key_id: string;
-  key_hash: Buffer;
-  application_id: string;
-  tenant_id: string;
-  type: ApplicationType;
-  permissions: string[];
-  rules: AccessRule[] | null;
-}
+/** The key's columns (its id as `key_id`) and its application's (its id as `application_id`). */
+type KeyHolderRow = { key_id: RowOf<ApiKeyEntity>['id'] } & Pick<RowOf<ApiKeyEntity>, 'key_hash'> & {
+    application_id: RowOf<ApplicationEntity>['id'];
+  } & Pick<RowOf<ApplicationEntity>, 'tenant_id' | 'type' | 'permissions' | 'rules'>;
 
 /** A key as the application object lists it (never its digest). */
 export type KeySummary = Pick<ApiKeyEntity, 'id' | 'createdBy' | 'createdAt'>;
 
-interface KeySummaryRow {
-  id: string;
-  created_by: string | null;
-  created_at: Date;
-}
+const SUMMARY = ['id', 'created_by', 'created_at'] as const;
 
-const KEY_SUMMARY = 'id, created_by, created_at';
+type KeySummaryRow = Pick<RowOf<ApiKeyEntity>, (typeof SUMMARY)[number]>;
+
+const KEY_SUMMARY = columnsOf(ApiKeyEntity, undefined, { only: SUMMARY });
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000002';
@@ -187,14 +181,21 @@ export class ApplicationsRepository {
     ],
   })
   async insertKeyListingKeys(change: Change, key: ApiKeyEntity): Promise<KeySummary[]> {
+    // Parameters in this order: the SELECT below reads the tenant as $1 and the application as $3.
+    const { sql, params } = insertOf(ApiKeyEntity, {
+      tenant_id: key.tenantId,
+      id: key.id,
+      application_id: key.applicationId,
+      key_hash: key.keyHash,
+      created_by: key.createdBy,
+      created_at: key.createdAt,
+    });
     const rows = await change.query<KeySummaryRow>(
-      `WITH added AS (
-         INSERT INTO api_keys (tenant_id, id, application_id, key_hash, created_by, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_SUMMARY})
+      `WITH added AS (${sql} RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM api_keys WHERE tenant_id = $1 AND application_id = $3
        UNION ALL SELECT ${KEY_SUMMARY} FROM added
        ORDER BY created_at, id`,
-      [key.tenantId, key.id, key.applicationId, key.keyHash, key.createdBy, key.createdAt],
+      params,
     );
     return rows.map(keySummary);
   }

@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../common/unit-of-work/change';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { GenerateSql } from '../../database/generate-sql';
+import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
+import { IdempotencyRecordEntity } from './entities/idempotency-record.entity';
 
 const EXAMPLE_KEY: RecordKey = {
   tenantId: '00000000-0000-4000-8000-000000000001',
@@ -48,13 +50,29 @@ export interface CompletedResponse {
   sealedBody: Buffer | null;
 }
 
-interface RecordRow {
-  request_digest: Buffer;
-  state: 'processing' | 'completed';
-  response_status: number | null;
-  response_headers: Record<string, string> | null;
-  response_body: Buffer | null;
-}
+/** What `find` reads of a record. */
+const FOUND = [
+  'request_digest',
+  'state',
+  'response_status',
+  'response_headers',
+  'response_body',
+] as const satisfies ColumnOf<IdempotencyRecordEntity>[];
+
+type RecordRow = Pick<RowOf<IdempotencyRecordEntity>, (typeof FOUND)[number]>;
+
+/** The columns a claim writes, in the order of its VALUES. */
+const CLAIMED = [
+  'tenant_id',
+  'scope',
+  'key_digest',
+  'request_digest',
+  'claim_id',
+  'state',
+  'claimed_until',
+  'created_at',
+  'expires_at',
+] as const satisfies ColumnOf<IdempotencyRecordEntity>[];
 
 const PK = 'tenant_id = $1 AND scope = $2 AND key_digest = $3';
 /** In a takeover: the record is a stale claim with a pinned resource, within its lifetime. */
@@ -91,9 +109,10 @@ export class IdempotencyRepository {
     ],
   })
   async claim(claim: NewClaim): Promise<{ claimId: string; resourceId: string | null } | undefined> {
-    const claimed: { claim_id: string; resource_id: string | null }[] = await this.dataSource.query(
-      `INSERT INTO idempotency_records AS r
-              (tenant_id, scope, key_digest, request_digest, claim_id, state, claimed_until, created_at, expires_at)
+    const claimed: Pick<RowOf<IdempotencyRecordEntity>, 'claim_id' | 'resource_id'>[] =
+      await this.dataSource.query(
+        `INSERT INTO idempotency_records AS r
+              (${CLAIMED.join(', ')})
        VALUES ($1, $2, $3, $4, $5, 'processing', $6, $7, $8)
        ON CONFLICT (tenant_id, scope, key_digest) DO UPDATE
           SET request_digest = EXCLUDED.request_digest, claim_id = EXCLUDED.claim_id, state = 'processing',
@@ -106,17 +125,17 @@ export class IdempotencyRepository {
            OR (r.state = 'processing' AND r.claimed_until <= EXCLUDED.created_at
                AND (r.resource_id IS NULL OR r.request_digest = EXCLUDED.request_digest))
        RETURNING claim_id, resource_id`,
-      [
-        claim.tenantId,
-        claim.scope,
-        claim.keyDigest,
-        claim.requestDigest,
-        claim.claimId,
-        claim.claimedUntil,
-        claim.createdAt,
-        claim.expiresAt,
-      ],
-    );
+        [
+          claim.tenantId,
+          claim.scope,
+          claim.keyDigest,
+          claim.requestDigest,
+          claim.claimId,
+          claim.claimedUntil,
+          claim.createdAt,
+          claim.expiresAt,
+        ],
+      );
     const row = claimed[0];
     return row && { claimId: row.claim_id, resourceId: row.resource_id };
   }
@@ -124,7 +143,7 @@ export class IdempotencyRepository {
   @GenerateSql({ params: [EXAMPLE_KEY] })
   async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
     const rows: RecordRow[] = await this.dataSource.query(
-      `SELECT request_digest, state, response_status, response_headers, response_body
+      `SELECT ${columnsOf(IdempotencyRecordEntity, undefined, { only: FOUND })}
          FROM idempotency_records WHERE ${PK}`,
       [key.tenantId, key.scope, key.keyDigest],
     );

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { EntityType, Operation } from '../../common/audit/audit.types';
+import { AuditLogEntity } from '../../common/audit/entities/audit-log.entity';
 import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
+import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
 import type { Change } from '../../common/unit-of-work/change';
 
 const EXAMPLE_FILTER: LogFilter = {
@@ -38,18 +40,20 @@ export interface LogRecord {
   cursorAt: string;
 }
 
-interface LogRow {
-  id: string;
-  tenant_id: string;
-  actor_id: string | null;
-  actor_type: string;
-  entity_type: EntityType;
-  entity_id: string | null;
-  operation: Operation;
-  message: string;
-  created_at: Date;
-  cursor_at: string;
-}
+/** What a log shows of an audit row (its token type and place in the chain stay inside). */
+const SHOWN = [
+  'id',
+  'tenant_id',
+  'actor_id',
+  'actor_type',
+  'entity_type',
+  'entity_id',
+  'operation',
+  'message',
+  'created_at',
+] as const satisfies ColumnOf<AuditLogEntity>[];
+
+type LogRow = Pick<RowOf<AuditLogEntity>, (typeof SHOWN)[number]> & { cursor_at: string };
 
 /**
  * The page query, newest first. The filters are equalities on an index's leading columns and a range
@@ -77,7 +81,7 @@ export function logPageQuery(
   offset = 0,
 ): { sql: string; params: unknown[] } {
   const p = new SqlParams();
-  const sql = `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
+  const sql = `SELECT ${columnsOf(AuditLogEntity, undefined, { only: SHOWN })},
          ${cursorTimeSql('created_at')} AS cursor_at
     FROM audit_logs
    WHERE ${logWhere(filter, p)}

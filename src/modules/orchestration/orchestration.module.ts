@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { DatabaseModule } from '../../database/database.module';
 import { ConnectionEntity } from './connections/entities/connection.entity';
+import { RefundEntity } from './transactions/entities/refund.entity';
+import { TransactionEntity } from './transactions/entities/transaction.entity';
 import { TokensModule } from '../tokens/tokens.module';
 import { ApprovalsController } from './approvals/approvals.controller';
 import { ApprovalsService } from './approvals/approvals.service';
@@ -22,7 +24,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
 
 /** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
 @Module({
-  imports: [DatabaseModule.forFeature([ConnectionEntity]), TokensModule],
+  imports: [DatabaseModule.forFeature([ConnectionEntity, TransactionEntity, RefundEntity]), TokensModule],
   controllers: [
     FormulasController,
     ConnectionsController,

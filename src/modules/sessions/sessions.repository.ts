@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
+import { type ColumnOf, columnsOf, insertOf, type RowOf } from '../../database/table';
+import { SessionEntity } from './entities/session.entity';
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000002';
@@ -50,18 +52,25 @@ export interface SessionByKey {
   holderRules: AccessRule[] | null;
 }
 
-interface SessionByKeyRow {
-  id: string;
-  key_hash: Buffer;
-  tenant_id: string;
-  application_id: string;
-  permissions: string[];
-  rules: AccessRule[];
-  authorized_at: Date | null;
-  expires_at: Date;
-  holder_permissions: string[] | null;
-  holder_rules: AccessRule[] | null;
-}
+/** What `findByKeyHash` reads of the session itself. */
+const BY_KEY = [
+  'id',
+  'key_hash',
+  'tenant_id',
+  'application_id',
+  'permissions',
+  'rules',
+  'authorized_at',
+  'expires_at',
+] as const satisfies ColumnOf<SessionEntity>[];
+
+type SessionByKeyRow = Pick<RowOf<SessionEntity>, (typeof BY_KEY)[number]> & {
+  holder_permissions: RowOf<SessionEntity>['permissions'] | null;
+  holder_rules: RowOf<SessionEntity>['rules'] | null;
+};
+
+/** What `lockPendingByNonce` reads. */
+const PENDING = ['id', 'created_at', 'expires_at'] as const satisfies ColumnOf<SessionEntity>[];
 
 /**
  * The `sessions` table. Writes and the lock of an authorization run in the change they are given; the
@@ -86,19 +95,16 @@ export class SessionsRepository {
     ],
   })
   async insert(change: Change, session: NewSession): Promise<void> {
-    await change.query(
-      `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, expires_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        session.id,
-        session.tenantId,
-        session.applicationId,
-        session.keyHash,
-        session.nonceHash,
-        session.expiresAt,
-        session.createdAt,
-      ],
-    );
+    const { sql, params } = insertOf(SessionEntity, {
+      id: session.id,
+      tenant_id: session.tenantId,
+      application_id: session.applicationId,
+      key_hash: session.keyHash,
+      nonce_hash: session.nonceHash,
+      expires_at: session.expiresAt,
+      created_at: session.createdAt,
+    });
+    await change.query(sql, params);
   }
 
   /** The unexpired session of the tenant that still holds this nonce, locked until the change ends. */
@@ -109,8 +115,8 @@ export class SessionsRepository {
     nonceHash: Buffer,
     now: Date,
   ): Promise<PendingSession | undefined> {
-    const rows = await change.query<{ id: string; created_at: Date; expires_at: Date }>(
-      `SELECT id, created_at, expires_at FROM sessions
+    const rows = await change.query<Pick<RowOf<SessionEntity>, (typeof PENDING)[number]>>(
+      `SELECT ${columnsOf(SessionEntity, undefined, { only: PENDING })} FROM sessions
         WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
       [nonceHash, tenantId, now],
     );
@@ -158,8 +164,7 @@ export class SessionsRepository {
   @GenerateSql({ params: [EXAMPLE_DIGEST] })
   async findByKeyHash(keyHash: Buffer): Promise<SessionByKey | undefined> {
     const rows: SessionByKeyRow[] = await this.dataSource.query(
-      `SELECT s.id, s.key_hash, s.tenant_id, s.application_id, s.permissions, s.rules, s.authorized_at,
-              s.expires_at, a.permissions AS holder_permissions, a.rules AS holder_rules
+      `SELECT ${columnsOf(SessionEntity, 's', { only: BY_KEY })}, a.permissions AS holder_permissions, a.rules AS holder_rules
          FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
         WHERE s.key_hash = $1`,
       [keyHash],

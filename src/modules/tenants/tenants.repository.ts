@@ -9,7 +9,14 @@ import {
 import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
+import { columnsOf, type RowOf } from '../../database/table';
 import { TenantEntity } from './tenant.entity';
+
+/** A tenant as raw SQL answers it, and its wrapped key's columns. */
+type TenantRow = RowOf<TenantEntity>;
+const KEY = ['key_version', 'wrapped_key'] as const;
+/** Those columns where the statement answers only tenants whose key is set (both are set together). */
+type KeyColumns = { [C in (typeof KEY)[number]]: NonNullable<TenantRow[C]> };
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_KEY: WrappedTenantKey = { keyVersion: 'v1', wrappedKey: Buffer.alloc(60, 7) };
@@ -61,9 +68,9 @@ export class TenantsRepository implements TenantKeyStore {
     answers: [{ rows: [{ key_version: 'v1', wrapped_key: Buffer.alloc(0) }], rowCount: 1 }],
   })
   async setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
-    const [rows] = await change.manager.query<[{ key_version: string; wrapped_key: Buffer }[], number]>(
+    const [rows] = await change.manager.query<[KeyColumns[], number]>(
       `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
-        WHERE id = $1 RETURNING key_version, wrapped_key`,
+        WHERE id = $1 RETURNING ${columnsOf(TenantEntity, undefined, { only: KEY })}`,
       [tenantId, key.keyVersion, key.wrappedKey],
     );
     return { keyVersion: rows[0].key_version, wrappedKey: rows[0].wrapped_key };
@@ -71,8 +78,8 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: ['v2'] })
   async lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]> {
-    const rows = await change.query<{ id: string; key_version: string; wrapped_key: Buffer }>(
-      'SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1 FOR UPDATE',
+    const rows = await change.query<Pick<TenantRow, 'id'> & KeyColumns>(
+      `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1 FOR UPDATE`,
       [keyVersion],
     );
     return rows.map((row) => ({
@@ -91,7 +98,7 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: [] })
   async countByVersion(change: Change): Promise<{ keyVersion: string; tenants: number }[]> {
-    const rows = await change.query<{ key_version: string; tenants: number }>(
+    const rows = await change.query<Pick<KeyColumns, 'key_version'> & { tenants: number }>(
       `SELECT key_version, count(*)::int AS tenants FROM tenants
         WHERE wrapped_key IS NOT NULL GROUP BY key_version ORDER BY key_version`,
     );

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { DatabaseModule } from '../../database/database.module';
+import { CardEnumerationCountEntity } from './entities/card-enumeration-count.entity';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -16,7 +17,14 @@ import { TokensRepository } from './tokens.repository';
 import { TokensService } from './tokens.service';
 
 @Module({
-  imports: [DatabaseModule.forFeature([TokenEntity, TokenSearchIndexEntity, TokenCvcEntity])],
+  imports: [
+    DatabaseModule.forFeature([
+      TokenEntity,
+      TokenSearchIndexEntity,
+      TokenCvcEntity,
+      CardEnumerationCountEntity,
+    ]),
+  ],
   controllers: [TokensController],
   // A factory: the evaluator's constructor takes limits (tests pass their own), not providers; the pool
   // size comes from EXPRESSION_WORKERS.

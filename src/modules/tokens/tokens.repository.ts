@@ -1,44 +1,28 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { DataSource, FindOptionsSelect, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
+import { DataSource, In, IsNull, LessThanOrEqual, MoreThan, Or } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
 import { multiRowInsert } from '../../database/sql';
+import {
+  columnNamesOf,
+  columnsOf,
+  recordsetOf,
+  rowFrom,
+  type RowOf,
+  selectOf,
+  tableNameOf,
+} from '../../database/table';
 import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
-import type { TokenMask, TokenType } from './data/validate-data';
 
 /** A token as stored, without its sealed data. */
-export interface TokenRow {
-  id: string;
-  tenant_id: string;
-  type: TokenType;
-  mask: TokenMask | null;
-  card_brand: string | null;
-  card_bin: string | null;
-  fingerprint: string;
-  /**
-   * The card enumeration groups the fingerprint has still to be counted in before a read shows it
-   * (`CardEnumerationGuard.showable`); null once counted or when it holds no card number.
-   */
-  fingerprint_groups: Buffer[] | null;
-  fingerprint_expression: string;
-  metadata: Record<string, string> | null;
-  search_indexes: string[] | null;
-  containers: string[];
-  expires_at: Date | null;
-  created_by: string | null;
-  created_at: Date;
-  modified_by: string | null;
-  modified_at: Date | null;
-}
+export type TokenRow = Omit<RowOf<TokenEntity>, 'data'>;
 
 /** A token with its data sealed (`aead.seal`), as written and as read for use or update. */
-export interface SealedToken extends TokenRow {
-  data: Buffer;
-}
+export type SealedToken = RowOf<TokenEntity>;
 
 /** What a PATCH changes on a token. */
 export type TokenChanges = Pick<
@@ -68,74 +52,22 @@ export interface SealedCvc {
   expiresAt: Date;
 }
 
-const toRow = (token: TokenEntity): TokenRow => ({
-  id: token.id,
-  tenant_id: token.tenantId,
-  type: token.type,
-  mask: token.mask,
-  card_brand: token.cardBrand,
-  card_bin: token.cardBin,
-  fingerprint: token.fingerprint,
-  fingerprint_groups: token.fingerprintGroups,
-  fingerprint_expression: token.fingerprintExpression,
-  metadata: token.metadata,
-  search_indexes: token.searchIndexes,
-  containers: token.containers,
-  expires_at: token.expiresAt,
-  created_by: token.createdBy,
-  created_at: token.createdAt,
-  modified_by: token.modifiedBy,
-  modified_at: token.modifiedAt,
-});
+const toRow = (token: TokenEntity): TokenRow => rowFrom(TokenEntity, token, ['data']);
 
 /** Every column but the sealed data. */
-const WITHOUT_DATA: FindOptionsSelect<TokenEntity> = {
-  id: true,
-  tenantId: true,
-  type: true,
-  mask: true,
-  cardBrand: true,
-  cardBin: true,
-  fingerprint: true,
-  fingerprintGroups: true,
-  fingerprintExpression: true,
-  metadata: true,
-  searchIndexes: true,
-  containers: true,
-  expiresAt: true,
-  createdBy: true,
-  createdAt: true,
-  modifiedBy: true,
-  modifiedAt: true,
-};
+const WITHOUT_DATA = selectOf(TokenEntity, ['data']);
 
 /** The columns of `tokens`, in the order `insert` gives their values. */
-const TOKEN_COLUMNS = [
-  'id',
-  'tenant_id',
-  'type',
-  'data',
-  'mask',
-  'card_brand',
-  'card_bin',
-  'fingerprint',
-  'fingerprint_groups',
-  'fingerprint_expression',
-  'metadata',
-  'search_indexes',
-  'containers',
-  'expires_at',
-  'created_by',
-  'created_at',
-  'modified_by',
-  'modified_at',
-];
+const TOKEN_COLUMNS = columnsOf(TokenEntity);
 
 /** The columns of `tokens` with their types, for reading them from JSON (`jsonb_to_recordset`). */
-const TOKEN_RECORD = `id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar,
-  card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[],
-  containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid,
-  modified_at timestamptz`;
+const TOKEN_RECORD = recordsetOf(TokenEntity);
+
+/** The same for the search index digests and the CVCs, read as `v`. */
+const DIGEST_COLUMNS = columnsOf(TokenSearchIndexEntity);
+const DIGEST_RECORD = recordsetOf(TokenSearchIndexEntity);
+const CVC_COLUMNS = columnsOf(TokenCvcEntity);
+const CVC_RECORD = recordsetOf(TokenCvcEntity);
 
 /** The tokens a create request writes, with their search index digests and CVCs. */
 export interface NewTokens {
@@ -312,30 +244,15 @@ export class TokensRepository {
         const rows = p.add(
           JSON.stringify(
             tokens.map((token) => ({
-              id: token.id,
-              tenant_id: token.tenant_id,
-              type: token.type,
+              ...token,
               data: bytea(token.data),
-              mask: token.mask,
-              card_brand: token.card_brand,
-              card_bin: token.card_bin,
-              fingerprint: token.fingerprint,
               fingerprint_groups: token.fingerprint_groups?.map(bytea) ?? null,
-              fingerprint_expression: token.fingerprint_expression,
-              metadata: token.metadata,
-              search_indexes: token.search_indexes,
-              containers: token.containers,
-              expires_at: token.expires_at,
-              created_by: token.created_by,
-              created_at: token.created_at,
-              modified_by: token.modified_by,
-              modified_at: token.modified_at,
             })),
           ),
         );
         const ctes = [
-          `${t} AS (INSERT INTO tokens (${TOKEN_COLUMNS.join(', ')})
-              SELECT ${TOKEN_COLUMNS.join(', ')} FROM jsonb_to_recordset(${rows}::jsonb) AS r(${TOKEN_RECORD})
+          `${t} AS (INSERT INTO tokens (${TOKEN_COLUMNS})
+              SELECT ${TOKEN_COLUMNS} FROM jsonb_to_recordset(${rows}::jsonb) AS r(${TOKEN_RECORD})
               ON CONFLICT DO NOTHING RETURNING tenant_id, id)`,
         ];
         if (digests.length) {
@@ -344,9 +261,9 @@ export class TokensRepository {
               digests.map((d) => ({ token_id: d.tokenId, tenant_id: d.tenantId, digest: bytea(d.digest) })),
             ),
           );
-          ctes.push(`${s} AS (INSERT INTO token_search_indexes (token_id, tenant_id, digest)
-            SELECT v.token_id, v.tenant_id, v.digest
-              FROM jsonb_to_recordset(${given}::jsonb) AS v(token_id varchar, tenant_id uuid, digest bytea)
+          ctes.push(`${s} AS (INSERT INTO token_search_indexes (${DIGEST_COLUMNS})
+            SELECT ${columnsOf(TokenSearchIndexEntity, 'v')}
+              FROM jsonb_to_recordset(${given}::jsonb) AS v(${DIGEST_RECORD})
               JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id
             ON CONFLICT DO NOTHING)`);
         }
@@ -361,10 +278,9 @@ export class TokensRepository {
               })),
             ),
           );
-          ctes.push(`${c} AS (INSERT INTO token_cvcs (token_id, tenant_id, cvc, expires_at)
-            SELECT v.token_id, v.tenant_id, v.cvc, v.expires_at
-              FROM jsonb_to_recordset(${given}::jsonb)
-                AS v(token_id varchar, tenant_id uuid, cvc bytea, expires_at timestamptz)
+          ctes.push(`${c} AS (INSERT INTO token_cvcs (${CVC_COLUMNS})
+            SELECT ${columnsOf(TokenCvcEntity, 'v')}
+              FROM jsonb_to_recordset(${given}::jsonb) AS v(${CVC_RECORD})
               JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id)`);
         }
         const result =
@@ -402,8 +318,8 @@ export class TokensRepository {
     await change.manager.getRepository(TokenSearchIndexEntity).delete({ tenantId, tokenId });
     if (!digests.length) return;
     const { sql, params } = multiRowInsert(
-      'token_search_indexes',
-      ['token_id', 'tenant_id', 'digest'],
+      tableNameOf(TokenSearchIndexEntity),
+      columnNamesOf(TokenSearchIndexEntity),
       digests.map((digest) => [tokenId, tenantId, digest]),
     );
     await change.query(`${sql} ON CONFLICT DO NOTHING`, params);

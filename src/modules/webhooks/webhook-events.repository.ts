@@ -4,6 +4,8 @@ import type { OutboxEvent } from '../../common/events/event-outbox';
 import type { ChangeWrites } from '../../common/unit-of-work/write-batch';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { GenerateSql } from '../../database/generate-sql';
+import type { RowOf } from '../../database/table';
+import type { WebhookEventEntity } from './entities/webhook-event.entity';
 
 /**
  * The outbox's tables as the writer of events sees them (`webhook_events`, and the pending
@@ -47,7 +49,8 @@ export class WebhookEventsRepository {
    * through the request's context rather than a change.)
    */
   piece(list: OutboxEvent[], now: Date): PieceBuilder {
-    const rows = list.map((e, i) => ({
+    // The event rows as the statement reads them (`given`), with their place in the list.
+    const rows = list.map((e, i): Omit<RowOf<WebhookEventEntity>, 'created_at'> & { ord: number } => ({
       tenant_id: e.tenantId,
       id: randomUUID(),
       type: e.type,

@@ -2,19 +2,25 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
+import { SqlParams } from '../../../database/sql';
+import { type ColumnOf, columnsOf, insertSql, type RowOf } from '../../../database/table';
+import { RefundEntity, type RefundStatus } from './entities/refund.entity';
 import type { NotifiedVendors } from './transactions.repository';
 
-export type RefundStatus = 'processing' | 'succeeded' | 'failed';
+export type { RefundStatus };
 
-export interface RefundRow {
-  id: string;
-  tenant_id: string;
-  transaction_id: string;
-  amount: string;
-  currency: string;
-  status: RefundStatus;
-  created_at: Date;
-}
+/** What a refund shows: its columns but the vendor's id and the last update. */
+const SHOWN = [
+  'id',
+  'tenant_id',
+  'transaction_id',
+  'amount',
+  'currency',
+  'status',
+  'created_at',
+] as const satisfies ColumnOf<RefundEntity>[];
+
+export type RefundRow = Pick<RowOf<RefundEntity>, (typeof SHOWN)[number]>;
 
 export interface NewRefund {
   id: string;
@@ -25,7 +31,7 @@ export interface NewRefund {
   createdAt: Date;
 }
 
-const COLUMNS = 'id, tenant_id, transaction_id, amount, currency, status, created_at';
+const COLUMNS = columnsOf(RefundEntity, undefined, { only: SHOWN });
 
 /** Examples for the SQL snapshots (`@GenerateSql`). */
 const TENANT = '00000000-0000-4000-8000-000000000001';
@@ -66,11 +72,27 @@ export class RefundsRepository {
     ],
   })
   async insert(change: Change, refund: NewRefund): Promise<RefundRow> {
-    const rows = await change.query<RefundRow>(
-      `INSERT INTO refunds (id, tenant_id, transaction_id, amount, currency, status, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 'processing', $6, $6) RETURNING ${COLUMNS}`,
-      [refund.id, refund.tenantId, refund.transactionId, refund.amount, refund.currency, refund.createdAt],
-    );
+    const p = new SqlParams();
+    const [id, tenantId, transactionId, amount, currency, now] = [
+      refund.id,
+      refund.tenantId,
+      refund.transactionId,
+      refund.amount,
+      refund.currency,
+      refund.createdAt,
+    ].map((value) => p.add(value));
+    // Each column with the SQL of its value.
+    const insert = insertSql(RefundEntity, {
+      id,
+      tenant_id: tenantId,
+      transaction_id: transactionId,
+      amount,
+      currency,
+      status: `'processing'`,
+      created_at: now,
+      updated_at: now,
+    });
+    const rows = await change.query<RefundRow>(`${insert} RETURNING ${COLUMNS}`, p.values);
     return rows[0];
   }
 
@@ -125,9 +147,7 @@ export class RefundsRepository {
   })
   async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RefundRow[]> {
     return this.dataSource.query<RefundRow[]>(
-      `SELECT ${COLUMNS.split(', ')
-        .map((c) => `r.${c}`)
-        .join(', ')} FROM refunds r
+      `SELECT ${columnsOf(RefundEntity, 'r', { only: SHOWN })} FROM refunds r
         JOIN transactions t ON t.tenant_id = r.tenant_id AND t.id = r.transaction_id
         JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
         WHERE r.status = 'processing' AND r.updated_at <= $1

@@ -3,64 +3,20 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import type { ThreeDSecureResult } from '../processors/processor.port';
+import { insertSql, type RowOf } from '../../../database/table';
 import type { TransactionStatus } from './transaction.dto';
-import type { PendingOperation, TransactionPatch, TransactionState, Transition } from './transaction-state';
+import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
+import type { TransactionPatch, TransactionState, Transition } from './transaction-state';
 
 /** A transaction as stored, with the connection summary every transaction object shows. */
-export interface TransactionRow {
-  id: string;
-  tenant_id: string;
-  connection_id: string;
-  token_id: string;
-  status: TransactionStatus;
-  pending_operation: PendingOperation | null;
-  pending_since: Date | null;
-  pending_amount: string | null;
-  previous_status: TransactionStatus | null;
-  intent: 'authorize' | 'capture';
-  amount: string;
-  currency: string;
-  country: string | null;
-  authorized_amount: string;
-  captured_amount: string;
-  refunded_amount: string;
-  external_identifier: string | null;
-  metadata: Record<string, string> | null;
-  payment_source: 'ecommerce' | 'card_on_file' | 'recurring';
-  merchant_initiated: boolean;
-  is_subsequent_payment: boolean;
-  previous_scheme_transaction_id: string | null;
-  three_d_session_id: string | null;
-  payment_method: PaymentMethodSummary;
-  scheme_transaction_id: string | null;
-  connection_transaction_id: string | null;
-  error_code: string | null;
-  auth_response_code: string | null;
-  cvv_response_code: TransactionState['cvvResponseCode'];
-  three_d_secure: ThreeDSecureResult | null;
-  approval_token: Buffer | null;
-  approval_expires_at: Date | null;
-  /** The vendor's 3-D Secure page (a VendorAction as JSON), sealed with the tenant's key. */
-  vendor_action: Buffer | null;
-  authorized_at: Date | null;
-  captured_at: Date | null;
-  voided_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+export type TransactionRow = RowOf<TransactionEntity> & {
   /** Joined from the connection. */
   c_formula_id: string;
   c_display_name: string;
   c_method: string;
-}
+};
 
-/** The card a transaction charged, as it shows it (never more than the last four digits). */
-export interface PaymentMethodSummary {
-  scheme: string | null;
-  label: string;
-  expiration_date: string;
-  fingerprint: string;
-}
+export type { PaymentMethodSummary };
 
 /** A transaction as a create request records it, before its processor is asked. */
 export interface NewTransaction {
@@ -221,33 +177,40 @@ export class TransactionsRepository {
   /** Records a transaction as `processing` its authorization; answers it as stored. */
   @GenerateSql({ change: true, params: [EXAMPLE] })
   async insert(change: Change, t: NewTransaction): Promise<TransactionRow> {
-    const rows = await change.query<TransactionRow>(
-      returningRow(`INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent,
-          amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated,
-          is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, created_by,
-          created_at, updated_at)
-       VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $5, $5)`),
-      [
-        t.id,
-        t.tenantId,
-        t.connectionId,
-        t.tokenId,
-        t.createdAt,
-        t.intent,
-        t.amount,
-        t.currency,
-        t.country,
-        t.externalIdentifier,
-        t.metadata ? JSON.stringify(t.metadata) : null,
-        t.paymentSource,
-        t.merchantInitiated,
-        t.isSubsequentPayment,
-        t.previousSchemeTransactionId,
-        t.threeDSessionId,
-        JSON.stringify(t.paymentMethod),
-        t.createdBy,
-      ],
-    );
+    const p = new SqlParams();
+    // Each column with the SQL of its value; parameters numbered as the statement always had them.
+    const [id, tenantId, connectionId, tokenId, now] = [
+      t.id,
+      t.tenantId,
+      t.connectionId,
+      t.tokenId,
+      t.createdAt,
+    ].map((value) => p.add(value));
+    const insert = insertSql(TransactionEntity, {
+      id,
+      tenant_id: tenantId,
+      connection_id: connectionId,
+      token_id: tokenId,
+      status: `'processing'`,
+      pending_operation: `'authorize'`,
+      pending_since: now,
+      intent: p.add(t.intent),
+      amount: p.add(t.amount),
+      currency: p.add(t.currency),
+      country: p.add(t.country),
+      external_identifier: p.add(t.externalIdentifier),
+      metadata: p.add(t.metadata ? JSON.stringify(t.metadata) : null),
+      payment_source: p.add(t.paymentSource),
+      merchant_initiated: p.add(t.merchantInitiated),
+      is_subsequent_payment: p.add(t.isSubsequentPayment),
+      previous_scheme_transaction_id: p.add(t.previousSchemeTransactionId),
+      three_d_session_id: p.add(t.threeDSessionId),
+      payment_method: p.add(JSON.stringify(t.paymentMethod)),
+      created_by: p.add(t.createdBy),
+      created_at: now,
+      updated_at: now,
+    });
+    const rows = await change.query<TransactionRow>(returningRow(insert), p.values);
     return rows[0];
   }
 

@@ -2,12 +2,29 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { GenerateSql } from '../../../database/generate-sql';
+import { type ColumnOf, type RowOf } from '../../../database/table';
+import { CardEnumerationCountEntity } from '../entities/card-enumeration-count.entity';
+import type { TokenEntity } from '../entities/token.entity';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
 import type { Change } from '../../../common/unit-of-work/change';
 
 /** The lock key of one (tenant, group): the first 31 bits of SHA-256. */
 const groupKey = (tenantId: string, group: Buffer): number =>
   createHash('sha256').update(tenantId).update(group).digest().readInt32BE(0);
+
+type CountRow = RowOf<CardEnumerationCountEntity>;
+
+/** A stored token as the guard weighs it. */
+type StoredToken = Pick<RowOf<TokenEntity>, 'id' | 'type' | 'containers' | 'fingerprint'>;
+
+/** The columns `insert` writes, in the order of its SELECT. */
+const INSERTED = [
+  'tenant_id',
+  'group_digest',
+  'number_digest',
+  'counted_by',
+  'created_at',
+] as const satisfies ColumnOf<CardEnumerationCountEntity>[];
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_COUNTER = '00000000-0000-4000-8000-000000000003';
@@ -46,7 +63,7 @@ export class CardEnumerationRepository {
     since: Date,
     countedBy: string,
   ): Promise<CountedSoFar[]> {
-    const rows = await change.query<{ group_digest: Buffer; number_digest: Buffer; mine: boolean }>(
+    const rows = await change.query<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
       `SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
         WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
         GROUP BY group_digest, number_digest`,
@@ -67,8 +84,8 @@ export class CardEnumerationRepository {
     tenantId: string,
     fingerprints: string[],
     now: Date,
-  ): Promise<{ id: string; type: string; containers: string[]; fingerprint: string }[]> {
-    return change.query<{ id: string; type: string; containers: string[]; fingerprint: string }>(
+  ): Promise<StoredToken[]> {
+    return change.query<StoredToken>(
       `SELECT t.id, t.type, t.containers, f.fingerprint
          FROM unnest($2::text[]) AS f(fingerprint),
          LATERAL (SELECT id, type, containers FROM tokens
@@ -91,7 +108,7 @@ export class CardEnumerationRepository {
   async insert(change: Change, tenantId: string, rows: CountedRow[], now: Date): Promise<void> {
     if (!rows.length) return;
     await change.query(
-      `INSERT INTO card_enumeration_counts (tenant_id, group_digest, number_digest, counted_by, created_at)
+      `INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
        SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
        ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at`,
       [tenantId, rows.map((r) => r.group), rows.map((r) => r.number), rows.map((r) => r.countedBy), now],

@@ -4,9 +4,11 @@ import type { Principal } from '../../../common/auth/principal';
 import { cursorTimeSql } from '../../../common/pagination/cursor-pagination';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
+import { columnsOf } from '../../../database/table';
 import { byPriority } from '../access/token-access';
 import { normalizeTokenId } from '../data/token-id';
 import type { SearchNode } from './search-language';
+import { TokenEntity } from '../entities/token.entity';
 import type { TokenRow } from '../tokens.repository';
 
 /**
@@ -37,8 +39,8 @@ export interface Keyset {
   id: string;
 }
 
-const COLUMNS = `t.id, t.tenant_id, t.type, t.mask, t.card_brand, t.card_bin, t.fingerprint, t.fingerprint_groups, t.fingerprint_expression, t.metadata,
-  t.search_indexes, t.containers, t.expires_at, t.created_by, t.created_at, t.modified_by, t.modified_at`;
+/** Every column of a token but its sealed data. */
+const COLUMNS = columnsOf(TokenEntity, 't', { except: ['data'] });
 
 /**
  * The rule evaluator's decision (`decide` in token-access.ts) as SQL over the `tokens` table (alias

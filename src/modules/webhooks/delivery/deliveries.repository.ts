@@ -1,25 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
+import { columnsOf, type RowOf } from '../../../database/table';
+import { WebhookDeliveryEntity } from '../entities/webhook-delivery.entity';
+import type { WebhookEventEntity } from '../entities/webhook-event.entity';
+import type { WebhookEntity } from '../entities/webhook.entity';
 
 /** A webhook is disabled when this many of its deliveries in a row ended `failed`. */
 export const DISABLE_AFTER_FAILURES = 100;
 
 /** A delivery a worker holds under lease: what it needs to send it, and how many attempts it has had. */
-export interface ClaimedDelivery {
-  tenant_id: string;
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  /** Counts this attempt. */
-  attempts: number;
-  event_data: object;
-  event_created_at: Date;
-  url: string;
-  /** The webhook's secret, sealed under the tenant's key. */
-  secret: Buffer;
-}
+export type ClaimedDelivery = Pick<RowOf<WebhookDeliveryEntity>, (typeof CLAIMED)[number]> & {
+  event_data: RowOf<WebhookEventEntity>['data'];
+  event_created_at: RowOf<WebhookEventEntity>['created_at'];
+} & Pick<RowOf<WebhookEntity>, 'url' | 'secret'>;
+
+/** What a claim answers of the delivery itself (`attempts` counts this attempt). */
+const CLAIMED = ['tenant_id', 'id', 'webhook_id', 'event_id', 'event_type', 'attempts'] as const;
 
 /** Where a failed attempt leaves the delivery, and its webhook when the delivery ran out of attempts. */
 export interface FailureOutcome {
@@ -77,7 +74,7 @@ export class DeliveriesRepository {
         WHERE d.tenant_id = due.tenant_id AND d.id = due.id
           AND ev.tenant_id = d.tenant_id AND ev.id = d.event_id
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-       RETURNING d.tenant_id, d.id, d.webhook_id, d.event_id, d.event_type, d.attempts,
+       RETURNING ${columnsOf(WebhookDeliveryEntity, 'd', { only: CLAIMED })},
                  ev.data AS event_data, ev.created_at AS event_created_at, w.url, w.secret`,
       [now, leasedUntil, limit],
     );
