@@ -1,8 +1,10 @@
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { EventType, OutboxEvent } from '../../common/events/event-outbox';
+import type { CardDetailsDto, TokenMaskDto, TokenObjectDto } from './dto/token.dto';
 import type { TokenRow } from './tokens.repository';
 
-export type TokenDto = Record<string, unknown>;
+/** The token as answered: the class the OpenAPI document describes, so the compiler checks answers against it. */
+export type TokenDto = TokenObjectDto;
 
 /** The digits of a BIN any answer or event shows. */
 export const SHOWN_BIN_DIGITS = 6;
@@ -29,21 +31,31 @@ export function tokenDto(
     readable?: boolean;
   } = {},
 ): TokenDto {
-  const out: TokenDto = { id: row.id, tenant_id: row.tenant_id, type: row.type };
-  if (options.revealed) out.data = options.revealed.data;
-  else if (row.mask && options.transform !== 'redact') out[options.composite ? 'data' : 'mask'] = row.mask;
+  const mask = row.mask as TokenMaskDto | null;
   const enrichments = options.transform === 'redact' ? undefined : cardEnrichments(row);
-  if (enrichments) out.enrichments = enrichments;
-  if (row.metadata) out.metadata = row.metadata;
-  if (row.search_indexes) out.search_indexes = row.search_indexes;
-  if (options.readable) out.fingerprint = row.fingerprint;
-  out.fingerprint_expression = row.fingerprint_expression;
-  out.containers = row.containers;
-  if (row.expires_at) out.expires_at = row.expires_at.toISOString();
-  out.created_by = row.created_by;
-  out.created_at = row.created_at.toISOString();
-  if (row.modified_by) out.modified_by = row.modified_by;
-  if (row.modified_at) out.modified_at = row.modified_at.toISOString();
+  const out: TokenDto = {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    type: row.type,
+    ...(options.revealed
+      ? { data: options.revealed.data }
+      : mask && options.transform !== 'redact'
+        ? options.composite
+          ? { data: mask }
+          : { mask }
+        : {}),
+    ...(enrichments ? { enrichments } : {}),
+    ...(row.metadata ? { metadata: row.metadata } : {}),
+    ...(row.search_indexes ? { search_indexes: row.search_indexes } : {}),
+    ...(options.readable ? { fingerprint: row.fingerprint } : {}),
+    fingerprint_expression: row.fingerprint_expression,
+    containers: row.containers,
+    ...(row.expires_at ? { expires_at: row.expires_at.toISOString() } : {}),
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+    ...(row.modified_by ? { modified_by: row.modified_by } : {}),
+    ...(row.modified_at ? { modified_at: row.modified_at.toISOString() } : {}),
+  };
   return out;
 }
 
@@ -53,7 +65,7 @@ export function tokenDto(
  * about 1,000 candidates), the last four of the mask, the brand; nothing for tokens made before BINs were kept. No funding or issuer:
  * the service has no BIN table to know them from.
  */
-function cardEnrichments(row: TokenRow): { card_details: Record<string, string> } | undefined {
+function cardEnrichments(row: TokenRow): { card_details: CardDetailsDto } | undefined {
   const number = row.mask?.number;
   if (row.type !== 'card' || !row.card_bin || typeof number !== 'string') return undefined;
   return {
