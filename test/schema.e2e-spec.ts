@@ -160,15 +160,27 @@ describe('schema keys of tenant-scoped tables', () => {
   });
 });
 
-/** Every `*.entity.ts` under src/, loaded, and the entity classes they declare. */
+/**
+ * Every `*.entity.ts` under src/, loaded, and the entity classes they export. TypeORM's metadata storage is
+ * global to the process, so it also holds the classes other test files of the same process loaded: only
+ * this file's own classes count.
+ */
 function loadEntities(dir = join(__dirname, '..', 'src')): EntityClass[] {
+  const found: EntityClass[] = [];
+  const tables = new Set(getMetadataArgsStorage().tables.map((t) => t.target));
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) loadEntities(path);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    else if (entry.name.endsWith('.entity.ts')) require(path);
+    if (entry.isDirectory()) found.push(...loadEntities(path));
+    else if (entry.name.endsWith('.entity.ts')) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const exported = Object.values(require(path) as Record<string, unknown>);
+      const registered = new Set(getMetadataArgsStorage().tables.map((t) => t.target));
+      for (const value of exported)
+        if (typeof value === 'function' && (registered.has(value) || tables.has(value)))
+          found.push(value as EntityClass);
+    }
   }
-  return getMetadataArgsStorage().tables.map((t) => t.target as EntityClass);
+  return found;
 }
 
 /** The udt_name PostgreSQL reports for a type as entities write it (arrays: the element's, prefixed `_`). */
