@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
 import { openDatabase } from '../src/database/data-source';
-import { logPageQuery, type LogFilter } from '../src/modules/logs/logs.repository';
+import { logPageQuery, type LogFilter } from '../src/common/audit/audit-log-reads.repository';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 interface PlanNode {

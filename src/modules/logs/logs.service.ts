@@ -13,7 +13,7 @@ import {
 import { AppConfig } from '../../config/app-config';
 import { LOCK_KEYS } from '../../database/data-source';
 import { EntityTypeDto, ListLogsQueryDto, LogDto, LogPageDto } from './dto/log.dto';
-import { LogFilter, LogRecord, LogsRepository } from './logs.repository';
+import { LogFilter, LogRecord, AuditLogReadsRepository } from '../../common/audit/audit-log-reads.repository';
 
 function logDto(row: LogRecord): LogDto {
   return {
@@ -33,7 +33,7 @@ function logDto(row: LogRecord): LogDto {
 @Injectable()
 export class LogsService implements OnModuleInit {
   constructor(
-    private readonly logs: LogsRepository,
+    private readonly logs: AuditLogReadsRepository,
     private readonly config: AppConfig,
     private readonly retention: RetentionJob,
   ) {}

@@ -1,4 +1,4 @@
--- LogsRepository.page (page)
+-- AuditLogReadsRepository.page (page)
 SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
    FROM audit_logs
@@ -6,7 +6,7 @@ SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, m
   ORDER BY created_at DESC, id DESC
   LIMIT $7;
 
--- LogsRepository.page (numberedPage)
+-- AuditLogReadsRepository.page (numberedPage)
 SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
    FROM audit_logs
@@ -14,10 +14,10 @@ SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, m
   ORDER BY created_at DESC, id DESC
   LIMIT $7 OFFSET $8;
 
--- LogsRepository.count
+-- AuditLogReadsRepository.count
 SELECT count(*)::int AS n
   FROM audit_logs
   WHERE tenant_id = $1 AND entity_type = 'token' AND token_type = $2 AND created_at >= $3::timestamptz AND created_at < $4::timestamptz AND (created_at, id) < ($5::timestamptz, $6::uuid);
 
--- LogsRepository.deleteCreatedBefore
+-- AuditLogReadsRepository.deleteCreatedBefore
 DELETE FROM audit_logs WHERE created_at < $1;

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { EntityType, Operation } from '../../common/audit/audit.types';
-import { AuditLogEntity } from '../../common/audit/entities/audit-log.entity';
-import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
+import type { EntityType, Operation } from './audit.types';
+import { AuditLogEntity } from './entities/audit-log.entity';
+import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
 import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
-import type { Change } from '../../common/unit-of-work/change';
+import type { Change } from '../unit-of-work/change';
 
 const EXAMPLE_FILTER: LogFilter = {
   tenantId: '00000000-0000-4000-8000-000000000001',
@@ -109,11 +109,11 @@ const record = (row: LogRow): LogRecord => ({
 });
 
 /**
- * Reading `audit_logs` (written by common/audit) through the pool, and deleting what is past retention
+ * Reading `audit_logs` (for `GET /logs`) through the pool, and deleting what is past retention
  * in the retention job's change.
  */
 @Injectable()
-export class LogsRepository {
+export class AuditLogReadsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** A page of a tenant's logs, newest first: `limit` rows after skipping `offset`. */
