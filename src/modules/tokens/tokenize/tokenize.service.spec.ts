@@ -174,7 +174,7 @@ describe('TokenizeService', () => {
   it('seals the data: what is stored opens to the data given, bound to its tenant and id', async () => {
     const s = setUp();
     const { id } = await s.service.createOne(origin(), { type: 'token', data: { secret: 'value' } });
-    const stored = s.tokens.rows.get(id as string)!;
+    const stored = s.tokens.rows.get(id)!;
     expect(stored.data.toString('utf8')).not.toContain('value');
     expect(openData(KEYS, stored)).toEqual({ secret: 'value' });
   });
