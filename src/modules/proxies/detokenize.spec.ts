@@ -130,7 +130,7 @@ describe('proxy detokenization', () => {
         const rendered = new URLSearchParams(
           pairs.map(([k, v]): [string, string] => [renderText(k, values), renderText(v, values)]),
         ).toString();
-        expect(sizes.query(pairs)).toBe(rendered.length);
+        expect(sizes.queryString(pairs)).toBe(rendered.length);
       },
     );
 

@@ -207,7 +207,7 @@ export class RenderedSizes {
   }
 
   /** Length of the query string URLSearchParams writes for these pairs once rendered. */
-  query(pairs: [string, string][]): number {
+  queryString(pairs: [string, string][]): number {
     let length = Math.max(pairs.length - 1, 0);
     for (const [name, value] of pairs)
       length +=

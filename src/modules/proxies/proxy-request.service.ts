@@ -247,7 +247,7 @@ export class ProxyRequestService {
         : bodyText !== undefined
           ? sizes.bytes(bodyText)
           : (request.body?.length ?? 0);
-    const querySize = expressions.size && queryRendered ? sizes.query(query) : request.query.length;
+    const querySize = expressions.size && queryRendered ? sizes.queryString(query) : request.query.length;
     checkSizes(sizes, headers, bodySize, querySize);
     if (!expressions.size) return unchanged;
 

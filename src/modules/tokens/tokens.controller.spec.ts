@@ -1,11 +1,13 @@
 import { controllerApp, ControllerApp, describeRoutes, fakeOf } from '../../../test/support/controller-app';
 import { TokenizeService } from './tokenize/tokenize.service';
 import { TokensController } from './tokens.controller';
+import { TokenSearchService } from './search/token-search.service';
 import { TokensService } from './tokens.service';
 
 describe('TokensController', () => {
   const tokenizer = fakeOf<TokenizeService>(['tokenize', 'createOne']);
-  const tokens = fakeOf<TokensService>(['list', 'search', 'listV2', 'searchV2', 'get', 'update', 'delete']);
+  const searches = fakeOf<TokenSearchService>(['list', 'search', 'listV2', 'searchV2']);
+  const tokens = fakeOf<TokensService>(['get', 'update', 'delete']);
   let ctx: ControllerApp;
 
   beforeAll(async () => {
@@ -14,6 +16,7 @@ describe('TokensController', () => {
       [
         { provide: TokenizeService, useValue: tokenizer },
         { provide: TokensService, useValue: tokens },
+        { provide: TokenSearchService, useValue: searches },
       ],
     );
   });
@@ -41,7 +44,7 @@ describe('TokensController', () => {
         path: '/tokens',
         permissions: ['token:read'],
         invalid: { query: { size: '0' }, field: 'size' },
-        reaches: () => tokens.list,
+        reaches: () => searches.list,
       },
       {
         method: 'post',
@@ -49,14 +52,14 @@ describe('TokensController', () => {
         permissions: ['token:search'],
         body: { query: 'type:card' },
         invalid: { body: { query: '' }, field: 'query' },
-        reaches: () => tokens.search,
+        reaches: () => searches.search,
       },
       {
         method: 'get',
         path: '/v2/tokens',
         permissions: ['token:read'],
         invalid: { query: { size: '1000' }, field: 'size' },
-        reaches: () => tokens.listV2,
+        reaches: () => searches.listV2,
       },
       {
         method: 'post',
@@ -64,7 +67,7 @@ describe('TokensController', () => {
         permissions: ['token:search'],
         body: { query: 'type:card' },
         invalid: { body: { query: 7 }, field: 'query' },
-        reaches: () => tokens.searchV2,
+        reaches: () => searches.searchV2,
       },
       { method: 'get', path: '/tokens/tok_1', permissions: ['token:read'], reaches: () => tokens.get },
       {

@@ -22,6 +22,7 @@ import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './data/token-id';
 import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './search/list-query';
 import { CursorTokenPage, TokenDto } from './token-answer';
 import { TokenizeService } from './tokenize/tokenize.service';
+import { TokenSearchService } from './search/token-search.service';
 import { TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseTokenIdPipe());
@@ -68,6 +69,7 @@ export class TokensController {
   constructor(
     private readonly tokenizer: TokenizeService,
     private readonly tokens: TokensService,
+    private readonly searches: TokenSearchService,
   ) {}
 
   @Post('tokenize')
@@ -163,7 +165,7 @@ export class TokensController {
     @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v1')) query: TokenListQuery,
   ): Promise<OffsetPage<TokenDto>> {
-    return this.tokens.list(origin, query);
+    return this.searches.list(origin, query);
   }
 
   @Post('tokens/search')
@@ -173,7 +175,7 @@ export class TokensController {
   @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens', description: REVEAL_NOTE })
   @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
   search(@Origin() origin: RequestOrigin, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
-    return this.tokens.search(origin, body);
+    return this.searches.search(origin, body);
   }
 
   @Get('v2/tokens')
@@ -201,7 +203,7 @@ export class TokensController {
     @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v2')) query: TokenListQuery,
   ): Promise<CursorTokenPage> {
-    return this.tokens.listV2(origin, query);
+    return this.searches.listV2(origin, query);
   }
 
   @Post('v2/tokens/search')
@@ -215,7 +217,7 @@ export class TokensController {
   })
   @ApiOkResponse({ type: TokenCursorPageDto })
   searchV2(@Origin() origin: RequestOrigin, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
-    return this.tokens.searchV2(origin, body);
+    return this.searches.searchV2(origin, body);
   }
 
   @Get('tokens/:id')

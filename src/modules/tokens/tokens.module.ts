@@ -11,6 +11,8 @@ import { CardEnumerationGuard } from './enumeration/card-enumeration.service';
 import { TokenRetention } from './retention/token-retention';
 import { TokenRetentionRepository } from './retention/token-retention.repository';
 import { TokenSearchRepository } from './search/token-search.repository';
+import { TokenSearchService } from './search/token-search.service';
+import { TokenReads } from './token-reads';
 import { TokenizeService } from './tokenize/tokenize.service';
 import { TokensController } from './tokens.controller';
 import { TokensRepository } from './tokens.repository';
@@ -31,6 +33,8 @@ import { TokensService } from './tokens.service';
   providers: [
     TokenizeService,
     TokensService,
+    TokenReads,
+    TokenSearchService,
     TokensRepository,
     TokenSearchRepository,
     TokenRetentionRepository,

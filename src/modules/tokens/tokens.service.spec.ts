@@ -9,6 +9,8 @@ import { sealCvc, sealData } from './data/seal-data';
 import type { CardEnumerationGuard } from './enumeration/card-enumeration.service';
 import { DEFAULT_LIMITS, ExpressionEvaluator } from './expressions/expression-evaluator';
 import type { SearchScope, TokenSearch, TokenSearchRepository } from './search/token-search.repository';
+import { TokenSearchService } from './search/token-search.service';
+import { TokenReads } from './token-reads';
 import type { SealedToken, TokenChanges, TokenRow, TokensRepository } from './tokens.repository';
 import { TokensService } from './tokens.service';
 
@@ -157,16 +159,24 @@ function setUp() {
       return { rows: rows.map(({ data: _data, ...row }) => row), total: rows.length };
     },
   } as unknown as TokenSearchRepository;
+  const tenantKeys = { keysFor: async () => KEYS } as unknown as TenantKeysService;
+  const reads = new TokenReads(
+    tokens as unknown as TokensRepository,
+    tenantKeys,
+    enumeration,
+    work.asUnitOfWork(),
+  );
   const service = new TokensService(
     new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 }),
     tokens as unknown as TokensRepository,
-    searches,
-    { keysFor: async () => KEYS } as unknown as TenantKeysService,
+    reads,
+    tenantKeys,
     clock,
     enumeration,
     work.asUnitOfWork(),
   );
-  return { service, tokens, work, clock, showable, searched };
+  const search = new TokenSearchService(searches, tenantKeys, clock, reads);
+  return { service, search, tokens, work, clock, showable, searched };
 }
 
 const REVEAL: AccessRule = {
@@ -329,7 +339,7 @@ describe('TokensService', () => {
       s.tokens.rows.set('card', token('card'));
       s.tokens.rows.set('bank', token('bank', { type: 'bank', containers: ['/bank/high/'], mask: null }));
       s.tokens.rows.set('theirs', token('theirs', { tenant_id: OTHER_TENANT }));
-      const page = await s.service.search(
+      const page = await s.search.search(
         origin([], [REVEAL, { priority: 2, container: '/bank/', permissions: ['token:search'] }]),
         { query: 'type:card OR type:bank', page: 1, size: 10 },
       );

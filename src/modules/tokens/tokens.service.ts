@@ -1,14 +1,11 @@
 import { TokensException } from './tokens.errors';
 import { ValidationException } from '../../common/errors/domain.exception';
 import { Injectable } from '@nestjs/common';
-import type { AuditEntry } from '../../common/audit/audit.types';
 import type { RuleTransform } from '../../common/auth/access-rule';
 import type { Principal } from '../../common/auth/principal';
 import { hmac, hmacBase62, TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
-import { CURSOR_TIME, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
-import { offsetPage, OffsetPage } from '../../common/pagination/offset-pagination';
 import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
@@ -16,10 +13,10 @@ import type { UpdateTokenDto } from './dto/update-token.dto';
 import { enumerableNumbers, pendingGroups } from './enumeration/card-enumeration';
 import { CardEnumerationGuard } from './enumeration/card-enumeration.service';
 import { ExpressionEvaluator } from './expressions/expression-evaluator';
-import { decide, mayEvaluateStoredData, reveals } from './access/token-access';
-import { normalizeTokenId, TOKEN_ID_PATTERN } from './data/token-id';
+import { decide, mayEvaluateStoredData } from './access/token-access';
+import { normalizeTokenId } from './data/token-id';
 import { openCvc, openData } from './data/seal-data';
-import { CursorTokenPage, TokenDto, tokenDto, tokenEvent } from './token-answer';
+import { TokenDto, tokenDto, tokenEvent } from './token-answer';
 import {
   applyEvaluation,
   expressionBatch,
@@ -29,11 +26,8 @@ import {
   parseFingerprintExpression,
   parseSearchIndexes,
 } from './tokenize/tokenize-request';
-import { filtersToQuery, hasDataTerm, parseTokenQuery, SearchNode } from './search/search-language';
-import type { TokenListQuery } from './search/list-query';
-import { revealedData } from './data/validate-data';
-import { Keyset, SearchScope, TokenSearch, TokenSearchRepository } from './search/token-search.repository';
 import { SealedToken, TokenRow, TokensRepository } from './tokens.repository';
+import { revealedOf, TokenReads } from './token-reads';
 
 export type { CursorTokenPage, TokenDto } from './token-answer';
 export type { TokenRow } from './tokens.repository';
@@ -47,13 +41,16 @@ export interface UsableToken extends TokenRow {
 const sameList = (a: string[] | null, b: string[] | null): boolean =>
   (a ?? []).length === (b ?? []).length && (a ?? []).every((value, i) => value === (b ?? [])[i]);
 
-/** Reading, listing, searching, updating and deleting tokens; and their clear data for orchestration. */
+/**
+ * Reading, updating and deleting a token; and tokens' clear data for orchestration and the proxy. Lists
+ * and searches are `TokenSearchService`'s; how a read shows tokens is `TokenReads`'.
+ */
 @Injectable()
 export class TokensService {
   constructor(
     private readonly expressions: ExpressionEvaluator,
     private readonly tokens: TokensRepository,
-    private readonly searches: TokenSearchRepository,
+    private readonly reads: TokenReads,
     private readonly tenantKeys: TenantKeysService,
     private readonly clock: Clock,
     private readonly enumeration: CardEnumerationGuard,
@@ -98,87 +95,15 @@ export class TokensService {
   async get(origin: RequestOrigin, id: string): Promise<TokenDto> {
     const who = origin.actor;
     const { row, transform } = await this.findAccessible(who, id, 'token:read');
-    const revealed = transform === 'reveal' ? await this.reveal(who, [row]) : new Map<string, unknown>();
+    const revealed =
+      transform === 'reveal' ? await this.reads.reveal(who, [row]) : new Map<string, unknown>();
     const shown = await this.enumeration.showable(who, [row]);
-    await this.recordReveals(origin, [row], revealed);
+    await this.reads.recordReveals(origin, [row], revealed);
     return tokenDto(row, {
       transform,
-      revealed: this.revealedOf(revealed, row.id),
+      revealed: revealedOf(revealed, row.id),
       readable: shown.has(row.id),
     });
-  }
-
-  /**
-   * Token objects of a list or search, each as its own deciding rule shows it: the data of those read
-   * through a reveal rule is fetched and opened, and only theirs. A search (`token:search`) shows the
-   * fingerprint of the tokens the caller may also read, and only theirs; of those, a fingerprint the
-   * card enumeration guard has not counted yet is counted now, all the page's in one go, and withheld
-   * past its limit (`CardEnumerationGuard.showable`).
-   */
-  private async present(origin: RequestOrigin, permission: string, rows: TokenRow[]): Promise<TokenDto[]> {
-    const who = origin.actor;
-    const decisions = rows.map((row) => decide(who, permission, row));
-    const wanted = rows.filter((_, i) => reveals(decisions[i]));
-    const sealed = await this.tokens.findSealedData(
-      who.tenantId,
-      wanted.map((row) => row.id),
-    );
-    // A token deleted since the page was read has no data left: it is shown masked, and not audited.
-    const opened = wanted.flatMap((row) => {
-      const data = sealed.get(row.id);
-      return data ? [{ ...row, data }] : [];
-    });
-    const revealed = await this.reveal(who, opened);
-    const readable = rows.filter((row, i) =>
-      permission === 'token:read' ? decisions[i].allowed : decide(who, 'token:read', row).allowed,
-    );
-    const shown = await this.enumeration.showable(who, readable);
-    await this.recordReveals(origin, opened, revealed);
-    return rows.map((row, i) =>
-      tokenDto(row, {
-        transform: decisions[i].transform,
-        revealed: this.revealedOf(revealed, row.id),
-        readable: shown.has(row.id),
-      }),
-    );
-  }
-
-  /** Opens the data of tokens read through a reveal rule, in the shape reads reveal (never a CVC). */
-  private async reveal(who: Principal, rows: SealedToken[]): Promise<Map<string, unknown>> {
-    const revealed = new Map<string, unknown>();
-    if (!rows.length) return revealed;
-    const keys = await this.tenantKeys.keysFor(who.tenantId);
-    for (const row of rows) revealed.set(row.id, revealedData(row.type, openData(keys, row)));
-    return revealed;
-  }
-
-  /**
-   * A read that revealed data: one `reveal` audit row per token (its message names the type, never
-   * data), in a change of their own once the answer is ready; and the response kept out of idempotency
-   * records (the key is given back, so a retry reads again under the rules as they are then). That
-   * change answers no request: it is given the read's actor, not its idempotency claim.
-   */
-  private async recordReveals(
-    origin: RequestOrigin,
-    rows: SealedToken[],
-    revealed: Map<string, unknown>,
-  ): Promise<void> {
-    const entries = rows
-      .filter((row) => revealed.has(row.id))
-      .map((row): AuditEntry => ({
-        entityType: 'token',
-        entityId: row.id,
-        operation: 'reveal',
-        message: `Token revealed (${row.type})`,
-        tokenType: row.type,
-      }));
-    if (!entries.length) return;
-    origin.idempotency?.withhold();
-    await this.work.statement({ actor: origin.actor }, async (change) => change.audit(...entries));
-  }
-
-  private revealedOf(revealed: Map<string, unknown>, id: string): { data: unknown } | undefined {
-    return revealed.has(id) ? { data: revealed.get(id) } : undefined;
   }
 
   /** DELETE /tokens/{id}: the token, its search indexes and CVC, with its audit row and event. */
@@ -303,91 +228,6 @@ export class TokensService {
       const shown = readable ? await this.enumeration.showable(who, [next], change) : new Set<string>();
       return tokenDto(next, { transform, readable: shown.has(next.id) });
     });
-  }
-
-  /** GET /tokens: `id`, `type`, `container`, `fingerprint`, `metadata.<name>`, `page`, `size`. */
-  list(origin: RequestOrigin, query: TokenListQuery): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(origin, 'token:read', filtersToQuery(query.filters), query);
-  }
-
-  /** POST /tokens/search `{query, page?, size?}`: the query language of `parseTokenQuery`. */
-  search(
-    origin: RequestOrigin,
-    body: { query: string; page: number; size: number },
-  ): Promise<OffsetPage<TokenDto>> {
-    return this.findPage(origin, 'token:search', parseTokenQuery(body.query), body);
-  }
-
-  /** GET /v2/tokens: `type`, `container`, `fingerprint`, `metadata` (a JSON object), `start`, `size`. */
-  listV2(origin: RequestOrigin, query: TokenListQuery): Promise<CursorTokenPage> {
-    return this.findCursorPage(origin, 'token:read', filtersToQuery(query.filters), query);
-  }
-
-  /** POST /v2/tokens/search `{query, start?, size?}`. */
-  searchV2(
-    origin: RequestOrigin,
-    body: { query: string; start?: string; size: number },
-  ): Promise<CursorTokenPage> {
-    return this.findCursorPage(origin, 'token:search', parseTokenQuery(body.query), body);
-  }
-
-  /** The query as the repository takes it: `data:` values are digested with the tenant's search index key. */
-  private async digested(who: Principal, query: SearchNode): Promise<TokenSearch> {
-    if (!hasDataTerm(query))
-      return {
-        query,
-        digest: () => {
-          throw new Error('a query without data: terms has nothing to digest');
-        },
-      };
-    const keys = await this.tenantKeys.keysFor(who.tenantId);
-    return { query, digest: (value) => hmac(keys.searchIndex, value) };
-  }
-
-  private scope(who: Principal, permission: string): SearchScope {
-    return { who, permission, now: this.clock.now() };
-  }
-
-  private async findPage(
-    origin: RequestOrigin,
-    permission: string,
-    query: SearchNode,
-    paging: { page: number; size: number },
-  ): Promise<OffsetPage<TokenDto>> {
-    const who = origin.actor;
-    const search = await this.digested(who, query);
-    const { rows, total } = await this.searches.findOffsetPage(this.scope(who, permission), search, paging);
-    return offsetPage(await this.present(origin, permission, rows), total, paging);
-  }
-
-  /**
-   * Keyset pages newest first, for the v2 list and search (Basis Theory's cursor-paginated token
-   * endpoints): `pagination.next` is the cursor of the next page, absent on the last one.
-   */
-  private async findCursorPage(
-    origin: RequestOrigin,
-    permission: string,
-    query: SearchNode,
-    paging: { start?: string; size: number },
-  ): Promise<CursorTokenPage> {
-    const who = origin.actor;
-    const search = await this.digested(who, query);
-    let after: Keyset | undefined;
-    if (paging.start !== undefined) {
-      const [createdAt, id] = decodeCursor(paging.start, [CURSOR_TIME, TOKEN_ID_PATTERN]);
-      after = { createdAt, id };
-    }
-    const { rows, next } = await this.searches.findKeysetPage(this.scope(who, permission), search, {
-      after,
-      size: paging.size,
-    });
-    return {
-      pagination: {
-        page_size: paging.size,
-        ...(next ? { next: encodeCursor([next.createdAt, next.id]) } : {}),
-      },
-      data: await this.present(origin, permission, rows),
-    };
   }
 
   /**
