@@ -5,7 +5,7 @@ import request from 'supertest';
 import { RetentionJob } from '../src/common/jobs/retention.job';
 import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { WebhookDeliveryWorker } from '../src/modules/webhooks/delivery/webhook-delivery.worker';
-import { AuditChainService } from '../src/common/audit/audit-chain.service';
+import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { Destination } from './support/destination';
@@ -263,7 +263,7 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
     // The audit log, and the jobs.
     await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);
     await t.app.get(SettlementService).settle();
-    await t.app.get(AuditChainService).seal();
+    await t.app.get(AuditCheckpointer).run();
     const retention = t.app.get(RetentionJob);
     for (const name of [
       'expired-tokens',

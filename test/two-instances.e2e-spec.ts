@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { AuditChainService } from '../src/common/audit/audit-chain.service';
+import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
@@ -32,7 +32,7 @@ describe('two instances on one database', () => {
         ['log-retention', 3_600_000, (t) => t.app.get(RetentionJob).runTick('log-retention')],
         ['idempotency-records', 600_000, (t) => t.app.get(RetentionJob).runTick('idempotency-records')],
         ['rate-limits', 600_000, (t) => t.app.get(RetentionJob).runTick('rate-limits')],
-        ['audit-chain', 1_000, (t) => t.app.get(AuditChainService).sealTick()],
+        ['audit-checkpoint', 1_000, (t) => t.app.get(AuditCheckpointer).checkpointTick()],
       ];
       const db = a.app.get(DataSource);
       const summary: Record<string, { runs: number; instances: number }> = {};

@@ -1,10 +1,12 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import type { ChainReport } from '../common/audit/audit-chain.service';
+import { readFileSync } from 'node:fs';
+import type { AuditReport } from '../common/audit/audit-verifier.service';
 import { AdminClient } from './admin-client';
 
 @SubCommand({
   name: 'verify',
-  description: "Check every tenant's audit log hash chain; prints a JSON report, exits 1 on a broken chain",
+  description:
+    "Recompute every tenant's audit tree from its rows, check every checkpoint (and a kept one); prints a JSON report, exits 1 on any problem",
 })
 export class LogsVerifyCommand extends CommandRunner {
   constructor(private readonly admin: AdminClient) {
@@ -16,17 +18,29 @@ export class LogsVerifyCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--no-seal', description: 'Do not seal recent rows first' })
+  @Option({
+    flags: '--checkpoint <file>',
+    description: 'A signed checkpoint note kept earlier: the log must still hold the tree it signed',
+  })
+  parseCheckpoint(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--no-seal', description: 'Do not append and checkpoint recent rows first' })
   parseSeal(): boolean {
     return false;
   }
 
-  async run(_args: string[], options: { tenant?: string; seal?: boolean }): Promise<void> {
+  async run(
+    _args: string[],
+    options: { tenant?: string; seal?: boolean; checkpoint?: string },
+  ): Promise<void> {
     const report = (await this.admin.run({
       op: 'logs.verify',
       tenant: options.tenant,
       seal: options.seal !== false,
-    })) as ChainReport;
+      ...(options.checkpoint !== undefined ? { checkpoint: readFileSync(options.checkpoint, 'utf8') } : {}),
+    })) as AuditReport;
     process.stdout.write(`${JSON.stringify(report)}\n`);
     if (report.problems.length) process.exitCode = 1;
   }

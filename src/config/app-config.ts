@@ -69,6 +69,15 @@ export class AppConfig {
   })
   ENCRYPTION_KEYS?: string;
 
+  /**
+   * The Ed25519 seed (base64 of 32 bytes) that signs audit checkpoints; unset, one is generated once and
+   * stored sealed under the master key. Changing it adds a key; the old ones stay listed.
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'AUDIT_SIGNING_KEY must be the base64 of exactly 32 bytes' })
+  AUDIT_SIGNING_KEY?: string;
+
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevel = 'info';
 
@@ -108,6 +117,13 @@ export class AppConfig {
   @IsInt()
   @Min(1)
   LOG_RETENTION_DAYS = 365;
+
+  /** How often, at most, each tenant's audit log gets a signed checkpoint (when it has new rows). */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  AUDIT_CHECKPOINT_SECONDS = 5;
 
   @Transform(toInteger)
   @IsInt()
@@ -316,6 +332,7 @@ export function knownVariables(): string[] {
     'DATABASE_URL',
     'PUBLIC_BASE_URL',
     'ENCRYPTION_KEYS',
+    'AUDIT_SIGNING_KEY',
     'CORS_ORIGINS',
     'OUTBOUND_ALLOWED_HOSTS',
     'VENDOR_BASE_URLS',

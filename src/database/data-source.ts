@@ -18,7 +18,7 @@ export const LOCK_KEYS = {
   jobExpiredSessions: 72_103,
   jobLogRetention: 72_104,
   jobIdempotencyRecords: 72_105,
-  jobAuditChain: 72_106,
+  jobAuditCheckpoint: 72_106,
   jobRateLimits: 72_107,
   jobSettlement: 72_108,
   jobConnectionVerification: 72_109,

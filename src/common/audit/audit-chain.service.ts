@@ -1,13 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
 import { createHash } from 'node:crypto';
-import { LOCK_KEYS } from '../../database/data-source';
-import { ExclusiveJobRunner, Tick } from '../jobs/exclusive';
-import type { Change } from '../unit-of-work/change';
-import { AuditChainRepository, ChainRow, ChainSeal } from './audit-chain.repository';
+import { AuditChainRepository, ChainRow } from './audit-chain.repository';
 
 const GENESIS = Buffer.alloc(32);
-const BATCH = 2000;
 
 export interface ChainProblem {
   tenant_id: string;
@@ -42,53 +37,13 @@ export function rowHash(row: ChainRow, seq: number, prev: Buffer): Buffer {
 }
 
 /**
- * Seals each tenant's audit log rows into a hash chain shortly after they commit (once per tick across
- * instances), and verifies the chains: an altered row breaks its hash, a deleted one leaves a gap in
- * `seq`, a deleted tail no longer matches the chain head.
+ * The hash chain the audit log had before its tree: rows written then were sealed into a chain per
+ * tenant, and still verify as they did. An altered row breaks its hash, a deleted one leaves a gap in
+ * `seq`, a deleted tail no longer matches the chain head. No row joins the chain any more.
  */
 @Injectable()
 export class AuditChainService {
-  constructor(
-    private readonly chain: AuditChainRepository,
-    private readonly jobs: ExclusiveJobRunner,
-  ) {}
-
-  @Interval(1_000)
-  async sealTick(): Promise<void> {
-    await this.seal({ tickMs: 1_000 });
-  }
-
-  /** Seals what has committed since the last tick, in the job's change; returns how many rows were sealed. */
-  seal(tick?: Tick): Promise<number | undefined> {
-    return this.jobs.run(
-      'audit-chain',
-      LOCK_KEYS.jobAuditChain,
-      async (change) => {
-        let sealed = 0;
-        for (const tenantId of await this.chain.tenantsWithUnsealedRows(change, 1000))
-          sealed += await this.sealTenant(change, tenantId);
-        return sealed;
-      },
-      tick,
-    );
-  }
-
-  private async sealTenant(change: Change, tenantId: string): Promise<number> {
-    const head = await this.chain.head(change, tenantId);
-    let seq = head?.seq ?? 0;
-    let prev = head?.hash ?? GENESIS;
-    const rows = await this.chain.unsealedRows(change, tenantId, BATCH);
-    if (!rows.length) return 0;
-    const seals: ChainSeal[] = rows.map((row) => {
-      seq += 1;
-      const hash = rowHash(row, seq, prev);
-      const placed = { id: row.id, seq, prevHash: prev, hash };
-      prev = hash;
-      return placed;
-    });
-    await this.chain.seal(change, tenantId, seals, { seq, hash: prev });
-    return rows.length;
-  }
+  constructor(private readonly chain: AuditChainRepository) {}
 
   /**
    * Walks every chain (or one tenant's) in `seq` order and recomputes each hash. The first remaining row

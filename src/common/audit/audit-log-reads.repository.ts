@@ -6,7 +6,6 @@ import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
 import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
-import type { Change } from '../unit-of-work/change';
 
 const EXAMPLE_FILTER: LogFilter = {
   tenantId: '00000000-0000-4000-8000-000000000001',
@@ -108,10 +107,7 @@ const record = (row: LogRow): LogRecord => ({
   cursorAt: row.cursor_at,
 });
 
-/**
- * Reading `audit_logs` (for `GET /logs`) through the pool, and deleting what is past retention
- * in the retention job's change.
- */
+/** Reading `audit_logs` (for `GET /logs`) through the pool. */
 @Injectable()
 export class AuditLogReadsRepository {
   constructor(private readonly dataSource: DataSource) {}
@@ -132,15 +128,5 @@ export class AuditLogReadsRepository {
     const { sql, params } = logCountQuery(filter);
     const [{ n }]: { n: number }[] = await this.dataSource.query(sql, params);
     return n;
-  }
-
-  /** Deletes the logs of every tenant written before `cutoff`: one set-based statement. */
-  @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')] })
-  async deleteCreatedBefore(change: Change, cutoff: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      'DELETE FROM audit_logs WHERE created_at < $1',
-      [cutoff],
-    );
-    return count;
   }
 }

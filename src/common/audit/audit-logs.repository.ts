@@ -4,17 +4,17 @@ import type { Change } from '../unit-of-work/change';
 import type { PieceBuilder } from '../unit-of-work/write-batch';
 import { AuditLogEntity } from './entities/audit-log.entity';
 
-/** The columns the chain job fills later, when it seals the row. */
-const SEALING = ['seq', 'prev_hash', 'hash'] as const;
+/** The columns the INSERT leaves out: the old chain's (never written since), and the place the database gives. */
+const SEALING = ['seq', 'prev_hash', 'hash', 'written', 'pos'] as const;
 
-/** An audit log row as written: everything but its place in the chain. */
-export type NewAuditLog = Omit<AuditLogEntity, 'seq' | 'prevHash' | 'hash'>;
+/** An audit log row as written: everything but its place in the chain and the tree. */
+export type NewAuditLog = Omit<AuditLogEntity, 'seq' | 'prevHash' | 'hash' | 'written' | 'pos'>;
 
 const COLUMNS = columnsOf(AuditLogEntity, undefined, { except: SEALING });
 const RECORD = recordsetOf(AuditLogEntity, { except: SEALING });
 
 /**
- * Appends to `audit_logs` (the chain and the logs module read it), with the change that records the rows.
+ * Appends to `audit_logs` (the tree and the logs module read it), with the change that records the rows.
  */
 @Injectable()
 export class AuditLogsRepository {

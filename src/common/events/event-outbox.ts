@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'application:created',
   'application:updated',
   'application:deleted',
+  'audit:checkpoint',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

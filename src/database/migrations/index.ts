@@ -24,6 +24,7 @@ import { CardEnumeration1795000000022 } from './1795000000022-CardEnumeration';
 import { Instances1795000000024 } from './1795000000024-Instances';
 import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliveriesNotDue';
 import { FingerprintGroups1795000000026 } from './1795000000026-FingerprintGroups';
+import { AuditTree1795000000027 } from './1795000000027-AuditTree';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   Instances1795000000024,
   EndedDeliveriesNotDue1795000000025,
   FingerprintGroups1795000000026,
+  AuditTree1795000000027,
 ];

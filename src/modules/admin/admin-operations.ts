@@ -1,6 +1,7 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
-import { AuditChainService, ChainReport } from '../../common/audit/audit-chain.service';
+import { AuditCheckpointer } from '../../common/audit/audit-checkpointer.service';
+import { AuditVerifier, type AuditReport } from '../../common/audit/audit-verifier.service';
 import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
@@ -13,14 +14,18 @@ export type AdminRequest =
   | { op: 'tenant.create'; name: string }
   /** `active`: the version the caller means to wrap under (its ENCRYPTION_KEYS), checked by the server. */
   | { op: 'keys.rotate'; active?: string }
-  | { op: 'logs.verify'; tenant?: string; seal: boolean };
+  /**
+   * `seal`: append and checkpoint what has committed first; `checkpoint`: a signed note kept outside the
+   * service, which the log must still hold.
+   */
+  | { op: 'logs.verify'; tenant?: string; seal: boolean; checkpoint?: string };
 
 export interface RotatedKeys {
   active_version: string;
   rewrapped_tenants: number;
 }
 
-export type AdminResult = CreatedTenantDto | RotatedKeys | ChainReport;
+export type AdminResult = CreatedTenantDto | RotatedKeys | AuditReport;
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
@@ -31,7 +36,8 @@ export class AdminOperations {
   constructor(
     private readonly tenants: TenantsService,
     private readonly tenantKeys: TenantKeysService,
-    private readonly chain: AuditChainService,
+    private readonly checkpointer: AuditCheckpointer,
+    private readonly verifier: AuditVerifier,
     private readonly cls: ClsService,
     private readonly ring: MasterKeyRing,
     private readonly instances: InstancesRepository,
@@ -49,9 +55,9 @@ export class AdminOperations {
           return { active_version: result.active, rewrapped_tenants: result.rewrapped };
         }
         case 'logs.verify':
-          // Rows committed since the last tick are sealed first, so that the report covers them too.
-          if (request.seal) await this.chain.seal();
-          return this.chain.verify(request.tenant);
+          // Rows committed since the last tick are appended first, so that the report covers them too.
+          if (request.seal) await this.checkpointer.run();
+          return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
       }
     });
   }

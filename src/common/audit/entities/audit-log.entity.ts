@@ -5,8 +5,9 @@ import type { EntityType, Operation } from '../audit.types';
 export type ActorType = 'application' | 'buyer' | 'anonymous' | 'system';
 
 /**
- * One audit log row: appended, never updated (a trigger refuses it) but for its place in the tenant's hash
- * chain (`seq`, `prev_hash`, `hash`), which the chain job seals later.
+ * One audit log row: appended, never updated (a trigger refuses it). Its place in the tenant's audit tree
+ * is `(written, pos)`, both set by the database as it is inserted. Rows written before the tree also have
+ * their place in the old hash chain (`seq`, `prev_hash`, `hash`).
  */
 @Entity({ name: 'audit_logs' })
 export class AuditLogEntity {
@@ -42,7 +43,15 @@ export class AuditLogEntity {
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
-  /** The row's position in its tenant's chain (a bigint, as text); null until sealed. */
+  /** The inserting transaction's id (`pg_current_xact_id()`, a bigint as text; 0 for rows older than the tree). */
+  @Column({ type: 'bigint', default: () => 'pg_current_xact_id()::text::bigint' })
+  written: string;
+
+  /** From the sequence `audit_logs_pos_seq`, in insertion order (a bigint, as text). */
+  @Column({ type: 'bigint', default: () => "nextval('audit_logs_pos_seq')" })
+  pos: string;
+
+  /** The row's position in its tenant's old chain (a bigint, as text); null on rows written since the tree. */
   @Column({ type: 'bigint', nullable: true })
   seq: string | null;
 

@@ -1,0 +1,138 @@
+import { nodeHash, type NodeSource } from './merkle';
+
+/**
+ * The tree's hashes as transparency logs store them: in tiles of up to 256 hashes. The tile at
+ * (level `t`, index `j`) holds the hashes of the complete subtrees of height `8t` numbered
+ * `256j .. 256j + 255` (level 0: the leaf hashes). A tile fills from the left; the one at a level's right
+ * edge is partial. Any complete subtree's hash is in one tile or a few hashes of one tile away.
+ */
+export const TILE_HEIGHT = 8;
+export const TILE_WIDTH = 256;
+const HASH = 32;
+
+export type TileKey = `${number}/${number}`;
+export const tileKey = (level: number, index: number): TileKey => `${level}/${index}`;
+
+export interface Tile {
+  level: number;
+  index: number;
+  /** The hashes, 32 bytes each, concatenated. */
+  hashes: Buffer;
+}
+
+/** The tile and the entries in it that give `node(level, index)`. */
+function locate(
+  level: number,
+  index: number,
+): { tile: TileKey; tileLevel: number; tileIndex: number; first: number; count: number } {
+  const tileLevel = Math.floor(level / TILE_HEIGHT);
+  const count = 2 ** (level - tileLevel * TILE_HEIGHT);
+  const firstEntry = index * count;
+  const tileIndex = Math.floor(firstEntry / TILE_WIDTH);
+  return { tile: tileKey(tileLevel, tileIndex), tileLevel, tileIndex, first: firstEntry % TILE_WIDTH, count };
+}
+
+/** The root of the complete subtree over `count` (a power of two) of a tile's entries from `first`. */
+function subtreeRoot(tile: Buffer, first: number, count: number): Buffer {
+  let hashes: Buffer[] = [];
+  for (let i = first; i < first + count; i++) hashes.push(tile.subarray(i * HASH, (i + 1) * HASH));
+  while (hashes.length > 1) {
+    const up: Buffer[] = [];
+    for (let i = 0; i < hashes.length; i += 2) up.push(nodeHash(hashes[i], hashes[i + 1]));
+    hashes = up;
+  }
+  return Buffer.from(hashes[0]);
+}
+
+/** The tiles whose hashes `work` reads: run once against this to learn what to load, then for real. */
+export class TileNeeds implements NodeSource {
+  readonly keys = new Set<TileKey>();
+  private static readonly ZERO = Buffer.alloc(HASH);
+
+  node(level: number, index: number): Buffer {
+    this.keys.add(locate(level, index).tile);
+    return TileNeeds.ZERO;
+  }
+
+  static of(work: (source: NodeSource) => unknown): { level: number; index: number }[] {
+    const needs = new TileNeeds();
+    work(needs);
+    return [...needs.keys].map((key) => {
+      const [level, index] = key.split('/').map(Number);
+      return { level, index };
+    });
+  }
+}
+
+/** Tiles in memory, read as a node source, and grown by appending leaf hashes at the right edge. */
+export class TileSet implements NodeSource {
+  private readonly tiles = new Map<TileKey, Buffer>();
+  /** Tiles changed by `append`, to be stored. */
+  readonly changed = new Set<TileKey>();
+
+  constructor(tiles: Tile[] = []) {
+    for (const tile of tiles) this.tiles.set(tileKey(tile.level, tile.index), tile.hashes);
+  }
+
+  has(level: number, index: number): boolean {
+    return this.tiles.has(tileKey(level, index));
+  }
+
+  add(tile: Tile): void {
+    this.tiles.set(tileKey(tile.level, tile.index), tile.hashes);
+  }
+
+  node(level: number, index: number): Buffer {
+    const at = locate(level, index);
+    const tile = this.tiles.get(at.tile);
+    if (!tile || tile.length < (at.first + at.count) * HASH)
+      throw new Error(`tree hash ${level}/${index} is not stored (tile ${at.tile})`);
+    return subtreeRoot(tile, at.first, at.count);
+  }
+
+  /** The entry count of tile level `t` in a tree of `size` leaves (complete subtrees of height 8t). */
+  static entries(size: number, level: number): number {
+    return Math.floor(size / TILE_WIDTH ** level);
+  }
+
+  /** The partial tiles at the right edge of a tree of `size` leaves: what appending needs loaded. */
+  static edge(size: number): { level: number; index: number }[] {
+    const edge: { level: number; index: number }[] = [];
+    for (let level = 0; TileSet.entries(size, level) > 0; level++) {
+      const entries = TileSet.entries(size, level);
+      if (entries % TILE_WIDTH) edge.push({ level, index: Math.floor(entries / TILE_WIDTH) });
+    }
+    return edge;
+  }
+
+  /**
+   * Appends leaf hashes to a tree of `size` leaves whose edge tiles are loaded; returns the new size.
+   * A tile that fills up adds its root (a subtree of height 8 more) to the tile level above.
+   */
+  append(size: number, leafHashes: Buffer[]): number {
+    for (const leaf of leafHashes) {
+      let hash = leaf;
+      let entries = size;
+      for (let level = 0; ; level++) {
+        const index = Math.floor(entries / TILE_WIDTH);
+        const key = tileKey(level, index);
+        const tile = Buffer.concat([this.tiles.get(key) ?? Buffer.alloc(0), hash]);
+        this.tiles.set(key, tile);
+        this.changed.add(key);
+        if (tile.length < TILE_WIDTH * HASH) break;
+        hash = subtreeRoot(tile, 0, TILE_WIDTH);
+        entries = index;
+      }
+      size++;
+    }
+    return size;
+  }
+
+  /** The tiles changed since they were loaded. */
+  changedTiles(): Tile[] {
+    return [...this.changed].map((key) => {
+      const [level, index] = key.split('/').map(Number);
+      return { level, index, hashes: this.tiles.get(key)! };
+    });
+  }
+}
