@@ -8,6 +8,8 @@ import { createDatabase, dropDatabase } from './test-database';
 /** A database of its own, migrated up to `migration` (excluded) and seeded; `db` then runs `migration` itself. */
 export interface MigrationUnderTest {
   db: DataSource;
+  /** The database's URL, to start the service on it. */
+  url: string;
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export async function beforeMigration(
   await db.initialize();
   return {
     db,
+    url: created.url,
     close: async () => {
       await db.destroy();
       await dropDatabase(created.name);

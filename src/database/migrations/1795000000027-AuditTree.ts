@@ -113,6 +113,18 @@ export class AuditTree1795000000027 implements MigrationInterface {
       await q.query(`DROP TABLE ${table}`);
     await q.query(`DROP INDEX audit_logs_written_pos_idx`);
     await q.query(`ALTER TABLE audit_logs DROP COLUMN written, DROP COLUMN pos`);
+    // The trigger as migration 19 left it: sealing may set the chain's columns once.
+    const columns = 'id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at, token_type';
+    await q.query(`
+      CREATE OR REPLACE FUNCTION audit_logs_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF OLD.seq IS NULL AND NEW.seq IS NOT NULL
+           AND (${columns.replace(/(\w+)/g, 'NEW.$1')}) IS NOT DISTINCT FROM (${columns.replace(/(\w+)/g, 'OLD.$1')})
+        THEN
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'audit_logs rows cannot be updated';
+      END $$`);
     await q.query(`CREATE INDEX audit_logs_created_brin ON audit_logs USING brin (created_at)`);
     await q.query(
       `CREATE INDEX audit_logs_unsealed_idx ON audit_logs (tenant_id, created_at, id) WHERE seq IS NULL`,
