@@ -26,12 +26,13 @@ module.exports = {
   testTimeout: 60000,
   projects: [
     // The fast tier (`npm run test:quick`): unit, service and controller specs need no database, no
-    // network and no real time, and run together in well under a minute.
+    // network and no real time, and run together in well under a minute. examples/ holds standalone
+    // programs for the service's users, with their unit tests.
     {
       displayName: 'unit',
       testEnvironment: 'node',
       rootDir: __dirname,
-      roots: ['<rootDir>/src'],
+      roots: ['<rootDir>/src', '<rootDir>/examples'],
       testMatch: ['**/*.spec.ts'],
       testPathIgnorePatterns: ['\\.service\\.spec\\.ts$', '\\.controller\\.spec\\.ts$'],
       transform,
