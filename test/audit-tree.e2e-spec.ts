@@ -69,13 +69,17 @@ describe('the audit log as a verifiable tree', () => {
     clock.advance(-400 * 86_400_000);
     try {
       aged = await newTenant(t, 'aged');
-      agedKey = (await newApplication(t, aged.managementKey, { type: 'private', permissions: ['token:create'] })).key;
+      agedKey = (
+        await newApplication(t, aged.managementKey, { type: 'private', permissions: ['token:create'] })
+      ).key;
       await write(34, agedKey);
     } finally {
       clock.reset();
     }
     tenant = await newTenant(t, 'tree');
-    writer = (await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:create'] })).key;
+    writer = (
+      await newApplication(t, tenant.managementKey, { type: 'private', permissions: ['token:create'] })
+    ).key;
     await write(5);
   });
   afterAll(async () => {
@@ -123,7 +127,12 @@ describe('the audit log as a verifiable tree', () => {
     return Buffer.from(body.rootHash);
   }
 
-  async function expectProven(log: Log, c: Checkpoint, key = tenant.managementKey, root?: Buffer): Promise<void> {
+  async function expectProven(
+    log: Log,
+    c: Checkpoint,
+    key = tenant.managementKey,
+    root?: Buffer,
+  ): Promise<void> {
     const res = await get(`/logs/${log.id}/proof${root ? `?tree_size=${c.tree_size}` : ''}`, key).expect(200);
     expect(res.body.log).toEqual(log);
     expect(res.body.tree_size).toBe(c.tree_size);
@@ -190,7 +199,9 @@ describe('the audit log as a verifiable tree', () => {
     await write(4);
     const second = await checkpoint();
     expect(second.tree_size).toBe(first.tree_size + 12);
-    const res = await get(`/logs/consistency?first=${first.tree_size}&second=${second.tree_size}`).expect(200);
+    const res = await get(`/logs/consistency?first=${first.tree_size}&second=${second.tree_size}`).expect(
+      200,
+    );
     expect(res.body).toEqual({
       first: first.tree_size,
       second: second.tree_size,
@@ -258,20 +269,30 @@ describe('the audit log as a verifiable tree', () => {
   it("another tenant sees neither the rows' proofs nor the checkpoints; keys without log:read see nothing", async () => {
     const c = await checkpoint();
     const other = await newTenant(t, 'other');
-    await write(1, (await newApplication(t, other.managementKey, { type: 'private', permissions: ['token:create'] })).key);
+    await write(
+      1,
+      (await newApplication(t, other.managementKey, { type: 'private', permissions: ['token:create'] })).key,
+    );
     const theirs = await checkpoint(other);
     expect(theirs.origin).toMatch(new RegExp(`/audit/${other.tenantId}$`));
     const mine = (await allLogs())[0];
     expectProblem(await get(`/logs/${mine.id}/proof`, other.managementKey), 404);
     const consistency = await get(`/logs/consistency?first=1&second=${c.tree_size}`, other.managementKey);
     expectProblem(consistency, 400);
-    for (const path of ['/logs/checkpoint', '/logs/checkpoint/keys', `/logs/${mine.id}/proof`, '/logs/consistency?first=1&second=2'])
+    for (const path of [
+      '/logs/checkpoint',
+      '/logs/checkpoint/keys',
+      `/logs/${mine.id}/proof`,
+      '/logs/consistency?first=1&second=2',
+    ])
       expectProblem(await get(path, writer), 403);
   });
 
   it('reading logs, checkpoints and proofs writes no audit row, and neither does a checkpoint', async () => {
     const count = async () =>
-      Number((await db.query('SELECT count(*) AS n FROM audit_logs WHERE tenant_id = $1', [tenant.tenantId]))[0].n);
+      Number(
+        (await db.query('SELECT count(*) AS n FROM audit_logs WHERE tenant_id = $1', [tenant.tenantId]))[0].n,
+      );
     await checkpoint();
     const before = await count();
     const c = await checkpoint();
@@ -306,15 +327,16 @@ describe('the audit log as a verifiable tree', () => {
 
     beforeAll(async () => {
       victim = await newTenant(t, 'victim');
-      const key = (await newApplication(t, victim.managementKey, { type: 'private', permissions: ['token:create'] })).key;
+      const key = (
+        await newApplication(t, victim.managementKey, { type: 'private', permissions: ['token:create'] })
+      ).key;
       await write(6, key);
       kept = await checkpoint(victim);
       keptFile = join(mkdtempSync(join(tmpdir(), 'kept-')), 'checkpoint.txt');
       writeFileSync(keptFile, kept.note);
     });
 
-    const verify = (): Promise<AuditReport> =>
-      t.app.get(AuditVerifier).verify({ checkpoint: kept.note });
+    const verify = (): Promise<AuditReport> => t.app.get(AuditVerifier).verify({ checkpoint: kept.note });
     const rows = async (): Promise<(StoredRow & { message: string })[]> =>
       db.query(
         'SELECT id, written::text, pos::text, message FROM audit_logs WHERE tenant_id = $1 ORDER BY written, pos',
@@ -339,11 +361,22 @@ describe('the audit log as a verifiable tree', () => {
       await tamper([`UPDATE audit_logs SET message = 'Nothing happened here' WHERE id = $1`, [row.id]]);
       try {
         const report = await verify();
-        expect(report.problems).toContainEqual({ tenant_id: victim.tenantId, problem: 'leaf_altered', leaf_index: 4, id: row.id });
+        expect(report.problems).toContainEqual({
+          tenant_id: victim.tenantId,
+          problem: 'leaf_altered',
+          leaf_index: 4,
+          id: row.id,
+        });
         expect(report.problems).toContainEqual(
-          expect.objectContaining({ tenant_id: victim.tenantId, problem: 'kept_checkpoint_mismatch', leaf_index: 4 }),
+          expect.objectContaining({
+            tenant_id: victim.tenantId,
+            problem: 'kept_checkpoint_mismatch',
+            leaf_index: 4,
+          }),
         );
-        const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], { DATABASE_URL: database.url });
+        const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], {
+          DATABASE_URL: database.url,
+        });
         expect(await cli.exited).toBe(1);
         expect(JSON.parse(cli.stdout()).problems).toContainEqual(
           expect.objectContaining({ problem: 'leaf_altered', leaf_index: 4, id: row.id }),
@@ -362,8 +395,15 @@ describe('the audit log as a verifiable tree', () => {
       await db.query('DELETE FROM audit_logs WHERE tenant_id = $1 AND id = $2', [victim.tenantId, row.id]);
       try {
         const report = await verify();
-        expect(report.problems).toContainEqual({ tenant_id: victim.tenantId, problem: 'leaf_deleted', leaf_index: 7, id: row.id });
-        expect(report.problems).toContainEqual(expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }));
+        expect(report.problems).toContainEqual({
+          tenant_id: victim.tenantId,
+          problem: 'leaf_deleted',
+          leaf_index: 7,
+          id: row.id,
+        });
+        expect(report.problems).toContainEqual(
+          expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }),
+        );
       } finally {
         const columns = Object.keys(row);
         await db.query(
@@ -385,8 +425,15 @@ describe('the audit log as a verifiable tree', () => {
       );
       try {
         const report = await verify();
-        expect(report.problems).toContainEqual({ tenant_id: victim.tenantId, problem: 'leaf_inserted', leaf_index: 9, id });
-        expect(report.problems).toContainEqual(expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }));
+        expect(report.problems).toContainEqual({
+          tenant_id: victim.tenantId,
+          problem: 'leaf_inserted',
+          leaf_index: 9,
+          id,
+        });
+        expect(report.problems).toContainEqual(
+          expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }),
+        );
       } finally {
         await db.query('DELETE FROM audit_logs WHERE id = $1', [id]);
       }
@@ -406,8 +453,15 @@ describe('the audit log as a verifiable tree', () => {
       ]);
       try {
         const report = await verify();
-        expect(report.problems).toContainEqual({ tenant_id: victim.tenantId, problem: 'leaf_reordered', leaf_index: 10, id: a.id });
-        expect(report.problems).toContainEqual(expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }));
+        expect(report.problems).toContainEqual({
+          tenant_id: victim.tenantId,
+          problem: 'leaf_reordered',
+          leaf_index: 10,
+          id: a.id,
+        });
+        expect(report.problems).toContainEqual(
+          expect.objectContaining({ problem: 'kept_checkpoint_mismatch' }),
+        );
       } finally {
         await tamper(
           ['UPDATE audit_logs SET pos = -pos WHERE id = $1', [a.id]],
@@ -426,7 +480,10 @@ describe('the audit log as a verifiable tree', () => {
         ['DELETE FROM audit_checkpoints WHERE tenant_id = $1', [victim.tenantId]],
         ['DELETE FROM audit_tree_tiles WHERE tenant_id = $1', [victim.tenantId]],
         ['DELETE FROM audit_leaves WHERE tenant_id = $1', [victim.tenantId]],
-        ['UPDATE audit_trees SET size = 0, checkpoint_size = 0, checkpoint_at = NULL WHERE tenant_id = $1', [victim.tenantId]],
+        [
+          'UPDATE audit_trees SET size = 0, checkpoint_size = 0, checkpoint_at = NULL WHERE tenant_id = $1',
+          [victim.tenantId],
+        ],
       );
       // The attacker's tree: rebuilt from the rows as they now are (as the checkpointer would build it).
       const logs = (await db.query(
@@ -436,12 +493,17 @@ describe('the audit log as a verifiable tree', () => {
       )) as (Omit<Log, 'created_at'> & { created_at: Date })[];
       const { TileSet } = await import('../src/common/audit/tree/tiles');
       const tiles = new TileSet();
-      tiles.append(0, logs.map((l) => independent.logLeafHash({ ...l, created_at: l.created_at.toISOString() })));
+      tiles.append(
+        0,
+        logs.map((l) => independent.logLeafHash({ ...l, created_at: l.created_at.toISOString() })),
+      );
       await tamper(
-        ...tiles.changedTiles().map((tile): [string, unknown[]] => [
-          'INSERT INTO audit_tree_tiles (tenant_id, level, idx, hashes) VALUES ($1, $2, $3, $4)',
-          [victim.tenantId, tile.level, tile.index, tile.hashes],
-        ]),
+        ...tiles
+          .changedTiles()
+          .map((tile): [string, unknown[]] => [
+            'INSERT INTO audit_tree_tiles (tenant_id, level, idx, hashes) VALUES ($1, $2, $3, $4)',
+            [victim.tenantId, tile.level, tile.index, tile.hashes],
+          ]),
         ...logs.map((l, i): [string, unknown[]] => [
           'INSERT INTO audit_leaves (tenant_id, row_id, leaf_index) VALUES ($1, $2, $3)',
           [victim.tenantId, l.id, i],
@@ -450,10 +512,16 @@ describe('the audit log as a verifiable tree', () => {
       );
       // Without the kept checkpoint, the database agrees with itself.
       expect((await t.app.get(AuditVerifier).verify({ tenant: victim.tenantId })).problems).toEqual([]);
-      const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], { DATABASE_URL: database.url });
+      const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], {
+        DATABASE_URL: database.url,
+      });
       expect(await cli.exited).toBe(1);
       expect(JSON.parse(cli.stdout()).problems).toEqual([
-        expect.objectContaining({ tenant_id: victim.tenantId, problem: 'kept_checkpoint_mismatch', tree_size: kept.tree_size }),
+        expect.objectContaining({
+          tenant_id: victim.tenantId,
+          problem: 'kept_checkpoint_mismatch',
+          tree_size: kept.tree_size,
+        }),
       ]);
     });
   });
@@ -496,6 +564,8 @@ describe('the audit log as a verifiable tree', () => {
     const victim = remaining[4];
     await db.query('DELETE FROM audit_logs WHERE id = $1', [victim.id]);
     const report = await t.app.get(AuditVerifier).verify({ checkpoint: kept.note });
-    expect(report.problems).toContainEqual(expect.objectContaining({ problem: 'leaf_deleted', id: victim.id }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ problem: 'leaf_deleted', id: victim.id }),
+    );
   });
 });

@@ -73,7 +73,8 @@ export class AuditCheckpointer {
   /** Appends the next batch of rows to their trees; returns how many. */
   private async appendBatch(change: Change): Promise<number> {
     const cursor = await this.trees.cursor(change);
-    const rows = await this.trees.rowsToAppend(change, cursor, BATCH);
+    const horizon = await this.trees.horizon(change);
+    const rows = await this.trees.rowsToAppend(change, cursor, horizon, BATCH);
     if (!rows.length) return 0;
     const byTenant = new Map<string, TreeRow[]>();
     for (const row of rows) {

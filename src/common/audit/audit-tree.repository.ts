@@ -87,18 +87,40 @@ export class AuditTreeRepository {
   }
 
   /**
-   * The next rows after `after` in the leaf order, of transactions below the oldest one still running:
-   * nothing can be inserted before them any more.
+   * The leaf order's horizon: no transaction below it can still insert a row. It is the oldest
+   * transaction still running in this database (any database's would do, but would let a long transaction
+   * elsewhere on the server hold checkpoints back), or the next one to start. It must be read in a
+   * statement of its own, before the rows: a transaction that ends between this statement's snapshot and
+   * its read of the running ones is then visible to the next statement.
    */
-  @GenerateSql({ change: true, params: [{ written: '700', pos: '12' }, 10000] })
-  rowsToAppend(change: Change, after: LeafOrder, limit: number): Promise<TreeRow[]> {
+  @GenerateSql({ change: true, params: [], answers: [[{ horizon: '800' }]] })
+  async horizon(change: Change): Promise<string> {
+    const [{ horizon }] = await change.query<{ horizon: string }>(
+      `WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x),
+       running AS (
+         SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity
+          WHERE datname = current_database() AND backend_xid IS NOT NULL
+         UNION ALL
+         SELECT transaction::text::bigint FROM pg_prepared_xacts WHERE database = current_database()
+       )
+       -- A running transaction's 32-bit id, in the 64-bit ids of pg_current_xact_id(): below the next one.
+       SELECT least(next.x, min((next.x >> 32 << 32) + r.xid
+                                - CASE WHEN r.xid > (next.x & 4294967295) THEN 4294967296 ELSE 0 END))::text AS horizon
+         FROM next LEFT JOIN running AS r ON true
+        GROUP BY next.x`,
+    );
+    return horizon;
+  }
+
+  /** The next rows after `after` in the leaf order, of transactions below the horizon. */
+  @GenerateSql({ change: true, params: [{ written: '700', pos: '12' }, '800', 10000] })
+  rowsToAppend(change: Change, after: LeafOrder, horizon: string, limit: number): Promise<TreeRow[]> {
     return change.query<TreeRow>(
       `SELECT ${ROW_COLUMNS} FROM audit_logs AS a
-        WHERE (a.written, a.pos) > ($1::bigint, $2::bigint)
-          AND a.written < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+        WHERE (a.written, a.pos) > ($1::bigint, $2::bigint) AND a.written < $3::bigint
         ORDER BY a.written, a.pos
-        LIMIT $3`,
-      [after.written, after.pos, limit],
+        LIMIT $4`,
+      [after.written, after.pos, horizon, limit],
     );
   }
 
