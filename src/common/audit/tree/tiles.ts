@@ -110,22 +110,30 @@ export class TileSet implements NodeSource {
    * A tile that fills up adds its root (a subtree of height 8 more) to the tile level above.
    */
   append(size: number, leafHashes: Buffer[]): number {
-    for (const leaf of leafHashes) {
-      let hash = leaf;
-      let entries = size;
-      for (let level = 0; ; level++) {
-        const index = Math.floor(entries / TILE_WIDTH);
-        const key = tileKey(level, index);
-        const tile = Buffer.concat([this.tiles.get(key) ?? Buffer.alloc(0), hash]);
-        this.tiles.set(key, tile);
-        this.changed.add(key);
-        if (tile.length < TILE_WIDTH * HASH) break;
-        hash = subtreeRoot(tile, 0, TILE_WIDTH);
-        entries = index;
-      }
-      size++;
+    for (let i = 0; i < leafHashes.length;) {
+      const index = Math.floor(size / TILE_WIDTH);
+      const take = Math.min(TILE_WIDTH - (size % TILE_WIDTH), leafHashes.length - i);
+      const tile = this.extend(0, index, leafHashes.slice(i, i + take));
+      i += take;
+      size += take;
+      if (tile.length === TILE_WIDTH * HASH) this.carry(1, index, subtreeRoot(tile, 0, TILE_WIDTH));
     }
     return size;
+  }
+
+  /** Adds the root of a full tile below as entry `position` of tile level `level`, carrying further up. */
+  private carry(level: number, position: number, hash: Buffer): void {
+    const index = Math.floor(position / TILE_WIDTH);
+    const tile = this.extend(level, index, [hash]);
+    if (tile.length === TILE_WIDTH * HASH) this.carry(level + 1, index, subtreeRoot(tile, 0, TILE_WIDTH));
+  }
+
+  private extend(level: number, index: number, hashes: Buffer[]): Buffer {
+    const key = tileKey(level, index);
+    const tile = Buffer.concat([this.tiles.get(key) ?? Buffer.alloc(0), ...hashes]);
+    this.tiles.set(key, tile);
+    this.changed.add(key);
+    return tile;
   }
 
   /** The tiles changed since they were loaded. */
