@@ -18,6 +18,3 @@ SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, m
 SELECT count(*)::int AS n
   FROM audit_logs
   WHERE tenant_id = $1 AND entity_type = 'token' AND token_type = $2 AND created_at >= $3::timestamptz AND created_at < $4::timestamptz AND (created_at, id) < ($5::timestamptz, $6::uuid);
-
--- AuditLogReadsRepository.deleteCreatedBefore
-DELETE FROM audit_logs WHERE created_at < $1;
