@@ -61,8 +61,10 @@ async function copyWith(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'layering-'));
   copies.push(dir);
   await cp(join(ROOT, 'src'), join(dir, 'src'), { recursive: true });
-  // Service specs import their fakes from the test support.
+  // Service specs import their fakes from the test support; the audit tree's specs check it with the
+  // standalone verifier of examples/.
   await cp(join(ROOT, 'test/support'), join(dir, 'test/support'), { recursive: true });
+  await cp(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
   for (const file of [CONFIG, 'package.json', 'tsconfig.json']) await cp(join(ROOT, file), join(dir, file));
   await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   for (const [path, text] of Object.entries(files)) {

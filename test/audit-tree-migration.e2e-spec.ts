@@ -106,7 +106,7 @@ describe('migration AuditTree1795000000027', () => {
     );
   });
 
-  it('appends them as the first leaves; the old chain and the tree both verify, the root is the independent verifier's', async () => {
+  it("appends them as the first leaves; the old chain and the tree both verify, the root is the independent verifier's", async () => {
     t = await startApp({ DATABASE_URL: migration.url, AUDIT_CHECKPOINT_SECONDS: '1' });
     const scheduler = t.app.get(SchedulerRegistry);
     for (const name of scheduler.getIntervals()) scheduler.deleteInterval(name);

@@ -255,10 +255,10 @@ describe('the audit log as a verifiable tree', () => {
       expect({ path, errors: Object.keys(res.body.errors ?? {}) }).toEqual({ path, errors: [field] });
     }
     const newest = (await allLogs())[0];
-    const early = (await db.query(
+    const early = await db.query<{ tree_size: string }[]>(
       'SELECT tree_size FROM audit_checkpoints WHERE tenant_id = $1 ORDER BY tree_size LIMIT 1',
       [tenant.tenantId],
-    )) as { tree_size: string }[];
+    );
     const res = await get(`/logs/${newest.id}/proof?tree_size=${early[0].tree_size}`);
     expectProblem(res, 400);
     expect(Object.keys(res.body.errors)).toEqual(['tree_size']);
@@ -388,10 +388,10 @@ describe('the audit log as a verifiable tree', () => {
     });
 
     it('a deleted row', async () => {
-      const [row] = (await db.query(
+      const [row] = await db.query<Record<string, unknown>[]>(
         `SELECT * FROM audit_logs WHERE tenant_id = $1 ORDER BY written, pos OFFSET 7 LIMIT 1`,
         [victim.tenantId],
-      )) as Record<string, unknown>[];
+      );
       await db.query('DELETE FROM audit_logs WHERE tenant_id = $1 AND id = $2', [victim.tenantId, row.id]);
       try {
         const report = await verify();
@@ -486,11 +486,11 @@ describe('the audit log as a verifiable tree', () => {
         ],
       );
       // The attacker's tree: rebuilt from the rows as they now are (as the checkpointer would build it).
-      const logs = (await db.query(
+      const logs = await db.query<(Omit<Log, 'created_at'> & { created_at: Date })[]>(
         `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at
            FROM audit_logs WHERE tenant_id = $1 ORDER BY written, pos`,
         [victim.tenantId],
-      )) as (Omit<Log, 'created_at'> & { created_at: Date })[];
+      );
       const { TileSet } = await import('../src/common/audit/tree/tiles');
       const tiles = new TileSet();
       tiles.append(

@@ -114,7 +114,8 @@ export class AuditTree1795000000027 implements MigrationInterface {
     await q.query(`DROP INDEX audit_logs_written_pos_idx`);
     await q.query(`ALTER TABLE audit_logs DROP COLUMN written, DROP COLUMN pos`);
     // The trigger as migration 19 left it: sealing may set the chain's columns once.
-    const columns = 'id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at, token_type';
+    const columns =
+      'id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at, token_type';
     await q.query(`
       CREATE OR REPLACE FUNCTION audit_logs_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
