@@ -4,6 +4,9 @@ import { DataSource } from 'typeorm';
 import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const independent = require('../examples/verify-audit/verify-audit');
+
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 
 /** Two instances of the service on one database. */
@@ -12,7 +15,10 @@ describe('two instances on one database', () => {
   let b: TestApp;
 
   beforeAll(async () => {
-    [a, b] = await Promise.all([startApp(), startApp()]);
+    [a, b] = await Promise.all([
+      startApp({ AUDIT_CHECKPOINT_SECONDS: '1' }),
+      startApp({ AUDIT_CHECKPOINT_SECONDS: '1' }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([a.close(), b.close()]);
@@ -99,5 +105,61 @@ describe('two instances on one database', () => {
       .set('BT-API-KEY', tenant.managementKey)
       .expect(204);
     expectProblem(await request(b.http).get('/applications/key').set('BT-API-KEY', rotated.body.key), 401);
+  });
+
+  it('checkpoints each tenant once per period whichever instance signs, every one consistent with the last', async () => {
+    const tenant = await newTenant(a, 'checkpoints on two instances');
+    const writer = await newApplication(b, tenant.managementKey, {
+      type: 'private',
+      permissions: ['token:create'],
+    });
+    const until = Date.now() + 3_500;
+    const race = async (t: TestApp) => {
+      while (Date.now() < until) await t.app.get(AuditCheckpointer).run();
+    };
+    const write = async (t: TestApp) => {
+      while (Date.now() < until)
+        await request(t.http).post('/tokenize').set('BT-API-KEY', writer.key).send(['a', 'b']).expect(201);
+    };
+    await Promise.all([race(a), race(b), race(a), race(b), write(a), write(b)]);
+    const db = a.app.get(DataSource);
+    const checkpoints: { tree_size: number; created_at: Date; root_hash: Buffer; note: string }[] =
+      await db.query(
+        'SELECT tree_size::int, created_at, root_hash, note FROM audit_checkpoints WHERE tenant_id = $1 ORDER BY tree_size',
+        [tenant.tenantId],
+      );
+    process.stdout.write(
+      `checkpoints of one tenant on two instances in 3.5 s: ${checkpoints.map((c) => c.tree_size).join(', ')}\n`,
+    );
+    expect(checkpoints.length).toBeGreaterThanOrEqual(2);
+    const keys = (
+      await request(b.http).get('/logs/checkpoint/keys').set('BT-API-KEY', tenant.managementKey).expect(200)
+    ).body as { name: string; verifier_key: string }[];
+    for (const [i, c] of checkpoints.entries()) {
+      // Signed by a listed key, for exactly the stored size and root.
+      const signer = / ([^ ]+) [^ ]+\n$/.exec(c.note)![1];
+      const opened = independent.verifyNote(
+        c.note,
+        keys.filter((k) => k.name === signer).at(-1)!.verifier_key,
+      );
+      expect(opened.treeSize).toBe(c.tree_size);
+      expect(Buffer.from(opened.rootHash).equals(c.root_hash)).toBe(true);
+      if (i === 0) continue;
+      const last = checkpoints[i - 1];
+      expect(c.created_at.getTime() - last.created_at.getTime()).toBeGreaterThanOrEqual(1_000);
+      const proof = await request(a.http)
+        .get(`/logs/consistency?first=${last.tree_size}&second=${c.tree_size}`)
+        .set('BT-API-KEY', tenant.managementKey)
+        .expect(200);
+      expect(
+        independent.verifyConsistency(
+          last.tree_size,
+          c.tree_size,
+          last.root_hash,
+          c.root_hash,
+          proof.body.consistency_path.map((h: string) => Buffer.from(h, 'base64')),
+        ),
+      ).toBe(true);
+    }
   });
 });
