@@ -145,7 +145,7 @@ function consistencyProof(hashes, first, second) {
   return subproof(first, hashes.slice(0, second), true);
 }
 
-/** @param {unknown} n */
+/** @param {unknown} n @returns {n is number} */
 const isSize = (n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 /** @param {unknown} h @returns {h is Uint8Array} */
 const isHash = (h) => h instanceof Uint8Array && h.length === HASH_SIZE;
@@ -381,7 +381,9 @@ const describe = (res) => `answered ${res.status}${res.body?.code ? ` ${res.body
 /** A base64 proof path as bytes; an entry that is not base64 becomes null, which no verification accepts. */
 const decodePath = (/** @type {unknown} */ path) => (Array.isArray(path) ? path.map(decodeBase64) : null);
 
-const message = (/** @type {unknown} */ e) => (e instanceof Error ? e.message : String(e));
+/** An error's message, with its cause's (fetch failed: connect ECONNREFUSED ...). @returns {string} */
+const message = (/** @type {unknown} */ e) =>
+  e instanceof Error ? `${e.message}${e.cause ? `: ${message(e.cause)}` : ''}` : String(e);
 
 /**
  * Checks the service at `options.url`: the latest checkpoint's signature, its consistency with a checkpoint
@@ -555,10 +557,13 @@ async function main(argv) {
         help: { type: 'boolean', short: 'h' },
       },
     });
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
     const key = values.key ?? process.env.VAULT_API_KEY;
     const limit = Number(values.limit);
-    if (values.help || !values.url || !key || !Number.isSafeInteger(limit) || limit < 1)
-      throw new Error(USAGE);
+    if (!values.url || !key || !Number.isSafeInteger(limit) || limit < 1) throw new Error(USAGE);
     options = {
       url: values.url,
       key,
@@ -605,7 +610,7 @@ module.exports = {
 };
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then((code) => {
+  void main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
 }

@@ -30,7 +30,7 @@ function noteSigner(name: string, seed: Buffer) {
     publicKey,
     keyId,
     verifierKey: `${name}+${keyId.toString('hex')}+${Buffer.concat([Buffer.of(1), publicKey]).toString('base64')}`,
-    signature: (text: string, as = name, id = keyId): string =>
+    signature: (text: string, as = name, id: Buffer = keyId): string =>
       `— ${as} ${Buffer.concat([id, crypto.sign(null, Buffer.from(text), privateKey)]).toString('base64')}\n`,
     sign(text: string): string {
       return `${text}\n${this.signature(text)}`;
