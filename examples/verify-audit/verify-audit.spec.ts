@@ -781,6 +781,32 @@ describe('the worked example of docs/audit-verification.md', () => {
       rootHash: v.rootFromLeaves(hashes),
     });
   });
+
+  it('is the example the document shows, value for value', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '../../docs/audit-verification.md'), 'utf8');
+    const roots = [1, 2, 3].map((n) => v.rootFromLeaves(hashes.slice(0, n)));
+    const notes = [2, 3].map((n) =>
+      signer.sign(`vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\n`),
+    );
+    const computed = [
+      ...[...hashes, ...roots, signer.publicKey].flatMap((h) => [h.toString('hex'), h.toString('base64')]),
+      ...[...v.inclusionProof(hashes, 1, 3), ...v.consistencyProof(hashes, 2, 3)].map((h) =>
+        h.toString('base64'),
+      ),
+      signer.verifierKey,
+      ...notes,
+    ];
+    rows.forEach((row, i) => expect(doc).toContain(`${i}: ${v.canonicalJson(row)}\n`));
+    for (const note of notes) expect(doc).toContain(note);
+    // Every hash, key and signature the document shows is one computed here.
+    const shown =
+      doc.match(
+        /\b[0-9a-f]{64}\b|[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{86,}={0,2}|(?<![\w-])[0-9a-f]{8}(?![\w-])/g,
+      ) ?? [];
+    const unknown = shown.filter((token) => !computed.some((value) => value.includes(token)));
+    expect(unknown).toEqual([]);
+    expect(shown.length).toBeGreaterThan(15);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------
