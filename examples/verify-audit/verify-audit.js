@@ -145,7 +145,7 @@ function consistencyProof(hashes, first, second) {
   return subproof(first, hashes.slice(0, second), true);
 }
 
-/** @param {unknown} n */
+/** @param {unknown} n @returns {n is number} */
 const isSize = (n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 /** @param {unknown} h @returns {h is Uint8Array} */
 const isHash = (h) => h instanceof Uint8Array && h.length === HASH_SIZE;
@@ -373,19 +373,23 @@ const USAGE = `usage: node verify-audit.js --url URL --key KEY [--checkpoint FIL
                   (without it, the keys the service lists are trusted)
   --limit         how many of the newest rows to check (default 100)`;
 
-/** A failed request, for a report line. @param {{status: number, body: any}} res */
-const describe = (res) =>
-  `${res.status}${res.body?.code ? ` ${res.body.code}` : ''}${res.body?.detail ? `: ${res.body.detail}` : ''}`;
+/** @typedef {{status: number, body: any}} Answer */
+
+/** A failed request, for a report line. @param {Answer} res */
+const describe = (res) => `answered ${res.status}${res.body?.code ? ` ${res.body.code}` : ''}`;
 
 /** A base64 proof path as bytes; an entry that is not base64 becomes null, which no verification accepts. */
 const decodePath = (/** @type {unknown} */ path) => (Array.isArray(path) ? path.map(decodeBase64) : null);
+
+/** An error's message, with its cause's (fetch failed: connect ECONNREFUSED ...). @returns {string} */
+const message = (/** @type {unknown} */ e) =>
+  e instanceof Error ? `${e.message}${e.cause ? `: ${message(e.cause)}` : ''}` : String(e);
 
 /**
  * Checks the service at `options.url`: the latest checkpoint's signature, its consistency with a checkpoint
  * kept earlier, and the inclusion of the newest rows. Prints one line per check through `log`.
  * @param {{url: string, key: string, checkpoint?: string, verifierKey?: string, limit: number}} options
  * @param {(line: string) => void} [log]
- * @returns {Promise<{passed: number, failed: number, skipped: number, rows: number}>}
  */
 async function run(options, log = console.log) {
   const report = { passed: 0, failed: 0, skipped: 0, rows: 0 };
@@ -399,126 +403,108 @@ async function run(options, log = console.log) {
     report.skipped++;
   };
   const base = options.url.replace(/\/+$/, '');
-  /** @returns {Promise<{status: number, body: any}>} */
   const get = async (/** @type {string} */ path) => {
     const res = await fetch(base + path, {
       headers: { 'BT-API-KEY': options.key, Accept: 'application/json' },
     });
     const text = await res.text();
+    /** @type {Answer} */
+    const answer = { status: res.status, body: text };
     try {
-      return { status: res.status, body: JSON.parse(text) };
+      answer.body = JSON.parse(text);
     } catch {
-      return { status: res.status, body: text };
+      // not JSON: kept as text
     }
+    return answer;
   };
 
-  // 1. The keys checkpoints must be signed with.
+  // 1. The keys a checkpoint must be signed with: the one given, else those the service lists.
   /** @type {VerifierKey[]} */
   const keys = [];
-  if (options.verifierKey) {
-    keys.push(parseVerifierKey(options.verifierKey));
-  } else {
+  if (options.verifierKey) keys.push(parseVerifierKey(options.verifierKey));
+  else {
     log(
       'warn no --verifier-key: trusting the keys the service lists, which a compromised service could replace',
     );
     const listed = await get('/logs/checkpoint/keys');
-    if (
-      !check(
-        listed.status === 200 && Array.isArray(listed.body),
-        `GET /logs/checkpoint/keys ${describe(listed)}`,
-      )
-    )
+    if (listed.status !== 200 || !Array.isArray(listed.body)) {
+      check(false, `GET /logs/checkpoint/keys ${describe(listed)}`);
       return report;
+    }
     for (const k of listed.body) {
       try {
         const key = parseVerifierKey(k.verifier_key);
-        const same =
-          key.name === k.name &&
-          key.keyId.toString('hex') === k.key_id &&
-          key.publicKey.toString('base64') === k.public_key;
-        if (
-          check(same, `listed key ${k.verifier_key}: its name, key_id and public_key are the verifier key's`)
-        )
+        const same = key.name === k.name && key.keyId.toString('hex') === k.key_id;
+        if (check(same && key.publicKey.toString('base64') === k.public_key, `listed key ${k.verifier_key}`))
           keys.push(key);
       } catch (e) {
-        check(false, `listed key: ${e instanceof Error ? e.message : String(e)}`);
+        check(false, `listed key: ${message(e)}`);
       }
     }
   }
 
-  /** A note's checkpoint, once every signature in it by a trusted key verifies (and there is one). */
+  /** A note's checkpoint, if it carries a signature by a trusted key and every such signature verifies. */
   const checkNote = (/** @type {string} */ what, /** @type {string | Uint8Array} */ note) => {
     try {
-      const parsed = parseNote(note);
+      const { signatures } = parseNote(note);
       const signers = keys.filter((key) =>
-        parsed.signatures.some((s) => s.name === key.name && s.keyId.equals(key.keyId)),
+        signatures.some((s) => s.name === key.name && s.keyId.equals(key.keyId)),
       );
       if (signers.length === 0) throw new Error('not signed by a trusted key');
-      const checkpoints = signers.map((key) => verifyNote(note, key));
-      const ids = signers.map((key) => `${key.name}+${key.keyId.toString('hex')}`).join(', ');
-      check(true, `${what}: signature by ${ids}`);
-      return checkpoints[0];
+      const [checkpoint] = signers.map((key) => verifyNote(note, key));
+      check(
+        true,
+        `${what}: signed by ${signers.map((k) => `${k.name}+${k.keyId.toString('hex')}`).join(', ')}`,
+      );
+      return checkpoint;
     } catch (e) {
-      check(false, `${what}: ${e instanceof Error ? e.message : String(e)}`);
+      check(false, `${what}: ${message(e)}`);
       return null;
     }
   };
 
   // 2. The latest checkpoint.
   const latest = await get('/logs/checkpoint');
-  if (!check(latest.status === 200, `GET /logs/checkpoint ${describe(latest)}`)) return report;
+  if (latest.status !== 200) {
+    check(false, `GET /logs/checkpoint ${describe(latest)}`);
+    return report;
+  }
   const current = checkNote('the latest checkpoint', latest.body.note);
   if (!current) return report;
   const N = current.treeSize;
+  const { origin, tree_size, root_hash } = latest.body;
   check(
-    latest.body.origin === current.origin &&
-      latest.body.tree_size === N &&
-      latest.body.root_hash === current.rootHash.toString('base64'),
+    origin === current.origin && tree_size === N && root_hash === current.rootHash.toString('base64'),
     `the latest checkpoint's origin, tree_size and root_hash are its note's (${current.origin}, size ${N})`,
   );
 
   // 3. A checkpoint kept earlier: the log must have grown from it, not been rewritten.
-  if (options.checkpoint) {
-    const saved = checkNote(
-      `the saved checkpoint ${options.checkpoint}`,
-      fs.readFileSync(options.checkpoint),
-    );
-    if (saved) {
-      const what = `the log at size ${N} extends the saved checkpoint at size ${saved.treeSize}`;
-      if (saved.origin !== current.origin)
-        check(false, `the saved checkpoint is of another log: ${saved.origin}`);
-      else if (saved.treeSize > N) check(false, `${what}: the saved checkpoint is larger than the latest`);
-      else if (saved.treeSize === N)
-        check(saved.rootHash.equals(current.rootHash), `${what} (same size, same root)`);
-      else {
-        const res = await get(`/logs/consistency?first=${saved.treeSize}&second=${N}`);
-        const ok =
-          res.status === 200 &&
-          res.body.first === saved.treeSize &&
-          res.body.second === N &&
-          verifyConsistency(
-            saved.treeSize,
-            N,
-            saved.rootHash,
-            current.rootHash,
-            decodePath(res.body.consistency_path),
-          );
-        check(ok, `${what} (consistency proof${res.status === 200 ? '' : `: ${describe(res)}`})`);
-      }
+  const saved = options.checkpoint && checkNote('the saved checkpoint', fs.readFileSync(options.checkpoint));
+  if (saved) {
+    const what = `the log at size ${N} extends the saved checkpoint at size ${saved.treeSize}`;
+    if (saved.origin !== current.origin)
+      check(false, `the saved checkpoint is of another log: ${saved.origin}`);
+    else if (saved.treeSize > N) check(false, `${what}: the saved checkpoint is larger than the latest`);
+    else if (saved.treeSize === N)
+      check(saved.rootHash.equals(current.rootHash), `${what} (same size, same root)`);
+    else {
+      const res = await get(`/logs/consistency?first=${saved.treeSize}&second=${N}`);
+      const { first, second, consistency_path: path } = res.body ?? {};
+      const ok = res.status === 200 && first === saved.treeSize && second === N;
+      const proved =
+        ok && verifyConsistency(first, second, saved.rootHash, current.rootHash, decodePath(path));
+      check(proved, `${what} (consistency proof${res.status === 200 ? '' : ` ${describe(res)}`})`);
     }
   }
 
   // 4. The newest rows, each proved to be a leaf of the latest checkpoint's tree.
-  /** @type {Map<number, string>} */
-  const leaves = new Map(); // leaf index -> row id: two rows cannot be the same leaf
-  /** @param {any} row */
-  const checkRow = async (row) => {
+  const checkRow = async (/** @type {any} */ row) => {
     const where = `row ${row.id}`;
     const proofOf = (/** @type {string} */ query) => get(`/logs/${encodeURIComponent(row.id)}/proof${query}`);
     const res = await proofOf(`?tree_size=${N}`);
     if (res.status === 409) return skip(`${where}: not yet in a checkpoint`);
     if (res.status === 400) {
-      // Written after the checkpoint above was read, the row may be in a newer one, which size N does not include.
+      // Written after the checkpoint above was read, the row may be in a newer one, which size N does not hold.
       const newer = await proofOf('');
       if (newer.status === 200 && newer.body.tree_size > N && newer.body.leaf_index >= N)
         return skip(`${where}: in a checkpoint newer than size ${N}`);
@@ -531,28 +517,24 @@ async function run(options, log = console.log) {
       problems.push("the proof's log is not the row GET /logs lists");
     if (!current.origin.endsWith(`/audit/${row.tenant_id}`))
       problems.push("the row's tenant is not the checkpoint's");
-    if (leaves.has(index)) problems.push(`leaf ${index} is also row ${leaves.get(index)}`);
     if (!verifyInclusion(logLeafHash(row), index, N, decodePath(path), current.rootHash))
       problems.push('the inclusion proof does not verify');
-    leaves.set(index, row.id);
     check(
       problems.length === 0,
-      `${where} is leaf ${index} of ${N}${problems.length ? `: ${problems.join('; ')}` : ''}`,
+      `${where} is leaf ${index} of ${N}${problems.map((p) => `; ${p}`).join('')}`,
     );
   };
 
-  let start = '';
-  while (report.rows < options.limit) {
+  for (let start = ''; report.rows < options.limit;) {
     const size = Math.min(100, options.limit - report.rows);
     const page = await get(`/logs?size=${size}${start ? `&start=${encodeURIComponent(start)}` : ''}`);
-    if (page.status !== 200) return (check(false, `GET /logs ${describe(page)}`), report);
-    for (const row of page.body.data) {
+    if (page.status !== 200 || !Array.isArray(page.body?.data)) {
+      check(false, `GET /logs ${describe(page)}`);
+      break;
+    }
+    for (const row of page.body.data.slice(0, options.limit - report.rows)) {
       report.rows++;
-      try {
-        await checkRow(row);
-      } catch (e) {
-        check(false, `row ${row?.id}: ${e instanceof Error ? e.message : String(e)}`);
-      }
+      await checkRow(row).catch((e) => check(false, `row ${row?.id}: ${message(e)}`));
     }
     start = page.body.pagination?.after;
     if (!start || page.body.data.length === 0) break;
@@ -575,10 +557,13 @@ async function main(argv) {
         help: { type: 'boolean', short: 'h' },
       },
     });
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
     const key = values.key ?? process.env.VAULT_API_KEY;
     const limit = Number(values.limit);
-    if (values.help || !values.url || !key || !Number.isSafeInteger(limit) || limit < 0)
-      throw new Error(USAGE);
+    if (!values.url || !key || !Number.isSafeInteger(limit) || limit < 1) throw new Error(USAGE);
     options = {
       url: values.url,
       key,
@@ -587,7 +572,7 @@ async function main(argv) {
       limit,
     };
   } catch (e) {
-    console.error(e instanceof Error ? e.message : String(e));
+    console.error(message(e));
     return 1;
   }
   try {
@@ -597,7 +582,7 @@ async function main(argv) {
     );
     return r.failed === 0 && r.passed > 0 ? 0 : 1;
   } catch (e) {
-    console.log(`FAIL ${e instanceof Error ? e.message : String(e)}`);
+    console.log(`FAIL ${message(e)}`);
     return 1;
   }
 }
@@ -625,7 +610,7 @@ module.exports = {
 };
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then((code) => {
+  void main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
 }

@@ -30,7 +30,7 @@ function noteSigner(name: string, seed: Buffer) {
     publicKey,
     keyId,
     verifierKey: `${name}+${keyId.toString('hex')}+${Buffer.concat([Buffer.of(1), publicKey]).toString('base64')}`,
-    signature: (text: string, as = name, id = keyId): string =>
+    signature: (text: string, as = name, id: Buffer = keyId): string =>
       `— ${as} ${Buffer.concat([id, crypto.sign(null, Buffer.from(text), privateKey)]).toString('base64')}\n`,
     sign(text: string): string {
       return `${text}\n${this.signature(text)}`;
@@ -286,11 +286,14 @@ describe('RFC 9162 Merkle tree: the Certificate Transparency vectors', () => {
     expect(v.nodeHash(hashes[0], hashes[1])).toEqual(CT_ROOTS[2]);
   });
 
-  it.each(CT_INCLUSION)('generates and verifies the inclusion proof of leaf %d in the tree of %d', (i, n, want) => {
-    const proof = v.inclusionProof(hashes, i, n);
-    expect(toHex(proof)).toEqual(want);
-    expect(v.verifyInclusion(hashes[i], i, n, proof, CT_ROOTS[n])).toBe(true);
-  });
+  it.each(CT_INCLUSION)(
+    'generates and verifies the inclusion proof of leaf %d in the tree of %d',
+    (i, n, want) => {
+      const proof = v.inclusionProof(hashes, i, n);
+      expect(toHex(proof)).toEqual(want);
+      expect(v.verifyInclusion(hashes[i], i, n, proof, CT_ROOTS[n])).toBe(true);
+    },
+  );
 
   it.each(CT_CONSISTENCY)('generates and verifies the consistency proof from %d to %d', (m, n, want) => {
     const proof = v.consistencyProof(hashes, m, n);
@@ -302,7 +305,8 @@ describe('RFC 9162 Merkle tree: the Certificate Transparency vectors', () => {
     'refuses each corruption of the inclusion proof of leaf %d in %d',
     (i, n, want) => {
       const [leaf, root, proof] = [hashes[i], CT_ROOTS[n], want.map(hex)];
-      const flip = (k: number) => proof.map((p, j) => (j === k ? Buffer.from(p.map((b, x) => (x ? b : b ^ 8))) : p));
+      const flip = (k: number) =>
+        proof.map((p, j) => (j === k ? Buffer.from(p.map((b, x) => (x ? b : b ^ 8))) : p));
       const probes: [number, number, Buffer, Buffer, Buffer[]][] = [
         [i - 1, n, leaf, root, proof],
         [i + 1, n, leaf, root, proof],
@@ -329,7 +333,8 @@ describe('RFC 9162 Merkle tree: the Certificate Transparency vectors', () => {
     'refuses each corruption of the consistency proof from %d to %d',
     (m, n, want) => {
       const [r1, r2, proof] = [CT_ROOTS[m], CT_ROOTS[n], want.map(hex)];
-      const flip = (k: number) => proof.map((p, j) => (j === k ? Buffer.from(p.map((b, x) => (x ? b : b ^ 16))) : p));
+      const flip = (k: number) =>
+        proof.map((p, j) => (j === k ? Buffer.from(p.map((b, x) => (x ? b : b ^ 16))) : p));
       const probes: [number, number, Buffer, Buffer, Buffer[]][] = [
         [m - 1, n, r1, r2, proof],
         [m + 1, n, r1, r2, proof],
@@ -358,6 +363,8 @@ describe('RFC 9162 Merkle tree: the Certificate Transparency vectors', () => {
     // A one-leaf tree: the root is the leaf hash and the proof is empty.
     const data = v.leafHash(Buffer.from('data'));
     expect(v.verifyInclusion(data, 0, 1, [], data)).toBe(true);
+    expect(v.verifyInclusion(data, 1, 1, [], data)).toBe(false); // an index past the tree (RFC 9162 step 1)
+    expect(v.verifyInclusion(data, 0, 0, [], data)).toBe(false);
     expect(v.verifyInclusion(Buffer.alloc(0), 0, 1, [], data)).toBe(false);
     expect(v.verifyInclusion(data, 0, 1, [], Buffer.alloc(0))).toBe(false);
     expect(v.verifyInclusion(Buffer.alloc(0), 0, 1, [], Buffer.alloc(0))).toBe(false);
@@ -449,25 +456,43 @@ describe('RFC 9162 proofs, generated and verified for every index and size', () 
         if (j !== i && j >= 0 && j < n)
           want(v.verifyInclusion(hashes[i], j, n, proof, root(n)), false, `inclusion of ${i} as index ${j}`);
       }
-      if (n > 1) want(v.verifyInclusion(hashes[(i + 1) % n], i, n, proof, root(n)), false, `another leaf at ${i}`);
+      if (n > 1)
+        want(v.verifyInclusion(hashes[(i + 1) % n], i, n, proof, root(n)), false, `another leaf at ${i}`);
       // Another size, with that tree's root (with the root of n, some other sizes make the same path).
       for (const size of [n - 1, n + 1]) {
-        if (size > i) want(v.verifyInclusion(hashes[i], i, size, proof, root(size)), false, `${i} in size ${size}`);
+        if (size > i)
+          want(v.verifyInclusion(hashes[i], i, size, proof, root(size)), false, `${i} in size ${size}`);
       }
       const m = i + 1; // every first size from 1 to n
       const consistency = v.consistencyProof(hashes, m, n);
       want(v.verifyConsistency(m, n, root(m), root(n), consistency), true, `consistency from ${m}`);
       for (let k = 0; k < consistency.length; k++) {
         const bad = flipped(consistency, k, (m + k) % 32);
-        want(v.verifyConsistency(m, n, root(m), root(n), bad), false, `consistency from ${m}, node ${k} flipped`);
+        want(
+          v.verifyConsistency(m, n, root(m), root(n), bad),
+          false,
+          `consistency from ${m}, node ${k} flipped`,
+        );
       }
       for (const other of [m - 1, m + 1]) {
         if (other < 1 || other >= n) continue;
-        want(v.verifyConsistency(other, n, root(other), root(n), consistency), false, `${m}'s proof from ${other}`);
-        want(v.verifyConsistency(other, n, root(m), root(n), consistency), false, `${m}'s proof and root as ${other}`);
+        want(
+          v.verifyConsistency(other, n, root(other), root(n), consistency),
+          false,
+          `${m}'s proof from ${other}`,
+        );
+        want(
+          v.verifyConsistency(other, n, root(m), root(n), consistency),
+          false,
+          `${m}'s proof and root as ${other}`,
+        );
       }
       if (m < n) {
-        want(v.verifyConsistency(m, n + 1, root(m), root(n + 1), consistency), false, `from ${m} to ${n + 1}`);
+        want(
+          v.verifyConsistency(m, n + 1, root(m), root(n + 1), consistency),
+          false,
+          `from ${m} to ${n + 1}`,
+        );
         want(v.verifyConsistency(m, n, root(n), root(m), consistency), false, `from ${m}, roots swapped`);
       }
     }
@@ -498,7 +523,8 @@ const PETER_VKEY = 'PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4iz
 const PETER_SKEY = 'PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz';
 const ENOCH_VKEY = 'EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop'; // the all-zero seed
 const PETER_TEXT =
-  'If you think cryptography is the answer to your problem,\n' + "then you don't know what your problem is.\n";
+  'If you think cryptography is the answer to your problem,\n' +
+  "then you don't know what your problem is.\n";
 const PETER_SIG =
   '— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n';
 const ENOCH_SIG =
@@ -511,7 +537,9 @@ describe('C2SP signed notes', () => {
       '— example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
     const opened = v.openNote(note, 'example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k');
     expect(opened.text).toBe('This is an example message.\n');
-    expect(opened.signatures.map((s) => [s.name, s.keyId.toString('hex')])).toEqual([['example.com/foo', '530d903a']]);
+    expect(opened.signatures.map((s) => [s.name, s.keyId.toString('hex')])).toEqual([
+      ['example.com/foo', '530d903a'],
+    ]);
   });
 
   it("parses the tlog-checkpoint specification's example (c2sp.org/tlog-checkpoint)", () => {
@@ -538,7 +566,9 @@ describe('C2SP signed notes', () => {
     expect(noteSigner('PeterNeumann', peterSeed).verifierKey).toBe(PETER_VKEY);
     expect(noteSigner('EnochRoot', Buffer.alloc(32)).signature(PETER_TEXT)).toBe(ENOCH_SIG);
     expect(noteSigner('EnochRoot', Buffer.alloc(32)).verifierKey).toBe(ENOCH_VKEY);
-    expect(v.keyHash('PeterNeumann', v.parseVerifierKey(PETER_VKEY).publicKey).toString('hex')).toBe('c74f20a3');
+    expect(v.keyHash('PeterNeumann', v.parseVerifierKey(PETER_VKEY).publicKey).toString('hex')).toBe(
+      'c74f20a3',
+    );
   });
 
   it("refuses Go's bad notes: malformed, another key's, a bad signature", () => {
@@ -553,12 +583,12 @@ describe('C2SP signed notes', () => {
     for (const note of notes) expect(() => v.openNote(note, PETER_VKEY)).toThrow(/malformed note/);
     const notUtf8 = Buffer.concat([Buffer.of(0xff), Buffer.from(`${PETER_TEXT}\n${PETER_SIG}`)]);
     expect(() => v.openNote(notUtf8, PETER_VKEY)).toThrow(/not UTF-8/);
-    expect(() => v.openNote(`${PETER_TEXT}\n${PETER_SIG.slice(0, 60)}ABCD${PETER_SIG.slice(60)}`, PETER_VKEY)).toThrow(
-      'invalid signature for key PeterNeumann+c74f20a3',
-    );
-    expect(() => v.openNote(`${PETER_TEXT}\n${PETER_SIG.replace('PeterNeumann', 'CarmenSandiego')}`, PETER_VKEY)).toThrow(
-      'the note has no signature by key PeterNeumann+c74f20a3',
-    );
+    expect(() =>
+      v.openNote(`${PETER_TEXT}\n${PETER_SIG.slice(0, 60)}ABCD${PETER_SIG.slice(60)}`, PETER_VKEY),
+    ).toThrow('invalid signature for key PeterNeumann+c74f20a3');
+    expect(() =>
+      v.openNote(`${PETER_TEXT}\n${PETER_SIG.replace('PeterNeumann', 'CarmenSandiego')}`, PETER_VKEY),
+    ).toThrow('the note has no signature by key PeterNeumann+c74f20a3');
     expect(() => v.openNote(`${PETER_TEXT}\n${PETER_SIG.replace('x08g', 'xxxx')}`, PETER_VKEY)).toThrow(
       /no signature by key/,
     );
@@ -608,7 +638,9 @@ describe('signed checkpoints', () => {
       rootHash: root,
       extensions: [],
     });
-    expect(v.verifyNote(Buffer.from(signer.sign(body)), v.parseVerifierKey(signer.verifierKey)).treeSize).toBe(2);
+    expect(
+      v.verifyNote(Buffer.from(signer.sign(body)), v.parseVerifierKey(signer.verifierKey)).treeSize,
+    ).toBe(2);
   });
 
   it('refuses a changed byte anywhere in the note, a wrong key name and a wrong key hash', () => {
@@ -618,14 +650,16 @@ describe('signed checkpoints', () => {
       expect(() => v.verifyNote(changed, signer.verifierKey)).toThrow();
     }
     const otherName = `${body}\n${signer.signature(body, 'vault.example.org/audit')}`;
-    expect(() => v.verifyNote(otherName, signer.verifierKey)).toThrow(/no signature by key vault.example.com\/audit/);
+    expect(() => v.verifyNote(otherName, signer.verifierKey)).toThrow(
+      /no signature by key vault.example.com\/audit/,
+    );
     const otherHash = `${body}\n${signer.signature(body, 'vault.example.com/audit', hex('00000000'))}`;
     expect(() => v.verifyNote(otherHash, signer.verifierKey)).toThrow(/no signature by key/);
     const [name, , key] = signer.verifierKey.split('+');
     expect(() => v.verifyNote(note, `${name}+00000000+${key}`)).toThrow(/key hash is not the key hash/);
-    expect(() => v.verifyNote(note, noteSigner('vault.example.com/audit', Buffer.alloc(32, 8)).verifierKey)).toThrow(
-      /no signature by key/,
-    );
+    expect(() =>
+      v.verifyNote(note, noteSigner('vault.example.com/audit', Buffer.alloc(32, 8)).verifierKey),
+    ).toThrow(/no signature by key/);
   });
 
   it('refuses a malformed checkpoint body, however well signed', () => {
@@ -637,8 +671,425 @@ describe('signed checkpoints', () => {
       `vault.example.com/audit/t1\n2\n${root.toString('base64url')}\n`,
       `\n2\n${root.toString('base64')}\n`,
     ];
-    for (const bad of bodies) expect(() => v.verifyNote(signer.sign(bad), signer.verifierKey)).toThrow(/malformed/);
+    for (const bad of bodies)
+      expect(() => v.verifyNote(signer.sign(bad), signer.verifierKey)).toThrow(/malformed/);
     const extended = `${body}an extension\n`;
     expect(v.verifyNote(signer.sign(extended), signer.verifierKey).extensions).toEqual(['an extension']);
+  });
+});
+
+// The worked example of docs/audit-verification.md: every number there is checked here.
+describe('the worked example of docs/audit-verification.md', () => {
+  const tenant = '8d6c2f1e-5b4a-4c3d-9e2f-1a0b9c8d7e6f';
+  const token = {
+    actor_type: 'application',
+    entity_type: 'token',
+    entity_id: '9e8d7c6b-5a49-4382-8716-05f4e3d2c1b0',
+  };
+  const rows = [
+    {
+      id: '01f4a2b3-c4d5-4e6f-8a7b-9c0d1e2f3a4b',
+      tenant_id: tenant,
+      actor_id: '4f3e2d1c-0b9a-4876-9543-210fedcba987',
+      ...token,
+      operation: 'create',
+      message: 'Token created (card)',
+      created_at: '2026-11-26T17:01:02.345Z',
+    },
+    {
+      id: '02f4a2b3-c4d5-4e6f-8a7b-9c0d1e2f3a4b',
+      tenant_id: tenant,
+      actor_id: '4f3e2d1c-0b9a-4876-9543-210fedcba987',
+      ...token,
+      operation: 'update',
+      message: 'Token updated',
+      created_at: '2026-11-26T17:01:05.120Z',
+    },
+    {
+      id: '03f4a2b3-c4d5-4e6f-8a7b-9c0d1e2f3a4b',
+      tenant_id: tenant,
+      actor_id: null,
+      actor_type: 'system',
+      entity_type: 'connection',
+      entity_id: '2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6',
+      operation: 'update',
+      message: 'connection verified: available',
+      created_at: '2026-11-26T17:02:00.007Z',
+    },
+  ];
+  const hashes = rows.map((row) => v.logLeafHash(row));
+  const signer = noteSigner('vault.example.com/audit', Buffer.alloc(32, 1));
+
+  it('has the leaves, leaf hashes and roots the document shows', () => {
+    expect(v.canonicalJson(rows[2])).toBe(
+      '{"actor_id":null,"actor_type":"system","created_at":"2026-11-26T17:02:00.007Z",' +
+        '"entity_id":"2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6","entity_type":"connection",' +
+        '"id":"03f4a2b3-c4d5-4e6f-8a7b-9c0d1e2f3a4b","message":"connection verified: available",' +
+        '"operation":"update","tenant_id":"8d6c2f1e-5b4a-4c3d-9e2f-1a0b9c8d7e6f"}',
+    );
+    expect(toHex(hashes)).toEqual([
+      'f6fd1e9d5a0e99eb2bed7fa4a166f28f90566ff6d9ad6f5fad0bd69e3af993fb',
+      '8af244b8b828c22ef3c5d111ac06ad918978a6cf58170a2e2e9c7567dfea7288',
+      '93d3e444f609c474dc38b009e9103af62fb1f386d6ccb705f4ac2dec8b70eef7',
+    ]);
+    const roots = [1, 2, 3].map((n) => v.rootFromLeaves(hashes.slice(0, n)));
+    expect(toHex(roots)).toEqual([
+      'f6fd1e9d5a0e99eb2bed7fa4a166f28f90566ff6d9ad6f5fad0bd69e3af993fb',
+      'd67e46d4cdd243198b0639e11418ef5394b4bf685bf00d35f139e00b18d190bc',
+      'e6d0fcc50b23ed28e72c77452c10bb2d0622a923731f4e7e0e9f8899876db078',
+    ]);
+    expect(roots.map((r) => r.toString('base64'))).toEqual([
+      '9v0enVoOmesr7X+koWbyj5BWb/bZrW9frQvWnjr5k/s=',
+      '1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=',
+      '5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=',
+    ]);
+  });
+
+  it('has the inclusion proof of leaf 1 and the consistency proof from 2 to 3 the document shows', () => {
+    const inclusion = v.inclusionProof(hashes, 1, 3);
+    expect(inclusion.map((p) => p.toString('base64'))).toEqual([
+      '9v0enVoOmesr7X+koWbyj5BWb/bZrW9frQvWnjr5k/s=',
+      'k9PkRPYJxHTcOLAJ6RA69i+x84bWzLcF9Kwt7Itw7vc=',
+    ]);
+    expect(v.verifyInclusion(hashes[1], 1, 3, inclusion, v.rootFromLeaves(hashes))).toBe(true);
+    const consistency = v.consistencyProof(hashes, 2, 3);
+    expect(consistency.map((p) => p.toString('base64'))).toEqual([
+      'k9PkRPYJxHTcOLAJ6RA69i+x84bWzLcF9Kwt7Itw7vc=',
+    ]);
+    const [root2, root3] = [v.rootFromLeaves(hashes.slice(0, 2)), v.rootFromLeaves(hashes)];
+    expect(v.verifyConsistency(2, 3, root2, root3, consistency)).toBe(true);
+  });
+
+  it('has the key, the verifier key and the signed notes the document shows', () => {
+    expect(signer.publicKey.toString('hex')).toBe(
+      '8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c',
+    );
+    expect(signer.keyId.toString('hex')).toBe('a8410f28');
+    expect(signer.verifierKey).toBe(
+      'vault.example.com/audit+a8410f28+AYqI4910CfGV/VLbLTy6XXLKZwm/HZQSG/N0iAG0D29c',
+    );
+    const note2 =
+      `vault.example.com/audit/${tenant}\n2\n1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=\n\n` +
+      '— vault.example.com/audit qEEPKJwc1h5Z4pm7UW+uvbbv2xYVibg0x1+LQDATp5Bkt3WIBZ5z17WL3SC3gHiNviqi8SFMu6CeLsyk1vW7B24oAQE=\n';
+    const note3 =
+      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\n\n` +
+      '— vault.example.com/audit qEEPKKo5m+YeB82KER4ePv/pIlpcsgtAnUsQjgNql6ZFHOJoEKK/uTVMSAlF0ALe3sU0Zc1srd5bVYzF8gcyfY+utwM=\n';
+    expect(signer.sign(v.parseNote(note2).text)).toBe(note2);
+    expect(signer.sign(v.parseNote(note3).text)).toBe(note3);
+    expect(v.verifyNote(note3, signer.verifierKey)).toMatchObject({
+      treeSize: 3,
+      rootHash: v.rootFromLeaves(hashes),
+    });
+  });
+
+  it('is the example the document shows, value for value', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '../../docs/audit-verification.md'), 'utf8');
+    const roots = [1, 2, 3].map((n) => v.rootFromLeaves(hashes.slice(0, n)));
+    const notes = [2, 3].map((n) =>
+      signer.sign(`vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\n`),
+    );
+    const computed = [
+      ...[...hashes, ...roots, signer.publicKey].flatMap((h) => [h.toString('hex'), h.toString('base64')]),
+      ...[...v.inclusionProof(hashes, 1, 3), ...v.consistencyProof(hashes, 2, 3)].map((h) =>
+        h.toString('base64'),
+      ),
+      signer.verifierKey,
+      ...notes,
+    ];
+    rows.forEach((row, i) => expect(doc).toContain(`${i}: ${v.canonicalJson(row)}\n`));
+    for (const note of notes) expect(doc).toContain(note);
+    // Every hash, key and signature the document shows is one computed here.
+    const shown =
+      doc.match(
+        /\b[0-9a-f]{64}\b|[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{86,}={0,2}|(?<![\w-])[0-9a-f]{8}(?![\w-])/g,
+      ) ?? [];
+    const unknown = shown.filter((token) => !computed.some((value) => value.includes(token)));
+    expect(unknown).toEqual([]);
+    expect(shown.length).toBeGreaterThan(15);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// The program, against a fake service that answers as the real one does
+// ---------------------------------------------------------------------------------------------------------
+
+type Log = {
+  id: string;
+  tenant_id: string;
+  actor_id: string | null;
+  actor_type: string;
+  entity_type: string;
+  entity_id: string | null;
+  operation: string;
+  message: string;
+  created_at: string;
+};
+
+const TENANT = '6a1f0e2d-3c4b-4a59-8e7d-6c5b4a392817';
+const API_KEY = 'key_test_log_read';
+const fakeSigner = noteSigner('vault.example.com/audit', Buffer.alloc(32, 1));
+
+/** n rows of the tenant, in the order they were written. */
+const makeRows = (n: number, message = (i: number) => `Token created (card) ${i}`): Log[] =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    tenant_id: TENANT,
+    actor_id: i % 3 === 0 ? null : '4f3e2d1c-0b9a-4876-9543-210fedcba987',
+    actor_type: i % 3 === 0 ? 'system' : 'application',
+    entity_type: 'token',
+    entity_id: `tok_${i}`,
+    operation: 'create',
+    message: message(i),
+    created_at: new Date(Date.UTC(2026, 10, 26, 17, 0, i)).toISOString(),
+  }));
+
+/** A signed checkpoint of the first `size` rows. */
+const checkpointNote = (rows: Log[], size: number): string =>
+  fakeSigner.sign(
+    `vault.example.com/audit/${TENANT}\n${size}\n${v.rootFromLeaves(rows.slice(0, size).map((r) => v.logLeafHash(r))).toString('base64')}\n`,
+  );
+
+interface FakeService {
+  rows: Log[];
+  /** The checkpointed sizes. */
+  checkpoints: number[];
+  /** What GET /logs/checkpoint answers, when not the largest checkpoint. */
+  latest?: number;
+  /** Rows as the service shows them (to lie about them). */
+  shown?: (row: Log, index: number) => Log;
+  /** Leaf indexes as the proofs give them (to lie about them). */
+  leafIndex?: (index: number) => number;
+  /** The checkpoint's JSON, to lie about it. */
+  checkpointJson?: (json: Record<string, unknown>) => Record<string, unknown>;
+  /** The most rows a page holds. */
+  maxPage?: number;
+}
+
+async function serve(fake: FakeService): Promise<{ url: string; close: () => Promise<void> }> {
+  const hashes = fake.rows.map((row) => v.logLeafHash(row));
+  const shown = (i: number) => (fake.shown ?? ((row) => row))(fake.rows[i], i);
+  const largest = Math.max(...fake.checkpoints);
+  const server = http.createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    const problem = (status: number, code: string, detail: string) => send(status, { status, code, detail });
+    if (req.headers['bt-api-key'] !== API_KEY) return problem(401, 'unauthenticated', 'no key');
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const q = (name: string) => url.searchParams.get(name);
+    const proof = /^\/logs\/([^/]+)\/proof$/.exec(url.pathname);
+    if (url.pathname === '/logs/checkpoint') {
+      const size = fake.latest ?? largest;
+      const note = checkpointNote(fake.rows, size);
+      const json = {
+        origin: `vault.example.com/audit/${TENANT}`,
+        tree_size: size,
+        root_hash: v.parseCheckpoint(v.parseNote(note).text).rootHash.toString('base64'),
+        created_at: '2026-11-26T17:05:00.000Z',
+        note,
+      };
+      return send(200, fake.checkpointJson ? fake.checkpointJson(json) : json);
+    }
+    if (url.pathname === '/logs/checkpoint/keys') {
+      const [name, keyId] = fakeSigner.verifierKey.split('+');
+      return send(200, [
+        {
+          name,
+          key_id: keyId,
+          public_key: fakeSigner.publicKey.toString('base64'),
+          verifier_key: fakeSigner.verifierKey,
+          created_at: '2026-01-01T00:00:00.000Z',
+        },
+      ]);
+    }
+    if (url.pathname === '/logs/consistency') {
+      const [first, second] = [Number(q('first')), Number(q('second'))];
+      if (!fake.checkpoints.includes(first) || first >= second)
+        return problem(400, 'validation_failed', 'first');
+      if (!fake.checkpoints.includes(second)) return problem(400, 'validation_failed', 'second');
+      const path = v.consistencyProof(hashes, first, second).map((p) => p.toString('base64'));
+      return send(200, { first, second, consistency_path: path });
+    }
+    if (proof) {
+      const index = fake.rows.findIndex((row) => row.id === decodeURIComponent(proof[1]));
+      if (index < 0) return problem(404, 'not_found', 'no such log');
+      if (index >= largest) return problem(409, 'not_yet_checkpointed', 'not yet in a checkpoint');
+      const size = q('tree_size') === null ? largest : Number(q('tree_size'));
+      if (!fake.checkpoints.includes(size) || index >= size)
+        return problem(400, 'validation_failed', 'tree_size');
+      const path = v.inclusionProof(hashes, index, size).map((p) => p.toString('base64'));
+      const leafIndex = (fake.leafIndex ?? ((i) => i))(index);
+      return send(200, { log: shown(index), leaf_index: leafIndex, tree_size: size, inclusion_path: path });
+    }
+    if (url.pathname === '/logs') {
+      const newestFirst = fake.rows.map((_, i) => shown(i)).reverse();
+      const from = Number(q('start') ?? 0);
+      const size = Math.min(Number(q('size') ?? 20), fake.maxPage ?? 100);
+      const data = newestFirst.slice(from, from + size);
+      const after = from + size < newestFirst.length ? { after: String(from + size) } : {};
+      return send(200, { pagination: { page_size: size, ...after }, data });
+    }
+    return problem(404, 'not_found', url.pathname);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('the program, against a fake service', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'verify-audit-'));
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  /** Runs the checks against a fake service; the report and the lines printed. */
+  async function check(
+    fake: FakeService,
+    options: { checkpoint?: string; verifierKey?: string; limit?: number } = {},
+  ) {
+    const service = await serve(fake);
+    const lines: string[] = [];
+    try {
+      const report = await v.run(
+        { url: service.url, key: API_KEY, limit: 100, verifierKey: fakeSigner.verifierKey, ...options },
+        (line) => lines.push(line),
+      );
+      return { ...report, lines };
+    } finally {
+      await service.close();
+    }
+  }
+  const save = (name: string, note: string) => {
+    const file = path.join(tmp, name);
+    fs.writeFileSync(file, note);
+    return file;
+  };
+  const failures = (lines: string[]) => lines.filter((line) => line.startsWith('FAIL'));
+
+  it('passes an honest log: the signature, each checkpointed row, and skips the rows not yet checkpointed', async () => {
+    const r = await check({ rows: makeRows(10), checkpoints: [4, 7] });
+    expect(failures(r.lines)).toEqual([]);
+    expect(r).toMatchObject({ passed: 2 + 7, failed: 0, skipped: 3, rows: 10 });
+    expect(r.lines).toContain('ok   row 00000000-0000-4000-8000-000000000006 is leaf 6 of 7');
+    expect(r.lines).toContain('skip row 00000000-0000-4000-8000-000000000009: not yet in a checkpoint');
+  });
+
+  it('trusts the keys the service lists only when given no verifier key, and says so', async () => {
+    const r = await check({ rows: makeRows(5), checkpoints: [5] }, { verifierKey: undefined });
+    expect(failures(r.lines)).toEqual([]);
+    expect(r.lines[0]).toMatch(/^warn no --verifier-key/);
+    expect(r.lines).toContain(`ok   listed key ${fakeSigner.verifierKey}`);
+    expect(r.lines).toContain(`ok   the latest checkpoint: signed by ${fakeSigner.verifierKey.slice(0, 32)}`);
+  });
+
+  it('proves the log consistent with a checkpoint kept earlier, of a smaller or the same size', async () => {
+    const rows = makeRows(10);
+    const older = await check(
+      { rows, checkpoints: [4, 7] },
+      { checkpoint: save('4.txt', checkpointNote(rows, 4)) },
+    );
+    expect(failures(older.lines)).toEqual([]);
+    expect(older.lines).toContain(
+      'ok   the log at size 7 extends the saved checkpoint at size 4 (consistency proof)',
+    );
+    const same = await check(
+      { rows, checkpoints: [4, 7] },
+      { checkpoint: save('7.txt', checkpointNote(rows, 7)) },
+    );
+    expect(failures(same.lines)).toEqual([]);
+    expect(same.lines).toContain(
+      'ok   the log at size 7 extends the saved checkpoint at size 7 (same size, same root)',
+    );
+  });
+
+  it('finds a history rewritten since a kept checkpoint, even with every hash recomputed', async () => {
+    const rows = makeRows(10);
+    const before = makeRows(10, (i) => (i === 2 ? 'Token deleted' : `Token created (card) ${i}`));
+    const saved = save('forked.txt', checkpointNote(before, 4));
+    const r = await check({ rows, checkpoints: [4, 7] }, { checkpoint: saved });
+    expect(failures(r.lines)).toEqual([
+      'FAIL the log at size 7 extends the saved checkpoint at size 4 (consistency proof)',
+    ]);
+    const larger = await check(
+      { rows, checkpoints: [4, 7] },
+      { checkpoint: save('9.txt', checkpointNote(rows, 9)) },
+    );
+    expect(failures(larger.lines)).toEqual([
+      'FAIL the log at size 7 extends the saved checkpoint at size 9: the saved checkpoint is larger than the latest',
+    ]);
+  });
+
+  it('finds a row shown other than it was written, and a row moved to another leaf', async () => {
+    const changed = await check({
+      rows: makeRows(6),
+      checkpoints: [6],
+      shown: (row, i) => (i === 2 ? { ...row, message: 'nothing happened' } : row),
+    });
+    expect(failures(changed.lines)).toEqual([
+      'FAIL row 00000000-0000-4000-8000-000000000002 is leaf 2 of 6; the inclusion proof does not verify',
+    ]);
+    const swapped = await check({
+      rows: makeRows(6),
+      checkpoints: [6],
+      leafIndex: (i) => [0, 1, 3, 2, 4, 5][i],
+    });
+    expect(failures(swapped.lines)).toEqual([
+      'FAIL row 00000000-0000-4000-8000-000000000003 is leaf 2 of 6; the inclusion proof does not verify',
+      'FAIL row 00000000-0000-4000-8000-000000000002 is leaf 3 of 6; the inclusion proof does not verify',
+    ]);
+  });
+
+  it('refuses a checkpoint signed by another key, or whose JSON is not its note', async () => {
+    const other = noteSigner('vault.example.com/audit', Buffer.alloc(32, 2)).verifierKey;
+    const r = await check({ rows: makeRows(3), checkpoints: [3] }, { verifierKey: other });
+    expect(r.lines).toEqual(['FAIL the latest checkpoint: not signed by a trusted key']);
+    const lying = await check({
+      rows: makeRows(3),
+      checkpoints: [3],
+      checkpointJson: (json) => ({ ...json, tree_size: 4 }),
+    });
+    expect(failures(lying.lines)).toEqual([
+      `FAIL the latest checkpoint's origin, tree_size and root_hash are its note's (vault.example.com/audit/${TENANT}, size 3)`,
+    ]);
+  });
+
+  it('skips rows in a checkpoint newer than the one it read', async () => {
+    const r = await check({ rows: makeRows(10), checkpoints: [4, 7, 9], latest: 7 });
+    expect(failures(r.lines)).toEqual([]);
+    expect(r).toMatchObject({ passed: 2 + 7, skipped: 3 });
+    expect(r.lines).toContain(
+      'skip row 00000000-0000-4000-8000-000000000008: in a checkpoint newer than size 7',
+    );
+  });
+
+  it('pages through GET /logs up to the limit', async () => {
+    const r = await check({ rows: makeRows(30), checkpoints: [30], maxPage: 4 }, { limit: 11 });
+    expect(r).toMatchObject({ rows: 11, passed: 2 + 11, failed: 0 });
+  });
+
+  it('exits 0 when every check passes and 1 otherwise', async () => {
+    const out = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    const err = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const service = await serve({ rows: makeRows(3), checkpoints: [3] });
+      try {
+        const args = ['--url', service.url, '--key', API_KEY, '--verifier-key', fakeSigner.verifierKey];
+        expect(await v.main(args)).toBe(0);
+        expect(out).toHaveBeenLastCalledWith(
+          '5 passed, 0 failed, 0 rows skipped (not yet checkpointed); 3 rows read',
+        );
+        expect(await v.main(['--url', service.url, '--key', 'wrong'])).toBe(1);
+      } finally {
+        await service.close();
+      }
+      expect(await v.main(['--key', API_KEY])).toBe(1);
+      expect(err).toHaveBeenCalledWith(expect.stringMatching(/^usage: /));
+      expect(await v.main(['--url', 'http://127.0.0.1:1', '--key', API_KEY])).toBe(1);
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
   });
 });
