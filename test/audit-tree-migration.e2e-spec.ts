@@ -64,7 +64,7 @@ describe('migration AuditTree1795000000027', () => {
             ],
           );
         // Sealed as the chain job did: each row's hash over its fields and the previous hash.
-        let prev = Buffer.alloc(32);
+        let prev: Buffer = Buffer.alloc(32);
         for (const [i, row] of SEALED.entries()) {
           const [stored] = await old.query(
             `SELECT *, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_text
