@@ -1,10 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { ClsService } from 'nestjs-cls';
+import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
+import { AuditSigningKeys } from '../src/common/audit/audit-signing-keys.service';
+import { AuditVerifier } from '../src/common/audit/audit-verifier.service';
+import { Clock } from '../src/common/jobs/clock';
+import { AdminOperations } from '../src/modules/admin/admin-operations';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { DecryptionError } from '../src/common/crypto/aead';
-import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { TokensService } from '../src/modules/tokens/tokens.service';
 import { newApplication, newTenant, privatePrincipal, startApp, TestApp, TestTenant } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
@@ -191,6 +195,9 @@ describe('sensitive data at rest', () => {
 });
 
 describe('master key rotation', () => {
+  const keysListed = async (app: TestApp) =>
+    (await app.app.get(AuditSigningKeys).published()).map((k) => k.verifier_key);
+
   it('rotates master keys without downtime: v1, then v1+v2 and rotate while serving, then v2 alone; orchestration still charges; a process without v2 then refuses to start', async () => {
     const db = await createDatabase('vault_test_rotation');
     const v1 = `v1:${randomBytes(32).toString('base64')}`;
@@ -224,11 +231,15 @@ describe('master key rotation', () => {
       // v2 added: the instance serves before, during and after the rotation without a restart.
       t = await boot(`${v1},${v2}`);
       const during = await request(t.http).post('/tokenize').set('BT-API-KEY', key).send(card).expect(201);
+      // The audit log's first checkpoints, signed by a key sealed under v1.
+      await t.app.get(AuditCheckpointer).run();
+      const signer = await keysListed(t);
+      expect(signer).toHaveLength(1);
       const [rotated, charged] = await Promise.all([
-        t.app.get(ClsService).run(() => t.app.get(TenantKeysService).rotate()),
+        t.app.get(AdminOperations).run({ op: 'keys.rotate' }),
         charge(t, created.body.id),
       ]);
-      expect(rotated).toEqual({ rewrapped: 1, active: 'v2' });
+      expect(rotated).toEqual({ rewrapped_tenants: 1, active_version: 'v2' });
       expect(charged).toBe('authorization_succeeded');
       expect(await charge(t, during.body.id)).toBe('authorization_succeeded');
       await t.close();
@@ -242,6 +253,12 @@ describe('master key rotation', () => {
       await expect(use()).resolves.toMatchObject({ data: { number: '4242424242424242' } });
       expect(await charge(t, created.body.id)).toBe('authorization_succeeded');
       expect(await charge(t, during.body.id)).toBe('authorization_succeeded');
+      // The audit signing key was sealed again under v2: without v1 the same key signs on, and every
+      // checkpoint still verifies.
+      t.app.get(Clock).advance(10_000);
+      await t.app.get(AuditCheckpointer).run();
+      expect(await keysListed(t)).toEqual(signer);
+      expect((await t.app.get(AuditVerifier).verify()).problems).toEqual([]);
       await t.close();
 
       // Every tenant key is wrapped by v2 now: a process holding only v1 stops at start, naming v2

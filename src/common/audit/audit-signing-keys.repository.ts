@@ -29,6 +29,15 @@ export class AuditSigningKeysRepository {
     return change ? change.query<SigningKeyRow>(sql) : this.dataSource.query(sql);
   }
 
+  /** Seals a key's seed again, under another master key. */
+  @GenerateSql({ change: true, params: [EXAMPLE.id, Buffer.alloc(60, 3), 'v2'] })
+  async reseal(change: Change, id: string, sealedSeed: Buffer, masterKeyVersion: string): Promise<void> {
+    await change.query(
+      'UPDATE audit_signing_keys SET sealed_seed = $2, master_key_version = $3 WHERE id = $1',
+      [id, sealedSeed, masterKeyVersion],
+    );
+  }
+
   /** Adds a key (under the checkpointer's lock: one instance decides). */
   @GenerateSql({ change: true, params: [EXAMPLE] })
   async insert(change: Change, row: SigningKeyRow): Promise<void> {

@@ -5,6 +5,7 @@ import { open, seal } from '../crypto/aead';
 import { MasterKeyRing } from '../crypto/master-keys';
 import { Clock } from '../jobs/clock';
 import type { Change } from '../unit-of-work/change';
+import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { AuditSigningKeysRepository, type SigningKeyRow } from './audit-signing-keys.repository';
 import { keyId, publicKeyOf, verifierKey, type NoteKey } from './tree/signed-note';
 
@@ -38,7 +39,27 @@ export class AuditSigningKeys {
     private readonly config: AppConfig,
     private readonly ring: MasterKeyRing,
     private readonly clock: Clock,
+    private readonly work: UnitOfWork,
   ) {}
+
+  /**
+   * With master key rotation (`keys rotate`): seals every key's seed under the active master key, so that
+   * the old master key can go without losing the signing keys. Returns how many were sealed again.
+   */
+  async reseal(): Promise<number> {
+    const active = this.ring.active;
+    return this.work.transaction({}, async (change) => {
+      let resealed = 0;
+      for (const row of await this.keys.list(change)) {
+        if (row.master_key_version === active.version) continue;
+        const seed = this.unseal(row);
+        if (!seed) continue;
+        await this.keys.reseal(change, row.id, seal(active.key, seed, aad(row.public_key)), active.version);
+        resealed++;
+      }
+      return resealed;
+    });
+  }
 
   /** `<host>/audit`: the host of PUBLIC_BASE_URL, with its port when it has one. */
   get name(): string {

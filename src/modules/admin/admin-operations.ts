@@ -1,6 +1,7 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { AuditCheckpointer } from '../../common/audit/audit-checkpointer.service';
+import { AuditSigningKeys } from '../../common/audit/audit-signing-keys.service';
 import { AuditVerifier, type AuditReport } from '../../common/audit/audit-verifier.service';
 import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
@@ -38,6 +39,7 @@ export class AdminOperations {
     private readonly tenantKeys: TenantKeysService,
     private readonly checkpointer: AuditCheckpointer,
     private readonly verifier: AuditVerifier,
+    private readonly signingKeys: AuditSigningKeys,
     private readonly cls: ClsService,
     private readonly ring: MasterKeyRing,
     private readonly instances: InstancesRepository,
@@ -52,6 +54,8 @@ export class AdminOperations {
         case 'keys.rotate': {
           await this.checkRotation(request.active);
           const result = await this.tenantKeys.rotate();
+          // The audit log's signing keys are sealed under the master key too.
+          await this.signingKeys.reseal();
           return { active_version: result.active, rewrapped_tenants: result.rewrapped };
         }
         case 'logs.verify':
