@@ -54,6 +54,8 @@ export interface LoadResult {
   p50: number;
   p99: number;
   non2xx: number;
+  /** The answers other than 2xx, by status (e.g. `{ "503": 2 }`). */
+  non2xxByStatus?: Record<string, number>;
   errors: number;
   windows?: LoadWindow[];
 }
@@ -158,6 +160,11 @@ async function main(): Promise<void> {
         non2xx: result.non2xx,
         errors: result.errors + result.timeouts,
       };
+      const failed = Object.entries(result.statusCodeStats ?? {}).filter(
+        ([status]) => !status.startsWith('2'),
+      );
+      if (failed.length)
+        out.non2xxByStatus = Object.fromEntries(failed.map(([s, { count }]) => [s, count ?? 0]));
       if (scenario.windowSeconds)
         out.windows = windows(responses, scenario.windowSeconds, Date.now() - started);
       process.stdout.write(JSON.stringify(out));

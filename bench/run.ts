@@ -10,8 +10,9 @@
  *    Tokenize scenarios send distinct card numbers with CVCs, built for each request (bench/load.ts).
  * 3. Starts the service again on the embedded PGlite database and runs the tokenize scenarios there.
  * 4. `sustained`: on a database of its own, the floor and then a fresh service tokenize 100 cards for
- *    BENCH_SUSTAINED_SECONDS (default 60), reported per 10-second window; then the checkpoint lag (the
- *    bench tenant's audit rows not yet in a signed checkpoint) and how long it takes to reach 0.
+ *    BENCH_SUSTAINED_SECONDS (default 60, after BENCH_SUSTAINED_WARMUP seconds, default 5, not counted),
+ *    reported per 10-second window; then the checkpoint lag (the bench tenant's audit rows not yet in a
+ *    signed checkpoint) and how long it takes to reach 0.
  *
  * The proxy scenarios send through `/proxy` to a local destination (bench/destination.ts), against the
  * same destination called directly (the "floor" rows of those scenarios).
@@ -39,6 +40,11 @@ const DESTINATION_PORT = 4300;
 const ONLY = process.env.BENCH_ONLY;
 const LOG_ROWS = 1_000_000;
 const SUSTAINED_SECONDS = Number(process.env.BENCH_SUSTAINED_SECONDS ?? 60);
+/**
+ * Seconds of load before the sustained run's measured ones, not counted: a process just started runs
+ * slower until its code is compiled, which would flatter the last window against the first.
+ */
+const SUSTAINED_WARMUP = Number(process.env.BENCH_SUSTAINED_WARMUP ?? 5);
 const WINDOW_SECONDS = 10;
 /** How long the checkpointer may take to cover the 1,000,000 rows inserted before the scenarios. */
 const CATCH_UP_MS = 600_000;
@@ -270,13 +276,21 @@ function printTable(rows: Row[]): void {
       r.tokensPerRequest ? fmt(tokens) : '-',
       fmt(r.result.p50),
       fmt(r.result.p99),
-      String(r.result.non2xx + r.result.errors),
+      failures(r.result),
       r.result.cpuMsPerRequest === undefined ? '-' : fmt(r.result.cpuMsPerRequest, 2),
       r.result.postgresCpuMsPerRequest === undefined ? '-' : fmt(r.result.postgresCpuMsPerRequest, 2),
       ratio,
     ];
   });
   printMarkdown(header, lines);
+}
+
+/** Non-2xx answers and errors, with the statuses of the answers (`3 (409: 2, 503: 1)`). */
+function failures(r: LoadResult): string {
+  const statuses = Object.entries(r.non2xxByStatus ?? {}).map(([status, count]) => `${status}: ${count}`);
+  const errors = r.errors ? [`errors: ${r.errors}`] : [];
+  const detail = [...statuses, ...errors];
+  return `${r.non2xx + r.errors}${detail.length ? ` (${detail.join(', ')})` : ''}`;
 }
 
 const verdict = (met: boolean) => (met ? 'met' : 'missed');
@@ -623,8 +637,9 @@ interface Sustained {
 /**
  * Tokenize 100 cards for SUSTAINED_SECONDS on a database of its own: the floor first (its tables are
  * dropped after its run, so that the service does not pay for them), then a service started on it for
- * the purpose, so that no earlier scenario's rows count; reported per 10-second window. Then the bench
- * tenant's audit rows not yet in a checkpoint, polled every 250 ms until there are none.
+ * the purpose, so that no earlier scenario's rows count; each after SUSTAINED_WARMUP seconds of the same
+ * load, reported per 10-second window. Then the bench tenant's audit rows not yet in a checkpoint,
+ * polled every 250 ms until there are none.
  */
 async function runSustained(): Promise<Sustained> {
   const dbName = `vault_bench_sustained_${Date.now()}`;
@@ -633,21 +648,18 @@ async function runSustained(): Promise<Sustained> {
   let service: Server | undefined;
   let floor: Server | undefined;
   try {
-    const target = (base: string, headers: Record<string, string>): Target => ({
-      url: `${base}/tokenize`,
-      method: 'POST',
-      headers,
-      bodyKind: { cards: 100 },
-      windowSeconds: WINDOW_SECONDS,
-    });
+    const run = async (who: string, base: string, headers: Record<string, string>, server: Server) => {
+      const target: Target = { url: `${base}/tokenize`, method: 'POST', headers, bodyKind: { cards: 100 } };
+      if (SUSTAINED_WARMUP) {
+        process.stdout.write(`running: ${SUSTAINED} (${who}, ${SUSTAINED_WARMUP} s warm-up, not counted)\n`);
+        await load(target, server, SUSTAINED_WARMUP);
+      }
+      process.stdout.write(`running: ${SUSTAINED} (${who}, ${SUSTAINED_SECONDS} s)\n`);
+      return load({ ...target, windowSeconds: WINDOW_SECONDS }, server, SUSTAINED_SECONDS);
+    };
     floor = startFloor(url);
     await waitFor(`http://127.0.0.1:${FLOOR_PORT}/ready`, floor);
-    process.stdout.write(`running: ${SUSTAINED} (floor, ${SUSTAINED_SECONDS} s)\n`);
-    const floorResult = await load(
-      target(`http://127.0.0.1:${FLOOR_PORT}`, JSON_HEADERS),
-      floor,
-      SUSTAINED_SECONDS,
-    );
+    const floorResult = await run('floor', `http://127.0.0.1:${FLOOR_PORT}`, JSON_HEADERS, floor);
     await stop(floor);
     floor = undefined;
     const pg = new Client({ connectionString: url });
@@ -666,15 +678,11 @@ async function runSustained(): Promise<Sustained> {
     service = started.server;
     const { setup } = started;
     const svc = `http://127.0.0.1:${SERVICE_PORT}`;
-    process.stdout.write(`running: ${SUSTAINED} (service, ${SUSTAINED_SECONDS} s)\n`);
-    const result = await load(
-      target(svc, { ...JSON_HEADERS, 'BT-API-KEY': setup.key }),
-      service,
-      SUSTAINED_SECONDS,
-    );
+    // Connected beforehand, so that the lag is counted the moment the load ends.
     const client = new Client({ connectionString: url });
     await client.connect();
     try {
+      const result = await run('service', svc, { ...JSON_HEADERS, 'BT-API-KEY': setup.key }, service);
       const lag = await waitForCheckpoint(client, setup.tenantId, svc, setup.managementKey, {
         pollMs: 250,
         timeoutMs: LAG_WAIT_MS,
@@ -692,7 +700,7 @@ async function runSustained(): Promise<Sustained> {
 
 function printSustained(s: Sustained): void {
   process.stdout.write(
-    `\n${SUSTAINED}: tokenize 100 cards for ${SUSTAINED_SECONDS} s on a fresh database, ${CONNECTIONS} connections, per ${WINDOW_SECONDS}-second window\n\n`,
+    `\n${SUSTAINED}: tokenize 100 cards for ${SUSTAINED_SECONDS} s on a fresh database (after ${SUSTAINED_WARMUP} s of warm-up), ${CONNECTIONS} connections, per ${WINDOW_SECONDS}-second window\n\n`,
   );
   const service = s.service.windows ?? [];
   const floor = s.floor.windows ?? [];
@@ -735,7 +743,7 @@ function printSustained(s: Sustained): void {
   ]);
   lines.push([
     'non-2xx and errors (service | floor)',
-    `${s.service.non2xx + s.service.errors} | ${s.floor.non2xx + s.floor.errors}`,
+    `${failures(s.service)} | ${failures(s.floor)}`,
     '0',
     '',
   ]);
