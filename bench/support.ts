@@ -69,13 +69,14 @@ const AUDIT_BATCH = 250_000;
 
 /**
  * Inserts `count` audit rows (token reads by an application) for a tenant with SQL, in INSERT ... SELECT
- * generate_series statements of at most 250,000 rows, then ANALYZEs the table.
+ * generate_series statements of at most 250,000 rows in one transaction (every row becomes visible at
+ * once, at its commit), then ANALYZEs the table. Answers when it committed (`Date.now()`).
  *
  * - `backdated` (for reads over a long log): the rows are an hour old and older, 7 seconds apart; where
  *   the table still has the hash chain's columns they are written as already sealed (placeholder values,
  *   the chain head moved past them), so that the chain job has nothing to do.
  * - `appended` (for the checkpointer to take up, as if the service had just written them): only the log's
- *   own columns, dated from each statement's start 1 µs apart, so that they follow every row already
+ *   own columns, dated from the transaction's start 1 µs apart, so that they follow every row already
  *   written in whatever order the log is read ((created_at, id) or the order of insertion).
  */
 export async function insertAuditRows(
@@ -83,7 +84,7 @@ export async function insertAuditRows(
   tenantId: string,
   count: number,
   layout: 'backdated' | 'appended',
-): Promise<void> {
+): Promise<number> {
   const columns = new Set(
     (
       await client.query<{ column_name: string }>(
@@ -92,28 +93,37 @@ export async function insertAuditRows(
     ).rows.map((row) => row.column_name),
   );
   const sealed = layout === 'backdated' && ['seq', 'prev_hash', 'hash'].every((c) => columns.has(c));
-  for (let first = 1; first <= count; first += AUDIT_BATCH) {
-    const last = Math.min(count, first + AUDIT_BATCH - 1);
-    const createdAt =
-      layout === 'backdated'
-        ? `now() - interval '1 hour' - (i * interval '7 seconds')`
-        : `now() + ((i - ${first}) * interval '1 microsecond')`;
-    await client.query(
-      `INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message,
-                               created_at${sealed ? ', seq, prev_hash, hash' : ''})
-       SELECT gen_random_uuid(), $1, NULL, 'application', 'token', gen_random_uuid()::text, 'read', 'Token read',
-              ${createdAt}${sealed ? `, 10000000 + i, '\\x00'::bytea, '\\x00'::bytea` : ''}
-         FROM generate_series(${first}, ${last}) AS i`,
-      [tenantId],
-    );
+  const createdAt =
+    layout === 'backdated'
+      ? `now() - interval '1 hour' - (i * interval '7 seconds')`
+      : `now() + (i * interval '1 microsecond')`;
+  await client.query('BEGIN');
+  try {
+    for (let first = 1; first <= count; first += AUDIT_BATCH) {
+      const last = Math.min(count, first + AUDIT_BATCH - 1);
+      await client.query(
+        `INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message,
+                                 created_at${sealed ? ', seq, prev_hash, hash' : ''})
+         SELECT gen_random_uuid(), $1, NULL, 'application', 'token', gen_random_uuid()::text, 'read', 'Token read',
+                ${createdAt}${sealed ? `, 10000000 + i, '\\x00'::bytea, '\\x00'::bytea` : ''}
+           FROM generate_series(${first}, ${last}) AS i`,
+        [tenantId],
+      );
+    }
+    if (sealed)
+      await client.query(
+        `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, ${10_000_000 + count}, '\\x00'::bytea)
+         ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
+        [tenantId],
+      );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
   }
-  if (sealed)
-    await client.query(
-      `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, ${10_000_000 + count}, '\\x00'::bytea)
-       ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
-      [tenantId],
-    );
+  const committedAt = Date.now();
   await client.query('ANALYZE audit_logs');
+  return committedAt;
 }
 
 /** The tenant's audit rows (what its tree would have as leaves once every one is checkpointed). */
