@@ -318,7 +318,7 @@ function printTargets(rows: Row[]): void {
   }
   if (!lines.length) return;
   process.stdout.write('\n');
-  printMarkdown(['target', 'measured', 'target', ''], lines);
+  printMarkdown(['measure', 'measured', 'target', ''], lines);
 }
 
 interface Context {
