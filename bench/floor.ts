@@ -1,9 +1,10 @@
 /**
  * The floor: the least a server must do for the same work, with nothing of the service's framework.
- * A bare node:http server with pg: parse the body, validate each card (Luhn, expiry), seal it with
- * AES-256-GCM and HMAC its fingerprint, then one multi-row INSERT of tokens and one of audit rows in one
+ * A bare node:http server with pg: parse the body, validate each card (Luhn, expiry, CVC), seal it with
+ * AES-256-GCM and HMAC its fingerprint, seal its CVC apart (the service keeps a CVC apart from the token,
+ * for an hour at most), then one multi-row INSERT of tokens, one of CVCs and one of audit rows in one
  * transaction, and answer with the masked tokens. Also GET /tokens/:id and a keyset page of logs, so
- * that the service's reads have a floor too.
+ * that the service's reads have a floor too, and GET /ready.
  *
  *   DATABASE_URL=postgres://... PORT=4100 npx ts-node --transpile-only bench/floor.ts
  */
@@ -21,6 +22,7 @@ interface Card {
   number: string;
   expiration_month: number;
   expiration_year: number;
+  cvc?: string;
 }
 
 function luhn(digits: string): boolean {
@@ -41,7 +43,8 @@ function valid(card: Card): boolean {
     Number.isInteger(card.expiration_month) &&
     card.expiration_month >= 1 &&
     card.expiration_month <= 12 &&
-    Number.isInteger(card.expiration_year)
+    Number.isInteger(card.expiration_year) &&
+    (card.cvc === undefined || (typeof card.cvc === 'string' && /^\d{3}$/.test(card.cvc)))
   );
 }
 
@@ -75,9 +78,11 @@ async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
   const now = new Date();
   const tokens = elements.map((e) => {
     const id = randomUUID();
+    const { cvc, ...data } = e.data;
     return {
       id,
-      sealed: seal(Buffer.from(JSON.stringify(e.data)), `${tenantId}:${id}:data`),
+      sealed: seal(Buffer.from(JSON.stringify(data)), `${tenantId}:${id}:data`),
+      cvc: cvc === undefined ? undefined : seal(Buffer.from(cvc), `${tenantId}:${id}:cvc`),
       fingerprint: createHmac('sha256', fingerprintKey).update(e.data.number).digest('base64url'),
       mask: {
         number: `${'X'.repeat(e.data.number.length - 4)}${e.data.number.slice(-4)}`,
@@ -92,6 +97,14 @@ async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
     const b = i * 6;
     return `($${b + 1}, $${b + 2}, 'card', $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6})`;
   });
+  const cvcExpiry = new Date(now.getTime() + 3_600_000);
+  const cvcParams: unknown[] = [];
+  const cvcRows = tokens.flatMap((t) => {
+    if (!t.cvc) return [];
+    const b = cvcParams.length;
+    cvcParams.push(t.id, tenantId, t.cvc, cvcExpiry);
+    return [`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4})`];
+  });
   const auditParams: unknown[] = [];
   const auditRows = tokens.map((t, i) => {
     auditParams.push(randomUUID(), tenantId, actorId, t.id, now);
@@ -105,6 +118,11 @@ async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
       `INSERT INTO floor_tokens (id, tenant_id, type, data, mask, fingerprint, created_at) VALUES ${tokenRows.join(', ')}`,
       tokenParams,
     );
+    if (cvcRows.length)
+      await client.query(
+        `INSERT INTO floor_cvcs (token_id, tenant_id, cvc, expires_at) VALUES ${cvcRows.join(', ')}`,
+        cvcParams,
+      );
     await client.query(
       `INSERT INTO floor_audit (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at) VALUES ${auditRows.join(', ')}`,
       auditParams,
@@ -158,6 +176,10 @@ async function main(): Promise<void> {
   await pool.query(`CREATE TABLE IF NOT EXISTS floor_audit (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, actor_id uuid,
     actor_type text, entity_type text, entity_id text, operation text, message text, created_at timestamptz NOT NULL)`);
   await pool.query('CREATE INDEX IF NOT EXISTS floor_audit_idx ON floor_audit (tenant_id, created_at, id)');
+  // A CVC is deleted within the hour: the index finds the expired ones (the service has the same).
+  await pool.query(`CREATE TABLE IF NOT EXISTS floor_cvcs (token_id uuid NOT NULL, tenant_id uuid NOT NULL,
+    cvc bytea NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, token_id))`);
+  await pool.query('CREATE INDEX IF NOT EXISTS floor_cvcs_expires_idx ON floor_cvcs (expires_at)');
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://floor');
     const work =
@@ -167,7 +189,9 @@ async function main(): Promise<void> {
           ? getToken(url.pathname.slice(8), res)
           : req.method === 'GET' && url.pathname === '/logs'
             ? logs(url, res)
-            : Promise.resolve(send(res, 404, { status: 404 }));
+            : req.method === 'GET' && url.pathname === '/ready'
+              ? Promise.resolve(send(res, 200, { status: 'ready' }))
+              : Promise.resolve(send(res, 404, { status: 404 }));
     work.catch(() => send(res, 500, { status: 500 }));
   });
   server.listen(Number(process.env.PORT ?? 4100), '127.0.0.1', () => process.stdout.write('floor ready\n'));

@@ -3,16 +3,23 @@
  *
  * 1. Builds (`nest build`), creates a database on the PostgreSQL at TEST_ADMIN_DATABASE_URL (default
  *    postgres://postgres@127.0.0.1:5432/postgres), starts `node dist/main.js` on it and the floor
- *    (bench/floor.ts) on the same database, and inserts 1,000,000 audit log rows for the bench tenant.
+ *    (bench/floor.ts) on the same database, and inserts 1,000,000 audit log rows for the bench tenant
+ *    (and, where the service signs checkpoints, waits until they are all in one).
  * 2. Runs each scenario with autocannon from a second process (bench/load.ts), floor and service
  *    alternately, and prints requests/s, tokens/s, p50 and p99 latency and the ratio to the floor.
+ *    Tokenize scenarios send distinct card numbers with CVCs, built for each request (bench/load.ts).
  * 3. Starts the service again on the embedded PGlite database and runs the tokenize scenarios there.
+ * 4. `sustained`: on a database of its own, the floor and then a fresh service tokenize 100 cards for
+ *    BENCH_SUSTAINED_SECONDS (default 60, after BENCH_SUSTAINED_WARMUP seconds, default 5, not counted),
+ *    reported per 10-second window; then the checkpoint lag (the bench tenant's audit rows not yet in a
+ *    signed checkpoint) and how long it takes to reach 0.
  *
  * The proxy scenarios send through `/proxy` to a local destination (bench/destination.ts), against the
  * same destination called directly (the "floor" rows of those scenarios).
  *
  * BENCH_DURATION (seconds per run, default 10) and BENCH_CONNECTIONS (default 10) tune the load;
- * BENCH_ONLY (a part of scenario names, e.g. `proxy`) runs only the scenarios whose name contains it.
+ * BENCH_ONLY (a part of scenario names, e.g. `proxy`, `tokenize` or `sustained`) runs only the scenarios
+ * whose name contains it.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,8 +27,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { LoadResult, LoadScenario } from './load';
-import { api } from './support';
+import type { LoadResult, LoadScenario, LoadWindow } from './load';
+import { api, CheckpointWait, insertAuditRows, runLoad, waitForCheckpoint } from './support';
 
 const ROOT = join(__dirname, '..');
 const ADMIN_URL = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -32,7 +39,21 @@ const FLOOR_PORT = 4100;
 const DESTINATION_PORT = 4300;
 const ONLY = process.env.BENCH_ONLY;
 const LOG_ROWS = 1_000_000;
+const SUSTAINED_SECONDS = Number(process.env.BENCH_SUSTAINED_SECONDS ?? 60);
+/**
+ * Seconds of load before the sustained run's measured ones, not counted: a process just started runs
+ * slower until its code is compiled, which would flatter the last window against the first.
+ */
+const SUSTAINED_WARMUP = Number(process.env.BENCH_SUSTAINED_WARMUP ?? 5);
+const WINDOW_SECONDS = 10;
+/** How long the checkpointer may take to cover the 1,000,000 rows inserted before the scenarios. */
+const CATCH_UP_MS = 600_000;
+/** How long the sustained scenario waits for its checkpoint lag to reach 0 (the target is 10 s). */
+const LAG_WAIT_MS = 120_000;
 
+const wants = (name: string): boolean => !ONLY || name.includes(ONLY);
+
+/** The card the set-up tokenizes once (the token that reads, proxies and transactions use). */
 const card = (i: number) => ({
   type: 'card',
   data: { number: '4242424242424242', expiration_month: 1 + (i % 12), expiration_year: 2031 },
@@ -137,21 +158,12 @@ function postgresCpuSince(before: Map<string, number>): number {
   return total;
 }
 
-function load(scenario: Omit<LoadScenario, 'connections' | 'duration'>, server?: Server): Measured {
-  const full: LoadScenario = { ...scenario, connections: CONNECTIONS, duration: DURATION };
+type Target = Omit<LoadScenario, 'connections' | 'duration'>;
+
+async function load(scenario: Target, server?: Server, duration = DURATION): Promise<Measured> {
   const before = cpuMs(server);
   const postgresBefore = postgresCpuMs();
-  const out = execFileSync(
-    process.execPath,
-    [
-      join(ROOT, 'node_modules/ts-node/dist/bin.js'),
-      '--transpile-only',
-      join(ROOT, 'bench/load.ts'),
-      JSON.stringify(full),
-    ],
-    { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
-  );
-  const result = JSON.parse(out) as Measured;
+  const result: Measured = await runLoad({ ...scenario, connections: CONNECTIONS, duration });
   const after = cpuMs(server);
   if (before !== undefined && after !== undefined && result.requests)
     result.cpuMsPerRequest = (after - before) / result.requests;
@@ -226,6 +238,19 @@ interface Row {
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+/** A table with its columns padded to their widest cell. */
+function printMarkdown(header: string[], lines: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const row = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  process.stdout.write(
+    `${row(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(row).join('\n')}\n`,
+  );
+}
+
+/** Throughput against the floor's: in tokens/s where the scenario creates tokens, else in requests/s. */
+const rateRatio = (r: Measured, floor: Measured) => r.rps / floor.rps;
+const p99Ratio = (r: Measured, floor: Measured) => r.p99 / Math.max(floor.p99, 1);
+
 function printTable(rows: Row[]): void {
   const header = [
     'scenario',
@@ -241,14 +266,9 @@ function printTable(rows: Row[]): void {
   ];
   const lines = rows.map((r) => {
     const tokens = r.result.rps * r.tokensPerRequest;
-    let ratio = '';
-    if (r.floor) {
-      // Throughput in tokens/s where the scenario creates tokens, else in requests/s.
-      const rate = r.tokensPerRequest
-        ? tokens / (r.floor.rps * r.tokensPerRequest)
-        : r.result.rps / r.floor.rps;
-      ratio = `${fmt(rate, 2)}x | ${fmt(r.result.p99 / Math.max(r.floor.p99, 1), 2)}x`;
-    }
+    const ratio = r.floor
+      ? `${fmt(rateRatio(r.result, r.floor), 2)}x | ${fmt(p99Ratio(r.result, r.floor), 2)}x`
+      : '';
     return [
       r.scenario,
       r.target,
@@ -256,74 +276,268 @@ function printTable(rows: Row[]): void {
       r.tokensPerRequest ? fmt(tokens) : '-',
       fmt(r.result.p50),
       fmt(r.result.p99),
-      String(r.result.non2xx + r.result.errors),
+      failures(r.result),
       r.result.cpuMsPerRequest === undefined ? '-' : fmt(r.result.cpuMsPerRequest, 2),
       r.result.postgresCpuMsPerRequest === undefined ? '-' : fmt(r.result.postgresCpuMsPerRequest, 2),
       ratio,
     ];
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const row = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  process.stdout.write(
-    `${row(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(row).join('\n')}\n`,
+  printMarkdown(header, lines);
+}
+
+/** Non-2xx answers and errors, with the statuses of the answers (`3 (409: 2, 503: 1)`). */
+function failures(r: LoadResult): string {
+  const statuses = Object.entries(r.non2xxByStatus ?? {}).map(([status, count]) => `${status}: ${count}`);
+  const errors = r.errors ? [`errors: ${r.errors}`] : [];
+  const detail = [...statuses, ...errors];
+  return `${r.non2xx + r.errors}${detail.length ? ` (${detail.join(', ')})` : ''}`;
+}
+
+const verdict = (met: boolean) => (met ? 'met' : 'missed');
+
+/** The tokenize targets (issue 32), for the scenarios of this run that have them. */
+function printTargets(rows: Row[]): void {
+  const on = (name: string) => rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)');
+  const lines: string[][] = [];
+  const hundred = on('tokenize 100 cards');
+  if (hundred?.floor) {
+    const rate = rateRatio(hundred.result, hundred.floor);
+    const p99 = p99Ratio(hundred.result, hundred.floor);
+    lines.push([
+      'tokenize 100 cards: tokens/s vs floor',
+      `${fmt(rate, 2)}x`,
+      '>= 0.6x',
+      verdict(rate >= 0.6),
+    ]);
+    lines.push(['tokenize 100 cards: p99 vs floor', `${fmt(p99, 2)}x`, '<= 2x', verdict(p99 <= 2)]);
+  }
+  const one = on('tokenize 1 card');
+  if (one?.floor) {
+    const rate = rateRatio(one.result, one.floor);
+    lines.push(['tokenize 1 card: tokens/s vs floor', `${fmt(rate, 2)}x`, '>= 0.5x', verdict(rate >= 0.5)]);
+  }
+  if (!lines.length) return;
+  process.stdout.write('\n');
+  printMarkdown(['measure', 'measured', 'target', ''], lines);
+}
+
+interface Context {
+  setup: Setup;
+  svc: string;
+  fl: string;
+  direct: string;
+  floorTokenId: string;
+  cursor: string;
+}
+
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const auth = (c: Context) => ({ ...JSON_HEADERS, 'BT-API-KEY': c.setup.key });
+const mgmt = (c: Context) => ({ 'BT-API-KEY': c.setup.managementKey });
+/** A payment request as a processor without a formula takes it: the card as an object, and its number. */
+const charge = (card: string, number: string) =>
+  JSON.stringify({ amount: 1299, currency: 'USD', source: card, number, description: 'bench order 1' });
+const plainCharge = () => charge(JSON.stringify(card(0).data), card(0).data.number);
+
+/**
+ * The scenarios on the shared database, service against floor (or, for the proxy, against the
+ * destination called directly). Tokenize bodies are built per request: distinct cards with CVCs.
+ */
+const SHARED: {
+  name: string;
+  tokens: number;
+  service: (c: Context) => Target;
+  floor?: (c: Context) => Target;
+}[] = [
+  {
+    name: 'tokenize 1 card',
+    tokens: 1,
+    service: (c) => ({ url: `${c.svc}/tokenize`, method: 'POST', headers: auth(c), bodyKind: { cards: 1 } }),
+    floor: (c) => ({
+      url: `${c.fl}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 1 },
+    }),
+  },
+  {
+    name: 'tokenize 100 cards',
+    tokens: 100,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: auth(c),
+      bodyKind: { cards: 100 },
+    }),
+    floor: (c) => ({
+      url: `${c.fl}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 100 },
+    }),
+  },
+  {
+    // Search indexes that need Liquid: evaluated in the expression worker threads, not on the event loop.
+    name: 'tokenize 1 card, 2 Liquid search indexes',
+    tokens: 1,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: auth(c),
+      bodyKind: {
+        cards: 1,
+        fields: { search_indexes: ['{{ data.number | last4 }}', '{{ data.number | card_bin }}'] },
+      },
+    }),
+  },
+  {
+    name: 'GET /tokens/{id}',
+    tokens: 0,
+    service: (c) => ({ url: `${c.svc}/tokens/${c.setup.tokenId}`, method: 'GET', headers: auth(c) }),
+    floor: (c) => ({ url: `${c.fl}/tokens/${c.floorTokenId}`, method: 'GET', headers: {} }),
+  },
+  {
+    name: 'tokenize 1 card, idempotency key',
+    tokens: 1,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: auth(c),
+      bodyKind: { cards: 1 },
+      idempotencyKey: true,
+    }),
+    floor: (c) => ({
+      url: `${c.fl}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 1 },
+    }),
+  },
+  {
+    name: 'create transaction (capture)',
+    tokens: 0,
+    service: (c) => ({
+      url: `${c.svc}/orchestration/transactions`,
+      method: 'POST',
+      headers: auth(c),
+      body: JSON.stringify({
+        amount: 1299,
+        currency: 'USD',
+        connection_id: c.setup.connectionId,
+        token: c.setup.tokenId,
+        intent: 'capture',
+        payment_source: 'card_on_file',
+      }),
+    }),
+  },
+  {
+    name: 'GET /logs first page',
+    tokens: 0,
+    service: (c) => ({ url: `${c.svc}/logs?size=20`, method: 'GET', headers: mgmt(c) }),
+    floor: (c) => ({ url: `${c.fl}/logs?tenant=${c.setup.tenantId}`, method: 'GET', headers: {} }),
+  },
+  {
+    name: 'GET /logs 999,000 rows deep',
+    tokens: 0,
+    service: (c) => ({ url: `${c.svc}/logs?size=20&start=${c.cursor}`, method: 'GET', headers: mgmt(c) }),
+    floor: (c) => ({
+      url: `${c.fl}/logs?tenant=${c.setup.tenantId}&start=${c.cursor}`,
+      method: 'GET',
+      headers: {},
+    }),
+  },
+  {
+    name: 'proxy POST, no expressions',
+    tokens: 0,
+    service: (c) => ({
+      url: `${c.svc}/proxy/charges`,
+      method: 'POST',
+      headers: { ...auth(c), 'BT-PROXY-URL': `${c.direct}/v1` },
+      body: plainCharge(),
+    }),
+    floor: (c) => ({
+      url: `${c.direct}/v1/charges`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: plainCharge(),
+    }),
+  },
+  {
+    name: 'proxy POST, 2 card expressions',
+    tokens: 0,
+    service: (c) => ({
+      url: `${c.svc}/proxy/charges`,
+      method: 'POST',
+      headers: { ...auth(c), 'BT-PROXY-URL': `${c.direct}/v1` },
+      body: charge(`{{ ${c.setup.tokenId} }}`, `{{ ${c.setup.tokenId} | json: '$.number' }}`),
+    }),
+    floor: (c) => ({
+      url: `${c.direct}/v1/charges`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: plainCharge(),
+    }),
+  },
+];
+
+/** The tokenize scenarios run again on PGlite, compared with the service on PostgreSQL. */
+const PGLITE: [string, number][] = [
+  ['tokenize 1 card', 1],
+  ['tokenize 100 cards', 100],
+];
+
+const SUSTAINED = 'sustained';
+
+function startFloor(url: string): Server {
+  return start(
+    process.execPath,
+    [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/floor.ts'],
+    { DATABASE_URL: url, PORT: String(FLOOR_PORT) },
   );
 }
 
-async function main(): Promise<void> {
-  process.stdout.write(
-    `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB; node ${process.version}; ${DURATION}s per run, ${CONNECTIONS} connections\n`,
-  );
-  execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  const dbName = `vault_bench_${Date.now()}`;
-  await admin(`CREATE DATABASE "${dbName}"`);
-  const url = dbUrl(dbName);
-  const env = { DATABASE_URL: url, ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}` };
-  const rows: Row[] = [];
+/** The scenarios on the shared database (1,000,000 audit rows), service and floor alternately. */
+async function runShared(url: string, env: Record<string, string>, rows: Row[]): Promise<void> {
+  const scenarios = SHARED.filter((s) => wants(s.name));
   let service: Server | undefined;
   let floor: Server | undefined;
   let destination: Server | undefined;
-  const dataDir = mkdtempSync(join(tmpdir(), 'vault-bench-pglite-'));
   try {
     const started = await startService(env);
     service = started.server;
     const { setup } = started;
+    const svc = `http://127.0.0.1:${SERVICE_PORT}`;
     const pg = new Client({ connectionString: url });
     await pg.connect();
-    const version = (await pg.query('SHOW server_version')).rows[0].server_version as string;
-    process.stdout.write(`PostgreSQL ${version}; inserting ${fmt(LOG_ROWS)} audit log rows...\n`);
-    await pg.query(
-      // Inserted as already sealed (placeholder chain values), so that the chain job has nothing to do.
-      `INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at,
-                               seq, prev_hash, hash)
-       SELECT gen_random_uuid(), $1, NULL, 'application', 'token', gen_random_uuid()::text, 'read', 'Token read',
-              now() - interval '1 hour' - (i * interval '7 seconds'), 10000000 + i, '\\x00'::bytea, '\\x00'::bytea
-         FROM generate_series(1, ${LOG_ROWS}) AS i`,
-      [setup.tenantId],
-    );
-    await pg.query(
-      `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, ${10_000_000 + LOG_ROWS}, '\\x00'::bytea)
-       ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
-      [setup.tenantId],
-    );
-    await pg.query('ANALYZE audit_logs');
-    const deep = (
-      await pg.query(
-        `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at FROM audit_logs
-          WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC OFFSET 999000 LIMIT 1`,
-        [setup.tenantId],
-      )
-    ).rows[0] as { id: string; at: string };
-    await pg.end();
-    const cursor = Buffer.from(JSON.stringify([deep.at, deep.id])).toString('base64url');
+    let cursor: string;
+    try {
+      const version = (await pg.query('SHOW server_version')).rows[0].server_version as string;
+      process.stdout.write(`PostgreSQL ${version}; inserting ${fmt(LOG_ROWS)} audit log rows...\n`);
+      await insertAuditRows(pg, setup.tenantId, LOG_ROWS, 'backdated');
+      // Where the service signs checkpoints, they take the inserted rows up: let that finish first, so
+      // that the scenarios do not share the machine with it.
+      const caughtUp = await waitForCheckpoint(pg, setup.tenantId, svc, setup.managementKey, {
+        pollMs: 1_000,
+        timeoutMs: CATCH_UP_MS,
+        progress: (w) => process.stdout.write(`  checkpointed ${fmt(w.treeSize)} of ${fmt(w.rows)} rows\n`),
+      });
+      process.stdout.write(
+        'unavailable' in caughtUp
+          ? `checkpoints: not measured (${caughtUp.unavailable})\n`
+          : `checkpoints: ${caughtUp.caughtUp ? 'every row' : `${fmt(caughtUp.treeSize)} of ${fmt(caughtUp.rows)} rows`} in a checkpoint after ${fmt(caughtUp.seconds, 1)} s\n`,
+      );
+      const deep = (
+        await pg.query(
+          `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at FROM audit_logs
+            WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC OFFSET 999000 LIMIT 1`,
+          [setup.tenantId],
+        )
+      ).rows[0] as { id: string; at: string };
+      cursor = Buffer.from(JSON.stringify([deep.at, deep.id])).toString('base64url');
+    } finally {
+      await pg.end();
+    }
 
-    floor = start(
-      process.execPath,
-      [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/floor.ts'],
-      {
-        DATABASE_URL: url,
-        PORT: String(FLOOR_PORT),
-      },
-    );
+    floor = startFloor(url);
     await waitFor(`http://127.0.0.1:${FLOOR_PORT}/logs?tenant=${setup.tenantId}`, floor);
     const floorToken = (await (
       await fetch(`http://127.0.0.1:${FLOOR_PORT}/tokenize`, {
@@ -340,113 +554,19 @@ async function main(): Promise<void> {
     const direct = `http://127.0.0.1:${DESTINATION_PORT}`;
     await waitFor(`${direct}/ready`, destination);
 
-    const svc = `http://127.0.0.1:${SERVICE_PORT}`;
-    const fl = `http://127.0.0.1:${FLOOR_PORT}`;
-    const json = { 'Content-Type': 'application/json' };
-    const auth = { ...json, 'BT-API-KEY': setup.key };
-    const mgmt = { 'BT-API-KEY': setup.managementKey };
-    const one = JSON.stringify(card(1));
-    const hundred = JSON.stringify(Array.from({ length: 100 }, (_, i) => card(i)));
-    // Search indexes that need Liquid: evaluated in the expression worker threads, not on the event loop.
-    const indexed = JSON.stringify({
-      ...card(1),
-      search_indexes: ['{{ data.number | last4 }}', '{{ data.number | card_bin }}'],
-    });
-
-    // A payment request as a processor without a formula takes it: the card as an object, and its number.
-    const charge = (card: string, number: string) =>
-      JSON.stringify({ amount: 1299, currency: 'USD', source: card, number, description: 'bench order 1' });
-    const proxied = charge(`{{ ${setup.tokenId} }}`, `{{ ${setup.tokenId} | json: '$.number' }}`);
-    const plain = charge(JSON.stringify(card(0).data), card(0).data.number);
-    const proxyHeaders = { ...auth, 'BT-PROXY-URL': `${direct}/v1` };
-
-    const scenarios: {
-      name: string;
-      service: Omit<LoadScenario, 'connections' | 'duration'>;
-      floor?: Omit<LoadScenario, 'connections' | 'duration'>;
-      tokens: number;
-      floorTokens?: number;
-    }[] = [
-      {
-        name: 'tokenize 1 card',
-        tokens: 1,
-        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: one },
-        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: one },
-      },
-      {
-        name: 'tokenize 100 cards',
-        tokens: 100,
-        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: hundred },
-        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: hundred },
-      },
-      {
-        name: 'tokenize 1 card, 2 Liquid search indexes',
-        tokens: 1,
-        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: indexed },
-      },
-      {
-        name: 'GET /tokens/{id}',
-        tokens: 0,
-        service: { url: `${svc}/tokens/${setup.tokenId}`, method: 'GET', headers: auth },
-        floor: { url: `${fl}/tokens/${floorToken.id}`, method: 'GET', headers: {} },
-      },
-      {
-        name: 'tokenize 1 card, idempotency key',
-        tokens: 1,
-        service: { url: `${svc}/tokenize`, method: 'POST', headers: auth, body: one, idempotencyKey: true },
-        floor: { url: `${fl}/tokenize`, method: 'POST', headers: json, body: one },
-      },
-      {
-        name: 'create transaction (capture)',
-        tokens: 0,
-        service: {
-          url: `${svc}/orchestration/transactions`,
-          method: 'POST',
-          headers: auth,
-          body: JSON.stringify({
-            amount: 1299,
-            currency: 'USD',
-            connection_id: setup.connectionId,
-            token: setup.tokenId,
-            intent: 'capture',
-            payment_source: 'card_on_file',
-          }),
-        },
-      },
-      {
-        name: 'GET /logs first page',
-        tokens: 0,
-        service: { url: `${svc}/logs?size=20`, method: 'GET', headers: mgmt },
-        floor: { url: `${fl}/logs?tenant=${setup.tenantId}`, method: 'GET', headers: {} },
-      },
-      {
-        name: 'GET /logs 999,000 rows deep',
-        tokens: 0,
-        service: { url: `${svc}/logs?size=20&start=${cursor}`, method: 'GET', headers: mgmt },
-        floor: { url: `${fl}/logs?tenant=${setup.tenantId}&start=${cursor}`, method: 'GET', headers: {} },
-      },
-    ];
-    scenarios.push(
-      {
-        name: 'proxy POST, no expressions',
-        tokens: 0,
-        service: { url: `${svc}/proxy/charges`, method: 'POST', headers: proxyHeaders, body: plain },
-        floor: { url: `${direct}/v1/charges`, method: 'POST', headers: json, body: plain },
-      },
-      {
-        name: 'proxy POST, 2 card expressions',
-        tokens: 0,
-        service: { url: `${svc}/proxy/charges`, method: 'POST', headers: proxyHeaders, body: proxied },
-        floor: { url: `${direct}/v1/charges`, method: 'POST', headers: json, body: plain },
-      },
-    );
+    const context: Context = {
+      setup,
+      svc,
+      fl: `http://127.0.0.1:${FLOOR_PORT}`,
+      direct,
+      floorTokenId: floorToken.id,
+      cursor,
+    };
     for (const s of scenarios) {
-      if (ONLY && !s.name.includes(ONLY)) continue;
       process.stdout.write(`running: ${s.name}\n`);
-      const floorResult = s.floor
-        ? load(s.floor, s.name.startsWith('proxy') ? destination : floor)
-        : undefined;
-      const result = load(s.service, service);
+      const proxy = s.name.startsWith('proxy');
+      const floorResult = s.floor ? await load(s.floor(context), proxy ? destination : floor) : undefined;
+      const result = await load(s.service(context), service);
       rows.push({
         scenario: s.name,
         target: 'service (PostgreSQL)',
@@ -457,31 +577,41 @@ async function main(): Promise<void> {
       if (floorResult)
         rows.push({
           scenario: s.name,
-          target: s.name.startsWith('proxy') ? 'destination called directly' : 'floor (node:http + pg)',
+          target: proxy ? 'destination called directly' : 'floor (node:http + pg)',
           result: floorResult,
           tokensPerRequest: s.tokens,
         });
     }
-    await stop(service);
-    service = undefined;
-    if (ONLY && !'tokenize'.includes(ONLY) && !ONLY.includes('tokenize')) {
-      printTable(rows);
-      return;
-    }
+  } finally {
+    if (service) await stop(service);
+    if (floor) await stop(floor);
+    if (destination) await stop(destination);
+  }
+}
 
+/** The tokenize scenarios on the embedded PGlite database. */
+async function runPglite(encryptionKeys: string, rows: Row[]): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vault-bench-pglite-'));
+  let service: Server | undefined;
+  try {
     const embedded = await startService({
       DATABASE_URL: '',
       DATA_DIR: dataDir,
-      ENCRYPTION_KEYS: env.ENCRYPTION_KEYS,
+      ENCRYPTION_KEYS: encryptionKeys,
     });
     service = embedded.server;
-    const embeddedAuth = { ...json, 'BT-API-KEY': embedded.setup.key };
-    for (const [name, body, tokens] of [
-      ['tokenize 1 card', one, 1],
-      ['tokenize 100 cards', hundred, 100],
-    ] as const) {
+    const headers = { ...JSON_HEADERS, 'BT-API-KEY': embedded.setup.key };
+    for (const [name, tokens] of PGLITE.filter(([name]) => wants(name))) {
       process.stdout.write(`running (PGlite): ${name}\n`);
-      const result = load({ url: `${svc}/tokenize`, method: 'POST', headers: embeddedAuth, body }, service);
+      const result = await load(
+        {
+          url: `http://127.0.0.1:${SERVICE_PORT}/tokenize`,
+          method: 'POST',
+          headers,
+          bodyKind: { cards: tokens },
+        },
+        service,
+      );
       const onPostgres = rows.find((r) => r.scenario === name && r.target === 'service (PostgreSQL)');
       rows.push({
         scenario: name,
@@ -491,17 +621,180 @@ async function main(): Promise<void> {
         floor: onPostgres?.result,
       });
     }
-    process.stdout.write(
-      '\n(the PGlite rows compare with the service on PostgreSQL, not with the floor)\n\n',
-    );
-    printTable(rows);
+  } finally {
+    if (service) await stop(service);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+interface Sustained {
+  service: Measured;
+  floor: Measured;
+  /** The checkpoint lag after the load, and how long it took to reach 0 (or why it was not measured). */
+  lag: CheckpointWait | { unavailable: string };
+}
+
+/**
+ * Tokenize 100 cards for SUSTAINED_SECONDS on a database of its own: the floor first (its tables are
+ * dropped after its run, so that the service does not pay for them), then a service started on it for
+ * the purpose, so that no earlier scenario's rows count; each after SUSTAINED_WARMUP seconds of the same
+ * load, reported per 10-second window. Then the bench tenant's audit rows not yet in a checkpoint,
+ * polled every 250 ms until there are none.
+ */
+async function runSustained(): Promise<Sustained> {
+  const dbName = `vault_bench_sustained_${Date.now()}`;
+  await admin(`CREATE DATABASE "${dbName}"`);
+  const url = dbUrl(dbName);
+  let service: Server | undefined;
+  let floor: Server | undefined;
+  try {
+    const run = async (who: string, base: string, headers: Record<string, string>, server: Server) => {
+      const target: Target = { url: `${base}/tokenize`, method: 'POST', headers, bodyKind: { cards: 100 } };
+      if (SUSTAINED_WARMUP) {
+        process.stdout.write(`running: ${SUSTAINED} (${who}, ${SUSTAINED_WARMUP} s warm-up, not counted)\n`);
+        await load(target, server, SUSTAINED_WARMUP);
+      }
+      process.stdout.write(`running: ${SUSTAINED} (${who}, ${SUSTAINED_SECONDS} s)\n`);
+      return load({ ...target, windowSeconds: WINDOW_SECONDS }, server, SUSTAINED_SECONDS);
+    };
+    floor = startFloor(url);
+    await waitFor(`http://127.0.0.1:${FLOOR_PORT}/ready`, floor);
+    const floorResult = await run('floor', `http://127.0.0.1:${FLOOR_PORT}`, JSON_HEADERS, floor);
+    await stop(floor);
+    floor = undefined;
+    const pg = new Client({ connectionString: url });
+    await pg.connect();
+    try {
+      await pg.query('DROP TABLE floor_tokens, floor_cvcs, floor_audit');
+      await pg.query('CHECKPOINT').catch(() => undefined); // needs a superuser (or pg_checkpoint)
+    } finally {
+      await pg.end();
+    }
+
+    const started = await startService({
+      DATABASE_URL: url,
+      ENCRYPTION_KEYS: `v1:${randomBytes(32).toString('base64')}`,
+    });
+    service = started.server;
+    const { setup } = started;
+    const svc = `http://127.0.0.1:${SERVICE_PORT}`;
+    // Connected beforehand, so that the lag is counted the moment the load ends.
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    try {
+      const result = await run('service', svc, { ...JSON_HEADERS, 'BT-API-KEY': setup.key }, service);
+      const lag = await waitForCheckpoint(client, setup.tenantId, svc, setup.managementKey, {
+        pollMs: 250,
+        timeoutMs: LAG_WAIT_MS,
+      });
+      return { service: result, floor: floorResult, lag };
+    } finally {
+      await client.end();
+    }
   } finally {
     if (service) await stop(service);
     if (floor) await stop(floor);
-    if (destination) await stop(destination);
-    rmSync(dataDir, { recursive: true, force: true });
     await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   }
+}
+
+function printSustained(s: Sustained): void {
+  process.stdout.write(
+    `\n${SUSTAINED}: tokenize 100 cards for ${SUSTAINED_SECONDS} s on a fresh database (after ${SUSTAINED_WARMUP} s of warm-up), ${CONNECTIONS} connections, per ${WINDOW_SECONDS}-second window\n\n`,
+  );
+  const service = s.service.windows ?? [];
+  const floor = s.floor.windows ?? [];
+  const cell = (w: LoadWindow | undefined, pick: (w: LoadWindow) => string) => (w ? pick(w) : '-');
+  printMarkdown(
+    ['window', 'service req/s', 'tokens/s', 'p50 ms', 'p99 ms', 'non-2xx', 'floor req/s', 'floor p99 ms'],
+    service.map((w, i) => [
+      `${fmt(w.from)}-${fmt(w.to)} s`,
+      fmt(w.rps, 1),
+      fmt(w.rps * 100),
+      fmt(w.p50),
+      fmt(w.p99),
+      String(w.non2xx),
+      cell(floor[i], (f) => fmt(f.rps, 1)),
+      cell(floor[i], (f) => fmt(f.p99)),
+    ]),
+  );
+  const lines: string[][] = [];
+  const ratio = (windows: LoadWindow[]) =>
+    windows.length >= 2 && windows[0].rps ? windows[windows.length - 1].rps / windows[0].rps : undefined;
+  const held = ratio(service);
+  lines.push([
+    'service: last window / first window',
+    held === undefined ? '-' : `${fmt(held, 2)}x`,
+    '>= 0.90x',
+    held === undefined ? '' : verdict(held >= 0.9),
+  ]);
+  const floorHeld = ratio(floor);
+  lines.push([
+    'floor: last window / first window',
+    floorHeld === undefined ? '-' : `${fmt(floorHeld, 2)}x`,
+    '',
+    '',
+  ]);
+  lines.push([
+    'service vs floor over the run: tokens/s | p99',
+    `${fmt(rateRatio(s.service, s.floor), 2)}x | ${fmt(p99Ratio(s.service, s.floor), 2)}x`,
+    '(as tokenize 100 cards: >= 0.6x | <= 2x)',
+    '',
+  ]);
+  lines.push([
+    'non-2xx and errors (service | floor)',
+    `${failures(s.service)} | ${failures(s.floor)}`,
+    '0',
+    '',
+  ]);
+  if ('unavailable' in s.lag) {
+    lines.push(['checkpoint lag at the end', `not measured: ${s.lag.unavailable}`, '', '']);
+  } else {
+    const lag = s.lag;
+    lines.push([
+      'checkpoint lag at the end (audit rows not in a checkpoint)',
+      `${fmt(lag.lagAtStart)} of ${fmt(lag.rows)} rows`,
+      '',
+      '',
+    ]);
+    lines.push([
+      'seconds until every row was in a checkpoint',
+      lag.caughtUp
+        ? fmt(lag.seconds, 2)
+        : `> ${fmt(lag.seconds, 0)} (${fmt(lag.rows - lag.treeSize)} rows left)`,
+      '<= 10',
+      verdict(lag.caughtUp && lag.seconds <= 10),
+    ]);
+  }
+  process.stdout.write('\n');
+  printMarkdown(['measure', 'measured', 'target', ''], lines);
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(
+    `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB; node ${process.version}; ${DURATION}s per run, ${CONNECTIONS} connections\n`,
+  );
+  execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  const rows: Row[] = [];
+  const encryptionKeys = `v1:${randomBytes(32).toString('base64')}`;
+  if (SHARED.some((s) => wants(s.name))) {
+    const dbName = `vault_bench_${Date.now()}`;
+    await admin(`CREATE DATABASE "${dbName}"`);
+    try {
+      await runShared(dbUrl(dbName), { DATABASE_URL: dbUrl(dbName), ENCRYPTION_KEYS: encryptionKeys }, rows);
+    } finally {
+      await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    }
+  }
+  if (PGLITE.some(([name]) => wants(name))) await runPglite(encryptionKeys, rows);
+  if (rows.some((r) => r.target === 'service (PGlite)'))
+    process.stdout.write('\n(the PGlite rows compare with the service on PostgreSQL, not with the floor)\n');
+  if (rows.length) {
+    process.stdout.write('\n');
+    printTable(rows);
+    printTargets(rows);
+  }
+  if (wants(SUSTAINED)) printSustained(await runSustained());
 }
 
 void main().catch((error: unknown) => {
