@@ -72,9 +72,7 @@ const AUDIT_BATCH = 250_000;
  * generate_series statements of at most 250,000 rows in one transaction (every row becomes visible at
  * once, at its commit), then ANALYZEs the table. Answers when it committed (`Date.now()`).
  *
- * - `backdated` (for reads over a long log): the rows are an hour old and older, 7 seconds apart; where
- *   the table still has the hash chain's columns they are written as already sealed (placeholder values,
- *   the chain head moved past them), so that the chain job has nothing to do.
+ * - `backdated` (for reads over a long log): the rows are an hour old and older, 7 seconds apart.
  * - `appended` (for the checkpointer to take up, as if the service had just written them): only the log's
  *   own columns, dated from the transaction's start 1 µs apart, so that they follow every row already
  *   written in whatever order the log is read ((created_at, id) or the order of insertion).
@@ -85,14 +83,6 @@ export async function insertAuditRows(
   count: number,
   layout: 'backdated' | 'appended',
 ): Promise<number> {
-  const columns = new Set(
-    (
-      await client.query<{ column_name: string }>(
-        `SELECT column_name FROM information_schema.columns WHERE table_name = 'audit_logs'`,
-      )
-    ).rows.map((row) => row.column_name),
-  );
-  const sealed = layout === 'backdated' && ['seq', 'prev_hash', 'hash'].every((c) => columns.has(c));
   const createdAt =
     layout === 'backdated'
       ? `now() - interval '1 hour' - (i * interval '7 seconds')`
@@ -103,19 +93,13 @@ export async function insertAuditRows(
       const last = Math.min(count, first + AUDIT_BATCH - 1);
       await client.query(
         `INSERT INTO audit_logs (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message,
-                                 created_at${sealed ? ', seq, prev_hash, hash' : ''})
+                                 created_at)
          SELECT gen_random_uuid(), $1, NULL, 'application', 'token', gen_random_uuid()::text, 'read', 'Token read',
-                ${createdAt}${sealed ? `, 10000000 + i, '\\x00'::bytea, '\\x00'::bytea` : ''}
+                ${createdAt}
            FROM generate_series(${first}, ${last}) AS i`,
         [tenantId],
       );
     }
-    if (sealed)
-      await client.query(
-        `INSERT INTO audit_chain_heads (tenant_id, seq, hash) VALUES ($1, ${10_000_000 + count}, '\\x00'::bytea)
-         ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
-        [tenantId],
-      );
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK');
