@@ -38,11 +38,11 @@ SELECT tenant_id, size, retained_from, checkpoint_size, checkpoint_at
 
 -- AuditTreeRepository.tiles (tiles)
 SELECT level, idx, hashes FROM audit_tree_tiles
-  WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::smallint[], $3::bigint[]));
+  WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::int[], $3::bigint[]));
 
 -- AuditTreeRepository.tiles (tilesInChange)
 SELECT level, idx, hashes FROM audit_tree_tiles
-  WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::smallint[], $3::bigint[]));
+  WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::int[], $3::bigint[]));
 
 -- AuditTreeRepository.leafTiles
 SELECT level, idx, hashes FROM audit_tree_tiles
@@ -54,7 +54,7 @@ INSERT INTO audit_leaves (tenant_id, row_id, leaf_index)
 
 -- AuditTreeRepository.append
 INSERT INTO audit_tree_tiles (tenant_id, level, idx, hashes)
-  SELECT * FROM unnest($1::uuid[], $2::smallint[], $3::bigint[], $4::bytea[])
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bytea[])
   ON CONFLICT (tenant_id, level, idx) DO UPDATE SET hashes = EXCLUDED.hashes;
 
 -- AuditTreeRepository.append

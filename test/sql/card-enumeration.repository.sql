@@ -3,9 +3,12 @@ SELECT count(pg_advisory_xact_lock(72202, k))
   FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered;
 
 -- CardEnumerationRepository.findCounted
-SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
-  WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
-  GROUP BY group_digest, number_digest;
+SELECT c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine
+   FROM (SELECT DISTINCT g FROM unnest($2::bytea[]) AS g) AS wanted,
+   LATERAL (SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
+             WHERE tenant_id = $1 AND group_digest = wanted.g AND created_at > $3
+            OFFSET 0) AS c
+  GROUP BY c.group_digest, c.number_digest;
 
 -- CardEnumerationRepository.findStored
 SELECT t.id, t.type, t.containers, f.fingerprint

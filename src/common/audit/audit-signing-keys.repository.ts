@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
 import { columnsOf, insertOf, type RowOf } from '../../database/table';
 import type { Change } from '../unit-of-work/change';
-import { AuditSigningKeyEntity } from './entities/audit-tree.entities';
+import { AuditSigningKeyEntity } from './entities/audit-tree.entity';
 
 export type SigningKeyRow = RowOf<AuditSigningKeyEntity>;
 

@@ -8,7 +8,7 @@ import {
   AuditLeafEntity,
   AuditTreeEntity,
   AuditTreeTileEntity,
-} from './entities/audit-tree.entities';
+} from './entities/audit-tree.entity';
 import { AuditLogEntity } from './entities/audit-log.entity';
 import { LOG_COLUMNS, type LogColumns } from './log-object';
 import type { Tile } from './tree/tiles';
@@ -165,7 +165,7 @@ export class AuditTreeRepository {
     const [change, tenantId, keys] = args.length === 3 ? args : [undefined, ...args];
     if (!keys.length) return [];
     const sql = `SELECT level, idx, hashes FROM audit_tree_tiles
-      WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::smallint[], $3::bigint[]))`;
+      WHERE tenant_id = $1 AND (level, idx) IN (SELECT * FROM unnest($2::int[], $3::bigint[]))`;
     const params = [tenantId, keys.map((k) => k.level), keys.map((k) => k.index)];
     const rows: Pick<RowOf<AuditTreeTileEntity>, 'level' | 'idx' | 'hashes'>[] = change
       ? await change.query(sql, params)
@@ -211,7 +211,7 @@ export class AuditTreeRepository {
     );
     await change.query(
       `INSERT INTO audit_tree_tiles (${columnsOf(AuditTreeTileEntity)})
-       SELECT * FROM unnest($1::uuid[], $2::smallint[], $3::bigint[], $4::bytea[])
+       SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bytea[])
        ON CONFLICT (tenant_id, level, idx) DO UPDATE SET hashes = EXCLUDED.hashes`,
       [
         tiles.map((t) => t.tenantId),

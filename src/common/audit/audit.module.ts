@@ -21,7 +21,7 @@ import {
   AuditTreeCursorEntity,
   AuditTreeEntity,
   AuditTreeTileEntity,
-} from './entities/audit-tree.entities';
+} from './entities/audit-tree.entity';
 
 /**
  * Audit recording, shared by the HTTP application and the CLI, and the one owner of `audit_logs` and its

@@ -39,7 +39,7 @@ export class AuditTree1795000000027 implements MigrationInterface {
         ALTER COLUMN written SET NOT NULL,
         ALTER COLUMN pos SET DEFAULT nextval('audit_logs_pos_seq'),
         ALTER COLUMN pos SET NOT NULL`);
-    await q.query(`CREATE UNIQUE INDEX audit_logs_written_pos_idx ON audit_logs (written, pos)`);
+    await q.query(`CREATE INDEX audit_logs_written_pos_idx ON audit_logs (written, pos)`);
     await q.query(`DROP INDEX audit_logs_unsealed_idx`);
     await q.query(`DROP INDEX audit_logs_created_brin`);
     await q.query(`
@@ -59,7 +59,7 @@ export class AuditTree1795000000027 implements MigrationInterface {
     await q.query(`
       CREATE TABLE audit_tree_tiles (
         tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-        level smallint NOT NULL,
+        level integer NOT NULL,
         idx bigint NOT NULL,
         hashes bytea NOT NULL,
         PRIMARY KEY (tenant_id, level, idx)

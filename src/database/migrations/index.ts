@@ -25,6 +25,7 @@ import { Instances1795000000024 } from './1795000000024-Instances';
 import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliveriesNotDue';
 import { FingerprintGroups1795000000026 } from './1795000000026-FingerprintGroups';
 import { AuditTree1795000000027 } from './1795000000027-AuditTree';
+import { TokenChildrenCascade1795000000028 } from './1795000000028-TokenChildrenCascade';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   EndedDeliveriesNotDue1795000000025,
   FingerprintGroups1795000000026,
   AuditTree1795000000027,
+  TokenChildrenCascade1795000000028,
 ];

@@ -64,9 +64,16 @@ export class CardEnumerationRepository {
     countedBy: string,
   ): Promise<CountedSoFar[]> {
     const rows = await change.query<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
-      `SELECT group_digest, number_digest, bool_or(counted_by = $4) AS mine FROM card_enumeration_counts
-        WHERE tenant_id = $1 AND group_digest = ANY($2::bytea[]) AND created_at > $3
-        GROUP BY group_digest, number_digest`,
+      // One primary key range per group, whatever the planner knows of the table: on a fresh deployment,
+      // with no statistics yet, a plain `group_digest = ANY(...)` (or this lateral join, flattened) was
+      // planned as a scan of every row of the tenant, slower with each card counted. `OFFSET 0` keeps the
+      // subquery a lookup per group.
+      `SELECT c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine
+         FROM (SELECT DISTINCT g FROM unnest($2::bytea[]) AS g) AS wanted,
+         LATERAL (SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
+                   WHERE tenant_id = $1 AND group_digest = wanted.g AND created_at > $3
+                  OFFSET 0) AS c
+        GROUP BY c.group_digest, c.number_digest`,
       [tenantId, groups, since, countedBy],
     );
     return rows.map((row) => ({ group: row.group_digest, number: row.number_digest, mine: row.mine }));

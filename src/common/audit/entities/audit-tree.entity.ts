@@ -27,7 +27,7 @@ export class AuditTreeTileEntity {
   @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
   tenantId: string;
 
-  @PrimaryColumn({ type: 'smallint' })
+  @PrimaryColumn({ type: 'integer' })
   level: number;
 
   /** A bigint, as text. */
