@@ -293,6 +293,22 @@ describe('token vault', () => {
         created.body.id,
       ]);
       expect(rows[0].n).toBe(0);
+      // Its search indexes go with it too (a statement trigger, migration 28), and another token's stay.
+      const indexed = await tokenize({
+        type: 'token',
+        data: 'findable',
+        search_indexes: ['{{ data }}'],
+      }).expect(201);
+      const kept = await tokenize({ type: 'token', data: 'findable', search_indexes: ['{{ data }}'] }).expect(
+        201,
+      );
+      const indexes = async (id: string) =>
+        (await db.query('SELECT count(*)::int AS n FROM token_search_indexes WHERE token_id = $1', [id]))[0]
+          .n;
+      expect(await indexes(indexed.body.id)).toBe(1);
+      await request(t.http).delete(`/tokens/${indexed.body.id}`).set('BT-API-KEY', pvt).expect(204);
+      expect(await indexes(indexed.body.id)).toBe(0);
+      expect(await indexes(kept.body.id)).toBe(1);
     });
 
     it('treats expired tokens as deleted and purges them with the job', async () => {
