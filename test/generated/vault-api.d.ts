@@ -383,6 +383,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/logs/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The latest signed checkpoint of the tenant's audit log
+         * @description The audit log is a Merkle tree (RFC 9162) whose leaves are the logs as `GET /logs` shows them (RFC 8785 canonical JSON). Keep the `note`: a later consistency proof shows the log still holds what it signed. 404 `no_checkpoint` before the first.
+         */
+        get: operations["getLogCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/logs/checkpoint/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The keys that sign checkpoints, old ones too */
+        get: operations["listLogCheckpointKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/logs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** That an earlier checkpointed tree is a prefix of a later one (RFC 9162 consistency proof) */
+        get: operations["getLogConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/logs/{id}/proof": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * That a log is in a checkpointed tree (RFC 9162 inclusion proof)
+         * @description 409 `not_yet_checkpointed` (with `Retry-After`) for a log not in a checkpoint yet; it is within two checkpoint periods of being written.
+         */
+        get: operations["getLogProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orchestration/connection_formulas": {
         parameters: {
             query?: never;
@@ -1090,6 +1164,42 @@ export interface components {
             /** @example token */
             value: string;
         };
+        CheckpointDto: {
+            /** @description `<host>/audit/<tenant_id>`: the log this checkpoint is of. */
+            origin: string;
+            /** @description How many log rows (leaves) the tree it signs has. */
+            tree_size: number;
+            /** @description The tree's root hash (RFC 9162), standard padded base64. */
+            root_hash: string;
+            created_at: string;
+            /** @description The whole signed note (C2SP tlog-checkpoint signed with Ed25519 as a C2SP signed-note), byte for byte. */
+            note: string;
+        };
+        SigningKeyDto: {
+            /** @description `<host>/audit`. */
+            name: string;
+            /** @description The signed-note key hash, 8 hex digits. */
+            key_id: string;
+            /** @description The Ed25519 public key, base64 of its 32 bytes. */
+            public_key: string;
+            /** @description In the signed-note verifier format: `<name>+<key_id>+<base64 of 0x01 and the public key>`. */
+            verifier_key: string;
+            created_at: string;
+        };
+        ConsistencyProofDto: {
+            first: number;
+            second: number;
+            /** @description Each hash base64. */
+            consistency_path: string[];
+        };
+        LogProofDto: {
+            /** @description The row, as `GET /logs` shows it: its canonical JSON (RFC 8785) is the leaf. */
+            log: components["schemas"]["LogDto"];
+            leaf_index: number;
+            tree_size: number;
+            /** @description The audit path, leaf to root, each hash base64. */
+            inclusion_path: string[];
+        };
         FormulaFieldDto: {
             key: string;
             display_name: string;
@@ -1385,7 +1495,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -1451,7 +1561,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -3694,6 +3804,263 @@ export interface operations {
             };
             /** @description The key may not do this. Requires the permission log:read. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getLogCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission log:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listLogCheckpointKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeyDto"][];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission log:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getLogConsistencyProof: {
+        parameters: {
+            query: {
+                /** @description The smaller checkpointed tree size (at least 1). */
+                first: number;
+                /** @description The larger checkpointed tree size. */
+                second: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsistencyProofDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission log:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getLogProof: {
+        parameters: {
+            query?: {
+                /** @description A checkpointed tree size that includes the row; the latest checkpoint's by default. */
+                tree_size?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogProofDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission log:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
