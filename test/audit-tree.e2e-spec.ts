@@ -219,6 +219,31 @@ describe('the audit log as a verifiable tree', () => {
     await expectProven(oldest, first, tenant.managementKey, await rootOf(first));
   });
 
+  it('appends rows while writes go on without a pause (transactions start between its reads)', async () => {
+    const size = async () =>
+      Number(
+        (await db.query('SELECT size FROM audit_trees WHERE tenant_id = $1', [tenant.tenantId]))[0]?.size ??
+          0,
+      );
+    const before = await size();
+    let writing = true;
+    const writers = Array.from({ length: 6 }, async () => {
+      while (writing) await write(1);
+    });
+    try {
+      let grew = 0;
+      for (let i = 0; i < 10 && grew < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        await t.app.get(AuditCheckpointer).run();
+        if ((await size()) > before) grew++;
+      }
+      expect(await size()).toBeGreaterThan(before);
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
+  });
+
   it('answers 404 no_checkpoint before the first checkpoint, and 409 with Retry-After for a row not in one yet', async () => {
     await withCheckpointsHeld(async () => {
       const fresh = await newTenant(t, 'not yet');

@@ -9,10 +9,15 @@ WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x)
     UNION ALL
     SELECT transaction::text::bigint FROM pg_prepared_xacts WHERE database = current_database()
   )
-  -- A running transaction's 32-bit id, in the 64-bit ids of pg_current_xact_id(): below the next one.
-  SELECT least(next.x, min((next.x >> 32 << 32) + r.xid
-                           - CASE WHEN r.xid > (next.x & 4294967295) THEN 4294967296 ELSE 0 END))::text AS horizon
-    FROM next LEFT JOIN running AS r ON true
+  -- A running transaction's 32-bit id, as a 64-bit id of pg_current_xact_id(): the one nearest the next
+  -- id (live ids are never 2^31 apart). One that started after this statement's snapshot is above it.
+  SELECT least(next.x, min(next.x + d.d))::text AS horizon
+    FROM next
+    LEFT JOIN running AS r ON true
+    LEFT JOIN LATERAL (SELECT r.xid - (next.x & 4294967295) AS raw) AS raw ON true
+    LEFT JOIN LATERAL (SELECT CASE WHEN raw.raw > 2147483648 THEN raw.raw - 4294967296
+                                   WHEN raw.raw < -2147483648 THEN raw.raw + 4294967296
+                                   ELSE raw.raw END AS d) AS d ON true
    GROUP BY next.x;
 
 -- AuditTreeRepository.rowsToAppend
