@@ -173,6 +173,7 @@ async function load(scenario: Target, server?: Server, duration = DURATION): Pro
 
 interface Setup {
   key: string;
+  createOnly: string;
   managementKey: string;
   tenantId: string;
   tokenId: string;
@@ -209,6 +210,15 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     ],
   });
   const key = app.key as string;
+  // A key that creates tokens but reads none: its tokenize is one statement (no card enumeration guard,
+  // which only keys that receive fingerprints go through).
+  const createOnly = (
+    await api(base, managementKey, 'POST', '/applications', {
+      name: 'bench, create only',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+  ).key as string;
   const tokenId = (await api(base, key, 'POST', '/tokenize', card(0))).id as string;
   const connection = await api(base, key, 'POST', '/orchestration/connections', {
     connection_formula_id: 'stripe-card',
@@ -223,7 +233,10 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     if (got.status === 'available') break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { server, setup: { key, managementKey, tenantId, tokenId, connectionId: connection.id as string } };
+  return {
+    server,
+    setup: { key, createOnly, managementKey, tenantId, tokenId, connectionId: connection.id as string },
+  };
 }
 
 interface Row {
@@ -372,6 +385,26 @@ const SHARED: {
       url: `${c.fl}/tokenize`,
       method: 'POST',
       headers: JSON_HEADERS,
+      bodyKind: { cards: 100 },
+    }),
+  },
+  {
+    name: 'tokenize 1 card, a key that reads no token',
+    tokens: 1,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'BT-API-KEY': c.setup.createOnly },
+      bodyKind: { cards: 1 },
+    }),
+  },
+  {
+    name: 'tokenize 100 cards, a key that reads no token',
+    tokens: 100,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'BT-API-KEY': c.setup.createOnly },
       bodyKind: { cards: 100 },
     }),
   },
