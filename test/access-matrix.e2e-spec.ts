@@ -4,7 +4,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { Clock } from '../src/common/jobs/clock';
+import { waitFor } from './support/wait';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { newConnection } from './support/orchestration';
 
@@ -89,6 +91,10 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   authorizeSession: [],
   listLogs: ['log:read'],
   listLogEntityTypes: ['log:read'],
+  getLogCheckpoint: ['log:read'],
+  listLogCheckpointKeys: ['log:read'],
+  getLogProof: ['log:read'],
+  getLogConsistencyProof: ['log:read'],
   listConnectionFormulas: ['orchestration:connection_formulas'],
   createConnection: ['orchestration:connections:create'],
   listConnections: ['orchestration:connections:update'],
@@ -258,6 +264,10 @@ interface Refs {
   proxyId: string;
   webhookId: string;
   deliveryId: string;
+  /** Tenant A's oldest audit log row, and two sizes of its checkpoints. */
+  logId: string;
+  firstSize: number;
+  secondSize: number;
 }
 
 /** Orchestration resources of tenant A: a card token, an available connection, an authorized payment. */
@@ -394,7 +404,8 @@ function callersFor(op: Operation): Caller[] {
     callers.push(
       ...others.map(({ kind, what, key }) => ({
         name: `tenant B ${kind} key ${what} (its own list shows nothing of tenant A)`,
-        expected: 200,
+        // The consistency of tenant A's checkpoint sizes: not sizes of tenant B's log.
+        expected: op.id === 'getLogConsistencyProof' ? 400 : 200,
         key,
         cross: 'list' as const,
       })),
@@ -488,7 +499,9 @@ function fillPath(path: string, r: Refs): string {
             ? r.proxyId
             : path.startsWith('/webhooks/')
               ? r.webhookId
-              : undefined;
+              : path.startsWith('/logs/')
+                ? r.logId
+                : undefined;
   const filled = path
     .replace('{keyId}', r.keyId)
     .replace('{deliveryId}', r.deliveryId)
@@ -497,6 +510,8 @@ function fillPath(path: string, r: Refs): string {
       return id;
     });
   if (filled.includes('{')) throw new Error(`unfilled path parameter in ${path}`);
+  // Two sizes of tenant A's checkpoints (another tenant's log has other sizes: a 400 for it).
+  if (path === '/logs/consistency') return `${filled}?first=${r.firstSize}&second=${r.secondSize}`;
   return filled;
 }
 
@@ -752,6 +767,35 @@ describe('access matrix: every keyed operation × every caller that must be refu
     resource(deliveryId, 'webhook delivery id');
     ids.set(eventId, "tenant A's webhook event id");
 
+    // The audit log: tenant A's oldest row in two of its checkpoints (a period apart on the service's
+    // clock), and a checkpoint of tenant B's log.
+    const checkpointSizes = async (tenantId: string): Promise<number[]> =>
+      (
+        await db.query<{ tree_size: string }[]>(
+          'SELECT tree_size FROM audit_checkpoints WHERE tenant_id = $1 ORDER BY tree_size',
+          [tenantId],
+        )
+      ).map((c) => Number(c.tree_size));
+    const checkpointed = async (tenantId: string, count: number) =>
+      waitFor(
+        async () => {
+          t.app.get(Clock).advance(6_000);
+          await t.app.get(AuditCheckpointer).run();
+          return (await checkpointSizes(tenantId)).length >= count;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, what: `${count} checkpoint(s) of ${tenantId}` },
+      );
+    await checkpointed(tenantA.tenantId, 1);
+    await call('post', '/tokens', aFull.private.key, { type: 'token', data: 'audit matrix' }).expect(201);
+    await checkpointed(tenantA.tenantId, 2);
+    await checkpointed(tenantB.tenantId, 1);
+    const [oldestLog] = await db.query<{ id: string }[]>(
+      'SELECT id FROM audit_logs WHERE tenant_id = $1 ORDER BY written, pos LIMIT 1',
+      [tenantA.tenantId],
+    );
+    resource(oldestLog.id, 'audit log id');
+    const [firstSize, secondSize] = await checkpointSizes(tenantA.tenantId);
+
     w = {
       a: {
         tenantId: tenantA.tenantId,
@@ -774,6 +818,9 @@ describe('access matrix: every keyed operation × every caller that must be refu
           proxyId: proxy.body.id,
           webhookId: webhook.body.id,
           deliveryId,
+          logId: oldestLog.id,
+          firstSize,
+          secondSize,
         },
         capturedTransactionId: captured,
         scoped: {

@@ -699,6 +699,7 @@ describe('Basis Theory Node SDK against the service', () => {
         'application:created',
         'application:updated',
         'application:deleted',
+        'audit:checkpoint',
       ]);
       await expect(mgmt.webhooks.ping()).resolves.toBeUndefined();
       await expect(pub.webhooks.ping()).resolves.toBeUndefined();
