@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliError } from './cli/admin-client';
 import { CliModule } from './cli/cli.module';
-import { ConfigError, loadConfig, misspelledVariables } from './config/app-config';
+import { ConfigError, loadConfig } from './config/app-config';
+import { misspelledVariables } from './config/misspelled-variables';
 
 type RunOptions = Extract<Parameters<typeof CommandFactory.run>[1], { helpConfiguration?: unknown }>;
 type Help = NonNullable<RunOptions['helpConfiguration']>;

@@ -5,7 +5,8 @@ import { setFlagsFromString } from 'node:v8';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from './app.setup';
 import { stdoutStream } from './common/context/logging';
-import { AppConfig, loadConfig, misspelledVariables } from './config/app-config';
+import { AppConfig, loadConfig } from './config/app-config';
+import { misspelledVariables } from './config/misspelled-variables';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
 import { describeStartupFailure, failureDetails, StartupFailure } from './startup-failure';
 

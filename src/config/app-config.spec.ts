@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, misspelledVariables } from './app-config';
+import { ConfigError, loadConfig } from './app-config';
+import { misspelledVariables } from './misspelled-variables';
 
 describe('loadConfig', () => {
   it('applies defaults', () => {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { EntityType, Operation } from './audit.types';
+import { LOG_COLUMNS } from './log-object';
 import { AuditLogEntity } from './entities/audit-log.entity';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
@@ -39,18 +40,8 @@ export interface LogRecord {
   cursorAt: string;
 }
 
-/** What a log shows of an audit row (its token type and place in the chain stay inside). */
-const SHOWN = [
-  'id',
-  'tenant_id',
-  'actor_id',
-  'actor_type',
-  'entity_type',
-  'entity_id',
-  'operation',
-  'message',
-  'created_at',
-] as const satisfies ColumnOf<AuditLogEntity>[];
+/** What a log shows of an audit row (its token type and place in the tree stay inside). */
+const SHOWN = LOG_COLUMNS satisfies readonly ColumnOf<AuditLogEntity>[];
 
 type LogRow = Pick<RowOf<AuditLogEntity>, (typeof SHOWN)[number]> & { cursor_at: string };
 
