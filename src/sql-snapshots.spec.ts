@@ -126,15 +126,16 @@ const ORIGIN: Origin = {
  */
 class RecordingChange extends Change {
   constructor() {
-    super(ORIGIN, 'transaction', dataSource.createQueryRunner().manager);
+    const manager = dataSource.createQueryRunner().manager;
+    super(ORIGIN, 'transaction', manager, (sql, params) => manager.query(sql, params));
   }
 
   override async write(build: PieceBuilder, options: PieceOptions = {}): Promise<void> {
     const batch = new WriteBatch();
     batch.add(build, options);
     await batch.run(async (sql) => {
-      recorder.statements.push(sql);
-      return [{}];
+      const { rows } = recorder.query(sql);
+      return rows.length ? rows : [{}];
     });
   }
 }

@@ -2,7 +2,7 @@
 SELECT count(pg_advisory_xact_lock(72201, k))
   FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered;
 
--- TokensRepository.insert (answered)
+-- TokensRepository.insert (named)
 WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at)
                 SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM jsonb_to_recordset($1::jsonb) AS r(id varchar, tenant_id uuid, type varchar, data bytea, mask jsonb, card_brand varchar, card_bin varchar, fingerprint varchar, fingerprint_groups bytea[], fingerprint_expression text, metadata jsonb, search_indexes text[], containers text[], expires_at timestamptz, created_by uuid, created_at timestamptz, modified_by uuid, modified_at timestamptz)
                 ON CONFLICT DO NOTHING RETURNING tenant_id, id),

@@ -44,7 +44,7 @@ export class FakeUnitOfWork {
       throw new Error('a service spec reaches the database through a repository fake, never the change');
     };
     const manager = new Proxy({}, { get: refuse }) as EntityManager;
-    const change = new Change(origin, mode, mode === 'transaction' ? manager : undefined);
+    const change = new Change(origin, mode, mode === 'transaction' ? manager : undefined, refuse);
     try {
       const value = await work(change);
       this.committed.push(change);

@@ -14,7 +14,7 @@ class RecordingRunner {
     tick?: Tick,
   ): Promise<T | undefined> {
     this.runs.push({ name, lockKey, ...(tick ? { tick } : {}) });
-    return work(new Change({}, 'statement', undefined));
+    return work(new Change({}, 'statement', undefined, () => Promise.reject(new Error('no database'))));
   }
 }
 

@@ -5,7 +5,11 @@ import { PieceBuilder, PieceOptions, WriteBatch } from './write-batch';
 
 /**
  * How a change reaches the database.
- * - `transaction`: BEGIN ... COMMIT; the work may read, lock and write (`query`, `manager`).
+ * - `transaction`: BEGIN ... COMMIT; the work may read, lock and write (`query`, `manager`). Its
+ *   `write`s are gathered as in a one-statement change and sent as one statement when the work next reads
+ *   through `query` (so it reads its own writes) or as it ends, with the audit rows, events and
+ *   idempotency record: a transaction that locks, reads and then writes is BEGIN, its reads, one write
+ *   and COMMIT.
  * - `statement`: every write of the change, with its audit rows, events and idempotency record, is sent
  *   as one statement of data-modifying CTEs once the work has returned (atomic without BEGIN and COMMIT,
  *   one round trip). The work reads nothing from the database through the change; it only `write`s.
@@ -82,42 +86,67 @@ export class Change implements Queryable {
   readonly events: OutboxEvent[] = [];
   /** @internal the runner's */
   readonly committed: (() => void)[] = [];
-  /** @internal the runner's: the writes of a `statement` change, sent once its work has returned. */
-  readonly batch?: WriteBatch;
+  /** The writes gathered and not yet sent. */
+  private pending = new WriteBatch();
 
+  /**
+   * @param transaction the transaction's entity manager (a `transaction` change); none for a `statement`
+   * @param send how SQL reaches the database: the transaction's connection, or the pool for the one
+   *   statement; `prepared` for the change's writes (see `UnitOfWork`), not for its reads
+   */
   constructor(
     readonly origin: Origin,
     readonly mode: ChangeMode,
     private readonly transaction: EntityManager | undefined,
-  ) {
-    if (mode === 'statement') this.batch = new WriteBatch();
-  }
+    private readonly send: (sql: string, params: unknown[], prepared: boolean) => Promise<unknown[]>,
+  ) {}
 
   get actor(): AuditActor {
     if (!this.origin.actor) throw new Error('a change without an actor records no audit rows');
     return this.origin.actor;
   }
 
-  /** The transaction's entity manager; a `statement` change has none. */
+  /**
+   * The transaction's entity manager; a `statement` change has none. Refused while writes are pending:
+   * what it ran would not see them (read through `query`, which sends them first).
+   */
   get manager(): EntityManager {
     if (!this.transaction) throw new Error('a one-statement change reads nothing and has no entity manager');
+    if (this.pending.size)
+      throw new Error(
+        'this change has writes not sent yet: read through change.query, which sends them first',
+      );
     return this.transaction;
   }
 
-  /** Runs SQL in the change's transaction; a `statement` change refuses (it only `write`s). */
-  query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return this.manager.query<T[]>(sql, params);
+  /**
+   * Runs SQL in the change's transaction, after the writes gathered so far (so it sees them); a
+   * `statement` change refuses (it only `write`s).
+   */
+  async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+    if (!this.transaction) throw new Error('a one-statement change reads nothing and has no entity manager');
+    await this.flush();
+    return (await this.send(sql, params, false)) as T[];
   }
 
   /**
-   * A write whose answer nothing needs before the change ends: in a `statement` change it joins the one
-   * statement (`then` gets its result once that has run); in a `transaction` it runs now. Where its
-   * `refuse` condition holds, the write fails, and the whole change with it, with the error `refused` makes.
+   * A write whose answer nothing needs before the change ends: it joins the statement that sends the
+   * change's writes (as it ends, or, in a `transaction`, before its next `query`); `then` gets its result
+   * once that has run, and may throw to fail the change (a `transaction` only: a one-statement change has
+   * committed by then). Where its `refuse` condition holds, the write fails, and the whole change with it,
+   * with the error `refused` makes.
    */
   async write(build: PieceBuilder, options: PieceOptions = {}): Promise<void> {
-    if (this.batch) return this.batch.add(build, options);
-    const value = await WriteBatch.runOne((sql, params) => this.query(sql, params), build, options.refused);
-    options.then?.(value);
+    this.pending.add(build, options);
+    return Promise.resolve();
+  }
+
+  /** @internal the runner's (and `query`'s): sends the writes gathered so far as one statement. */
+  async flush(): Promise<void> {
+    if (!this.pending.size) return;
+    const batch = this.pending;
+    this.pending = new WriteBatch();
+    await batch.run((sql, params) => this.send(sql, params, true));
   }
 
   /** Adds audit rows, written with the change (as its actor). */

@@ -1,7 +1,7 @@
 import { Global, Injectable, Module } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import type { Pool } from 'pg';
-import { DataSource } from 'typeorm';
+import type { Pool, PoolClient } from 'pg';
+import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
 import { AuditTrail } from '../audit/audit-trail.service';
 import { EventOutbox } from '../events/event-outbox';
 import { Change, Origin, Queryable } from './change';
@@ -49,9 +49,12 @@ export class UnitOfWork {
   async transaction<T>(origin: Origin, work: (change: Change) => Promise<T>): Promise<T> {
     let change: Change | undefined;
     const result = await this.dataSource.transaction(async (manager) => {
-      change = new Change(origin, 'transaction', manager);
+      change = new Change(origin, 'transaction', manager, (sql, params, prepare) =>
+        this.inTransaction(manager, sql, params, prepare),
+      );
       const value = await work(change);
       await this.complete(change, value);
+      await change.flush();
       return value;
     });
     for (const fn of change!.committed) fn();
@@ -59,10 +62,12 @@ export class UnitOfWork {
   }
 
   async statement<T>(origin: Origin, work: (change: Change) => Promise<T>): Promise<T> {
-    const change = new Change(origin, 'statement', undefined);
+    const change = new Change(origin, 'statement', undefined, (sql, params) =>
+      this.oneStatement(sql, params),
+    );
     const value = await work(change);
     await this.complete(change, value);
-    await change.batch!.run((sql, params) => this.oneStatement(sql, params));
+    await change.flush();
     for (const fn of change.committed) fn();
     return value;
   }
@@ -83,10 +88,47 @@ export class UnitOfWork {
     const pool = (this.dataSource.driver as { master?: Pool }).master;
     if (!prepared || !pool || params.length > PREPARED_MAX_PARAMS)
       return this.dataSource.query<Record<string, unknown>[]>(sql, params);
-    const name = `one_${createHash('sha256').update(sql).digest('base64url').slice(0, 40)}`;
-    return (await pool.query<Record<string, unknown>>({ name, text: sql, values: params })).rows;
+    return (
+      await pool.query<Record<string, unknown>>({ name: statementName(sql), text: sql, values: params })
+    ).rows;
+  }
+
+  /**
+   * SQL in a change's transaction. Its writes (`prepare`: the one statement of data-modifying CTEs it
+   * sends before COMMIT) are prepared as a one-statement change's are, on the transaction's connection;
+   * its reads are planned afresh each time: a prepared read's plan, chosen once while a table was small
+   * (an index scan of all a tenant's tokens, filtered), would be kept as the table grows, where a fresh
+   * plan follows its size. Answers what TypeORM's `query` answers (rows; `[rows, count]` for UPDATE and
+   * DELETE) and fails as it fails (`QueryFailedError` around pg's error), so repositories cannot tell
+   * the two apart.
+   */
+  private async inTransaction(
+    manager: EntityManager,
+    sql: string,
+    params: unknown[],
+    prepare: boolean,
+  ): Promise<unknown[]> {
+    const client = (manager.queryRunner as { databaseConnection?: PoolClient } | undefined)
+      ?.databaseConnection;
+    const pool = (this.dataSource.driver as { master?: Pool }).master;
+    if (!prepare || !prepared || !pool || !client || params.length > PREPARED_MAX_PARAMS)
+      return manager.query<unknown[]>(sql, params);
+    try {
+      const raw = await client.query<Record<string, unknown>>({
+        name: statementName(sql),
+        text: sql,
+        values: params,
+      });
+      return raw.command === 'UPDATE' || raw.command === 'DELETE' ? [raw.rows, raw.rowCount] : raw.rows;
+    } catch (error) {
+      throw new QueryFailedError(sql, params, error as Error);
+    }
   }
 }
+
+/** A prepared statement's name, from its text: one text has one name on every connection. */
+const statementName = (sql: string): string =>
+  `one_${createHash('sha256').update(sql).digest('base64url').slice(0, 40)}`;
 
 /** The runner, for every module (the HTTP application and the command line). */
 @Global()

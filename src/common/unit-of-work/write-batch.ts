@@ -42,7 +42,8 @@ export interface ChangeWrites {
   afterCommit(fn: () => void): void;
 }
 
-type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
+/** How a batch's statement reaches the database. */
+export type Query = (sql: string, params: unknown[]) => Promise<unknown[]>;
 
 /**
  * Writes gathered into one SQL statement of data-modifying CTEs. PostgreSQL runs a statement atomically,
@@ -80,10 +81,10 @@ export class WriteBatch {
     const results = this.pieces.map(({ piece }, i) => `${piece.result ?? 'NULL'} AS r${i}`);
     let row: Record<string, unknown>;
     try {
-      [row] = await query(
+      [row] = (await query(
         `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}SELECT ${results.join(', ')}`,
         this.values,
-      );
+      )) as Record<string, unknown>[];
     } catch (error) {
       throw this.refusal(error) ?? error;
     }

@@ -77,12 +77,13 @@ export interface NewTokens {
 }
 
 /**
- * How an insert meets an id already taken, chosen by the caller. `answered`: the token is skipped and the
- * insert answers the ids it wrote, so that the caller names the taken one (a transaction: the answer
- * comes before anything commits). `{ refused }`: the whole change fails with that error (a one-statement
- * change, whose answers come only once it has run, and whose ids are generated: none is ever taken).
+ * How an insert meets an id already taken, chosen by the caller; the whole change fails either way.
+ * `{ named }`: with the error it makes for the first id taken (a transaction: the insert's answer comes
+ * when the change's writes are sent, before anything commits). `{ refused }`: with that error, naming
+ * none (a one-statement change, which has committed once it answers, and whose ids are generated: none
+ * is ever taken).
  */
-export type TakenIds = 'answered' | { refused: () => Error };
+export type TakenIds = { named: (id: string) => Error } | { refused: () => Error };
 
 /** Not expired at `now` (an expired token is deleted for every purpose, purged or not). */
 const live = (now: Date) => Or(IsNull(), MoreThan(now));
@@ -226,18 +227,18 @@ export class TokensRepository {
    * statement. Answers the ids inserted when `answered`, else undefined.
    */
   @GenerateSql(
-    { name: 'answered', change: true, params: [EXAMPLE_NEW_TOKENS, 'answered'] },
+    {
+      name: 'named',
+      change: true,
+      params: [EXAMPLE_NEW_TOKENS, { named: () => new Error('taken') }],
+      answers: [[{ r0: [EXAMPLE_TOKEN] }]],
+    },
     { name: 'refused', change: true, params: [EXAMPLE_NEW_TOKENS, { refused: () => new Error('taken') }] },
   )
-  async insert(
-    change: Change,
-    { tokens, digests, cvcs }: NewTokens,
-    taken: TakenIds,
-  ): Promise<Set<string> | undefined> {
-    if (taken === 'answered' && change.mode === 'statement')
-      throw new Error('a one-statement change cannot answer the ids it inserts before it has run');
-    if (!tokens.length) return taken === 'answered' ? new Set<string>() : undefined;
-    let inserted = new Set<string>();
+  async insert(change: Change, { tokens, digests, cvcs }: NewTokens, taken: TakenIds): Promise<void> {
+    if ('named' in taken && change.mode === 'statement')
+      throw new Error('a one-statement change has committed before it could name a taken id');
+    if (!tokens.length) return;
     await change.write(
       ({ p, name, refuse }) => {
         const [t, s, c] = ['tokens', 'indexes', 'cvcs'].map(name);
@@ -284,16 +285,21 @@ export class TokensRepository {
               JOIN ${t} ON ${t}.tenant_id = v.tenant_id AND ${t}.id = v.token_id)`);
         }
         const result =
-          taken === 'answered'
+          'named' in taken
             ? `(SELECT array_agg(id) FROM ${t})`
             : refuse(`(SELECT count(*) FROM ${t}) < ${p.add(tokens.length)}::int`);
         return { ctes, result };
       },
-      taken === 'answered'
-        ? { then: (ids) => (inserted = new Set((ids as string[] | null) ?? [])) }
+      'named' in taken
+        ? {
+            then: (ids) => {
+              const inserted = new Set((ids as string[] | null) ?? []);
+              const first = tokens.find((token) => !inserted.has(token.id));
+              if (first) throw taken.named(first.id);
+            },
+          }
         : { refused: taken.refused },
     );
-    return taken === 'answered' ? inserted : undefined;
   }
 
   /**

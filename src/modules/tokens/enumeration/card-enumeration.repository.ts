@@ -80,30 +80,67 @@ export class CardEnumerationRepository {
   }
 
   /**
-   * Live tokens holding these fingerprints, as access rules see them, whose fingerprint was counted (one
-   * made by an uncounted caller and never read would spare the number it holds): at most 20 per fingerprint (a
-   * vault may hold a test card a million times; one the caller may read is enough, and missing one only
-   * counts a number it could have been spared).
+   * What a tokenize weighs, in one statement (one round trip, under the groups' locks taken by the
+   * statement before: a statement that took them itself would read a snapshot taken before it held them):
+   * - `counted`: as `findCounted`;
+   * - `stored`: live tokens holding these fingerprints, as access rules see them, whose fingerprint was
+   *   counted (one made by an uncounted caller and never read would spare the number it holds): at most
+   *   20 per fingerprint (a vault may hold a test card a million times; one the caller may read is enough,
+   *   and missing one only counts a number it could have been spared).
    */
-  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, ['fp1'], EXAMPLE_NOW] })
-  async findStored(
+  @GenerateSql({
+    change: true,
+    params: [EXAMPLE_TENANT, [EXAMPLE_GROUP], EXAMPLE_NOW, EXAMPLE_COUNTER, ['fp1'], EXAMPLE_NOW],
+  })
+  async findCountedAndStored(
     change: Change,
     tenantId: string,
+    groups: Buffer[],
+    since: Date,
+    countedBy: string,
     fingerprints: string[],
     now: Date,
-  ): Promise<StoredToken[]> {
-    return change.query<StoredToken>(
-      `SELECT t.id, t.type, t.containers, f.fingerprint
-         FROM unnest($2::text[]) AS f(fingerprint),
+  ): Promise<{ counted: CountedSoFar[]; stored: StoredToken[] }> {
+    type Row = Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean | null } & {
+      [K in keyof StoredToken]: StoredToken[K] | null;
+    };
+    const rows = await change.query<Row>(
+      `SELECT c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine,
+              NULL::varchar AS id, NULL::varchar AS type, NULL::text[] AS containers, NULL::varchar AS fingerprint
+         FROM (SELECT DISTINCT g FROM unnest($2::bytea[]) AS g) AS wanted,
+         LATERAL (SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
+                   WHERE tenant_id = $1 AND group_digest = wanted.g AND created_at > $3
+                  OFFSET 0) AS c
+        GROUP BY c.group_digest, c.number_digest
+       UNION ALL
+       SELECT NULL, NULL, NULL, t.id, t.type, t.containers, f.fingerprint
+         FROM unnest($5::text[]) AS f(fingerprint),
          LATERAL (SELECT id, type, containers FROM tokens
                    WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND fingerprint_groups IS NULL
-                     AND (expires_at IS NULL OR expires_at > $3)
+                     AND (expires_at IS NULL OR expires_at > $6)
                    LIMIT 20) AS t`,
-      [tenantId, fingerprints, now],
+      [tenantId, groups, since, countedBy, fingerprints, now],
     );
+    const counted: CountedSoFar[] = [];
+    const stored: StoredToken[] = [];
+    for (const row of rows) {
+      if (row.id === null)
+        counted.push({ group: row.group_digest, number: row.number_digest, mine: row.mine === true });
+      else
+        stored.push({
+          id: row.id,
+          type: row.type!,
+          containers: row.containers!,
+          fingerprint: row.fingerprint!,
+        });
+    }
+    return { counted, stored };
   }
 
-  /** Records numbers as counted at `now` (a row counted earlier, past the window, starts again). */
+  /**
+   * Records numbers as counted at `now` (a row counted earlier, past the window, starts again): a write
+   * of the change, sent with its others (the tokens it counts them for), under the groups' locks.
+   */
   @GenerateSql({
     change: true,
     params: [
@@ -114,12 +151,15 @@ export class CardEnumerationRepository {
   })
   async insert(change: Change, tenantId: string, rows: CountedRow[], now: Date): Promise<void> {
     if (!rows.length) return;
-    await change.query(
-      `INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
-       SELECT $1, g, n, c, $5 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[]) AS r(g, n, c)
-       ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at`,
-      [tenantId, rows.map((r) => r.group), rows.map((r) => r.number), rows.map((r) => r.countedBy), now],
-    );
+    await change.write(({ p, name }) => ({
+      ctes: [
+        `${name('counted')} AS (INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
+       SELECT ${p.add(tenantId)}::uuid, g, n, c, ${p.add(now)}::timestamptz
+         FROM unnest(${p.add(rows.map((r) => r.group))}::bytea[], ${p.add(rows.map((r) => r.number))}::bytea[],
+                     ${p.add(rows.map((r) => r.countedBy))}::uuid[]) AS r(g, n, c)
+       ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at)`,
+      ],
+    }));
   }
 
   /** Marks these tokens' fingerprints counted: reads show them from now on without counting again. */

@@ -49,9 +49,9 @@ function newGuard(limit = 10, stored: { fingerprint: string; containers: string[
       calls.push('counted');
       return [];
     },
-    findStored: async () => {
-      calls.push('stored');
-      return stored.map((s, i) => ({ id: `tok_${i}`, type: 'card', ...s }));
+    findCountedAndStored: async () => {
+      calls.push('counted and stored');
+      return { counted: [], stored: stored.map((s, i) => ({ id: `tok_${i}`, type: 'card', ...s })) };
     },
     insert: async (_change: Change, _tenant: string, rows: CountedRow[]) => {
       calls.push('insert');
@@ -68,7 +68,9 @@ function newGuard(limit = 10, stored: { fingerprint: string; containers: string[
     { now: () => NOW } as Clock,
   );
   // The caller's change, as the tokenize's transaction hands it (the fake repository ignores it).
-  const change = new Change({ actor: who }, 'transaction', undefined);
+  const change = new Change({ actor: who }, 'transaction', undefined, () =>
+    Promise.reject(new Error('no database')),
+  );
   return { guard, change, work, calls, inserted, refusals: () => refusals };
 }
 
@@ -76,7 +78,7 @@ describe('CardEnumerationGuard', () => {
   it('locks the groups before it reads the count, then records the numbers', async () => {
     const s = newGuard();
     await s.guard.count(s.change, who, KEYS, group(10), NOW);
-    expect(s.calls).toEqual(['lock', 'counted', 'stored', 'insert']);
+    expect(s.calls).toEqual(['lock', 'counted and stored', 'insert']);
     expect(s.inserted).toHaveLength(10);
   });
 

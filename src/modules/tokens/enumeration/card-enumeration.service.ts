@@ -72,11 +72,14 @@ export class CardEnumerationGuard {
     await this.counts.lockGroups(change, who.tenantId, groups);
     const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
     const countedBy = who.sessionId ?? who.applicationId;
-    const existing = await this.counts.findCounted(change, who.tenantId, groups, since, countedBy);
-    // Numbers stored in a token this caller may read are no news to it: they do not count.
-    const stored = await this.counts.findStored(
+    // What was counted, and the numbers stored in a token this caller may read: no news to it, they do
+    // not count.
+    const { counted: existing, stored } = await this.counts.findCountedAndStored(
       change,
       who.tenantId,
+      groups,
+      since,
+      countedBy,
       wanted.map((w) => w.fingerprint),
       now,
     );

@@ -90,12 +90,11 @@ class FakeTokens {
     }
   }
 
-  async insert(change: Change, rows: NewTokens, taken: TakenIds): Promise<Set<string> | undefined> {
+  async insert(change: Change, rows: NewTokens, taken: TakenIds): Promise<void> {
     this.inserts.push({ mode: change.mode, taken, rows });
-    const fresh = rows.tokens.filter((token) => !this.rows.has(token.id));
-    if (taken !== 'answered' && fresh.length < rows.tokens.length) throw taken.refused();
-    for (const token of fresh) this.rows.set(token.id, token);
-    return taken === 'answered' ? new Set(fresh.map((token) => token.id)) : undefined;
+    const first = rows.tokens.find((token) => this.rows.has(token.id));
+    if (first) throw 'named' in taken ? taken.named(first.id) : taken.refused();
+    for (const token of rows.tokens) this.rows.set(token.id, token);
   }
 }
 
@@ -139,7 +138,7 @@ describe('TokenizeService', () => {
     };
     expect(s.work.committed.map((change) => change.mode)).toEqual(['statement']);
     expect(s.tokens.inserts).toHaveLength(1);
-    expect(s.tokens.inserts[0].taken).not.toBe('answered');
+    expect(s.tokens.inserts[0].taken).toHaveProperty('refused');
     expect(s.work.audit).toEqual([
       {
         entityType: 'token',
@@ -229,7 +228,7 @@ describe('TokenizeService', () => {
     await s.service.createOne(origin(), { type: 'token', data: 'a', id: 'given-1' });
     expect(s.work.committed.map((change) => change.mode)).toEqual(['transaction']);
     expect(s.tokens.purged).toEqual([['given-1']]);
-    expect(s.tokens.inserts[0].taken).toBe('answered');
+    expect(s.tokens.inserts[0].taken).toHaveProperty('named');
   });
 
   it('a given id already taken is a 409 naming it, and the change rolls back with its audit rows', async () => {

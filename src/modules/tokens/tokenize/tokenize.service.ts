@@ -332,16 +332,18 @@ export class TokenizeService {
           : [],
       ),
     };
-    if (change.mode === 'statement') {
-      await this.tokens.insert(change, rows, {
-        refused: () =>
-          new TokensException(TokensErrorCode.Conflict, 'A token with one of these ids already exists.'),
-      });
-      return;
-    }
-    const inserted = await this.tokens.insert(change, rows, 'answered');
-    const taken = fresh.find(({ row }) => !inserted?.has(row.id));
-    if (taken)
-      throw new TokensException(TokensErrorCode.Conflict, `A token with id ${taken.row.id} already exists.`);
+    await this.tokens.insert(
+      change,
+      rows,
+      change.mode === 'statement'
+        ? {
+            refused: () =>
+              new TokensException(TokensErrorCode.Conflict, 'A token with one of these ids already exists.'),
+          }
+        : {
+            named: (id) =>
+              new TokensException(TokensErrorCode.Conflict, `A token with id ${id} already exists.`),
+          },
+    );
   }
 }
