@@ -32,6 +32,9 @@ WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_bran
                 JOIN tokens_0 ON tokens_0.tenant_id = v.tenant_id AND tokens_0.id = v.token_id)
   SELECT (CASE WHEN (SELECT count(*) FROM tokens_0) < $4::int THEN refuse_write($5::text) END) AS r0;
 
+-- TokensRepository.purgeExpired
+DELETE FROM tokens WHERE tenant_id = $1 AND id = ANY($2::varchar[]) AND expires_at <= $3;
+
 -- TokensRepository.replaceSearchIndexes
 DELETE FROM "token_search_indexes" WHERE ("tenant_id" = $1 AND "token_id" = $2);
 

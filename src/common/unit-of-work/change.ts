@@ -141,7 +141,10 @@ export class Change implements Queryable {
     return Promise.resolve();
   }
 
-  /** @internal the runner's (and `query`'s): sends the writes gathered so far as one statement. */
+  /**
+   * Sends the writes gathered so far as one statement (the runner does as the change ends, `query`
+   * before it reads); a service that hands its change on to code using `manager` sends them first.
+   */
   async flush(): Promise<void> {
     if (!this.pending.size) return;
     const batch = this.pending;

@@ -145,6 +145,9 @@ export class CardEnumerationGuard {
       );
       await this.counts.insert(change, who.tenantId, decision.rows, now);
       await this.counts.markCounted(change, who.tenantId, [...decision.shown]);
+      // Sent now (when nothing was marked, the counts are still gathered): the caller's change may go on
+      // through its entity manager, which refuses while writes are pending.
+      await change.flush();
       // A read that withheld fingerprints: one `refuse` audit row (no number, no token named) and the metric.
       if (decision.shown.size < pending.length) {
         change.audit(refusal('Fingerprint withheld from a read: card enumeration suspected'));
