@@ -100,8 +100,10 @@ SELECT tenant_id, tree_size, root_hash, key_id, note, created_at
   ORDER BY tree_size;
 
 -- AuditTreeRepository.rowWithLeaf
-SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.entity_type, a.entity_id, a.operation, a.message, a.created_at, a.written, a.pos, a.seq, l.leaf_index FROM audit_logs AS a
+SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.entity_type, a.entity_id, a.operation, a.message, a.created_at, a.written, a.pos, a.seq, l.leaf_index, c.tree_size AS checkpoint_size FROM audit_logs AS a
    LEFT JOIN audit_leaves AS l ON l.tenant_id = a.tenant_id AND l.row_id = a.id
+   LEFT JOIN LATERAL (SELECT tree_size FROM audit_checkpoints
+                       WHERE tenant_id = a.tenant_id ORDER BY tree_size DESC LIMIT 1) AS c ON true
   WHERE a.tenant_id = $1 AND a.id = $2;
 
 -- AuditTreeRepository.appendedRows (appendedRows)

@@ -297,19 +297,29 @@ export class AuditTreeRepository {
     return rows.map(checkpoint);
   }
 
-  /** A tenant's row and its leaf index (null while not appended); undefined when there is no such row. */
+  /**
+   * A tenant's row and its leaf index (null while not appended), with the size of the tenant's latest
+   * checkpoint (null before the first), in one round trip; undefined when there is no such row.
+   */
   @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_ROW] })
   async rowWithLeaf(
     tenantId: string,
     rowId: string,
-  ): Promise<{ row: LogColumns; leafIndex: number | null } | undefined> {
-    const rows: (TreeRow & { leaf_index: string | null })[] = await this.dataSource.query(
-      `SELECT ${ROW_COLUMNS}, l.leaf_index FROM audit_logs AS a
-         LEFT JOIN audit_leaves AS l ON l.tenant_id = a.tenant_id AND l.row_id = a.id
-        WHERE a.tenant_id = $1 AND a.id = $2`,
-      [tenantId, rowId],
-    );
-    return rows.map((r) => ({ row: r, leafIndex: r.leaf_index === null ? null : Number(r.leaf_index) }))[0];
+  ): Promise<{ row: LogColumns; leafIndex: number | null; checkpointSize: number | null } | undefined> {
+    const rows: (TreeRow & { leaf_index: string | null; checkpoint_size: string | null })[] =
+      await this.dataSource.query(
+        `SELECT ${ROW_COLUMNS}, l.leaf_index, c.tree_size AS checkpoint_size FROM audit_logs AS a
+           LEFT JOIN audit_leaves AS l ON l.tenant_id = a.tenant_id AND l.row_id = a.id
+           LEFT JOIN LATERAL (SELECT tree_size FROM audit_checkpoints
+                               WHERE tenant_id = a.tenant_id ORDER BY tree_size DESC LIMIT 1) AS c ON true
+          WHERE a.tenant_id = $1 AND a.id = $2`,
+        [tenantId, rowId],
+      );
+    return rows.map((r) => ({
+      row: r,
+      leafIndex: r.leaf_index === null ? null : Number(r.leaf_index),
+      checkpointSize: r.checkpoint_size === null ? null : Number(r.checkpoint_size),
+    }))[0];
   }
 
   /** Appended rows after `after` in the leaf order, of every tenant or one (verification walks them). */

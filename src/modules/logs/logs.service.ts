@@ -103,7 +103,7 @@ export class LogsService implements OnModuleInit {
   async proof(who: Principal, id: string, query: ProofQueryDto): Promise<LogProofDto> {
     const found = UUID.test(id) ? await this.trees.rowWithLeaf(who.tenantId, id.toLowerCase()) : undefined;
     if (!found) throw new LogsException(LogsErrorCode.NotFound, 'No log with this id.');
-    const latest = await this.trees.checkpoint(who.tenantId);
+    const latest = found.checkpointSize;
     const index = found.leafIndex;
     const notYet = () =>
       new LogsException(
@@ -117,7 +117,7 @@ export class LogsService implements OnModuleInit {
       if (!(await this.trees.checkpoint(who.tenantId, query.tree_size)))
         throw ValidationException.field('tree_size', 'must be the size of a checkpoint of this log');
       if (index === null || index >= query.tree_size) {
-        if (index === null || !latest || index >= latest.treeSize) throw notYet();
+        if (index === null || latest === null || index >= latest) throw notYet();
         throw ValidationException.field(
           'tree_size',
           `must include this log (leaf ${index}): at least ${index + 1}`,
@@ -125,8 +125,8 @@ export class LogsService implements OnModuleInit {
       }
       size = query.tree_size;
     } else {
-      if (index === null || !latest || index >= latest.treeSize) throw notYet();
-      size = latest.treeSize;
+      if (index === null || latest === null || index >= latest) throw notYet();
+      size = latest;
     }
     const path = await this.proofs.inclusion(who.tenantId, index, size);
     return {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { consistencyPath, inclusionPath, leafHash, rangeHash, rootHash, TreeFrontier } from './merkle';
-import { TileNeeds, TileSet } from './tiles';
+import { ExpandedTile, TileNeeds, TileSet } from './tiles';
 
 // The independent implementation: the standalone verifier tenants run (examples/verify-audit).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -103,6 +103,54 @@ describe('the tree from stored tiles, checked by the independent verifier', () =
       );
       expect(independent.verifyInclusion(all[i], i, 1000, path, root)).toBe(true);
     }
+  });
+
+  it('with tiles expanded (as the proof server keeps them), proofs are the same and verify', () => {
+    const n = 256 * 3 + 77;
+    const all = leaves(n);
+    const tiles = grown(all, [300]);
+    const root = rootHash(tiles, n);
+    const served = (work: (source: TileSet) => unknown): TileSet => {
+      const kept: { level: number; index: number; tile: ExpandedTile }[] = [];
+      for (const { level, index, entries } of TileNeeds.of(work as never)) {
+        const tile = tiles.changedTiles().find((t) => t.level === level && t.index === index)!;
+        expect(tile.hashes.length).toBeGreaterThanOrEqual(entries * 32);
+        kept.push({ level, index, tile: new ExpandedTile(tile.hashes) });
+      }
+      return new TileSet([], kept);
+    };
+    for (let i = 0; i < n; i += 5) {
+      const path = inclusionPath(
+        served((s) => inclusionPath(s, i, n)),
+        i,
+        n,
+      );
+      expect(path).toEqual(inclusionPath(tiles, i, n));
+      expect(independent.verifyInclusion(all[i], i, n, path, root)).toBe(true);
+    }
+    for (let m = 1; m < n; m += 11) {
+      const path = consistencyPath(
+        served((s) => consistencyPath(s, m, n)),
+        m,
+        n,
+      );
+      expect(path).toEqual(consistencyPath(tiles, m, n));
+    }
+    // Every subtree root inside a full tile, looked up, is the one hashed from its entries.
+    const tile = tiles.changedTiles().find((t) => t.level === 0 && t.index === 1)!;
+    const expanded = new ExpandedTile(tile.hashes);
+    for (let count = 1; count <= 256; count *= 2)
+      for (let first = 0; first < 256; first += count)
+        expect(expanded.root(first, count)).toEqual(rangeHash(tiles, 256 + first, 256 + first + count));
+    // A partial tile (the right edge: 77 leaves) gives the complete subtrees it holds, and no others.
+    const edge = new ExpandedTile(tiles.changedTiles().find((t) => t.level === 0 && t.index === 3)!.hashes);
+    expect(edge.entries).toBe(77);
+    for (let count = 1; count <= 64; count *= 2)
+      for (let first = 0; first + count <= 77; first += count)
+        expect(edge.root(first, count)).toEqual(rangeHash(tiles, 768 + first, 768 + first + count));
+    expect(() => edge.root(64, 16)).toThrow(/not in the tile/);
+    expect(() => edge.root(0, 128)).toThrow(/not in the tile/);
+    expect(() => new ExpandedTile(Buffer.alloc(31))).toThrow(/1 to 256/);
   });
 
   it("keeps 256 hashes per tile and adds a full tile's root to the level above", () => {

@@ -44,22 +44,65 @@ function subtreeRoot(tile: Buffer, first: number, count: number): Buffer {
   return Buffer.from(hashes[0]);
 }
 
-/** The tiles whose hashes `work` reads: run once against this to learn what to load, then for real. */
+/**
+ * A tile with the hash of every complete subtree inside it, computed once: `levels[h]` holds the roots
+ * over each aligned run of `2^h` entries, concatenated (a full tile: its 255 inner nodes). A tile's entries
+ * never change, it only grows at its end, so a proof server keeps these: a proof through them hashes
+ * nothing, and one whose tree needs no more entries than a kept tile holds reads nothing either.
+ */
+export class ExpandedTile {
+  private readonly levels: Buffer[];
+  /** How many entries (hashes) the tile held when it was expanded. */
+  readonly entries: number;
+
+  constructor(readonly hashes: Buffer) {
+    if (!hashes.length || hashes.length % HASH || hashes.length > TILE_WIDTH * HASH)
+      throw new Error('a tile holds 1 to 256 hashes');
+    this.entries = hashes.length / HASH;
+    this.levels = [hashes];
+    for (let below = hashes; below.length >= 2 * HASH;) {
+      const pairs = Math.floor(below.length / HASH / 2);
+      const up = Buffer.alloc(pairs * HASH);
+      for (let i = 0; i < pairs; i++)
+        nodeHash(
+          below.subarray(2 * i * HASH, (2 * i + 1) * HASH),
+          below.subarray((2 * i + 1) * HASH, (2 * i + 2) * HASH),
+        ).copy(up, i * HASH);
+      this.levels.push(up);
+      below = up;
+    }
+  }
+
+  /** The root of the complete subtree over `count` (a power of two) entries from `first` (a multiple of it). */
+  root(first: number, count: number): Buffer {
+    const level = this.levels[Math.log2(count)];
+    const at = (first / count) * HASH;
+    if (!level || at + HASH > level.length)
+      throw new Error(`entries ${first}..${first + count - 1} are not in the tile`);
+    return Buffer.from(level.subarray(at, at + HASH));
+  }
+}
+
+/**
+ * The tiles whose hashes `work` reads, and how many entries of each it reads at most: run once against
+ * this to learn what to load, then for real.
+ */
 export class TileNeeds implements NodeSource {
-  readonly keys = new Set<TileKey>();
+  readonly keys = new Map<TileKey, number>();
   private static readonly ZERO = Buffer.alloc(HASH);
 
   node(level: number, index: number): Buffer {
-    this.keys.add(locate(level, index).tile);
+    const at = locate(level, index);
+    this.keys.set(at.tile, Math.max(this.keys.get(at.tile) ?? 0, at.first + at.count));
     return TileNeeds.ZERO;
   }
 
-  static of(work: (source: NodeSource) => unknown): { level: number; index: number }[] {
+  static of(work: (source: NodeSource) => unknown): { level: number; index: number; entries: number }[] {
     const needs = new TileNeeds();
     work(needs);
-    return [...needs.keys].map((key) => {
+    return [...needs.keys].map(([key, entries]) => {
       const [level, index] = key.split('/').map(Number);
-      return { level, index };
+      return { level, index, entries };
     });
   }
 }
@@ -67,11 +110,17 @@ export class TileNeeds implements NodeSource {
 /** Tiles in memory, read as a node source, and grown by appending leaf hashes at the right edge. */
 export class TileSet implements NodeSource {
   private readonly tiles = new Map<TileKey, Buffer>();
+  private readonly expanded = new Map<TileKey, ExpandedTile>();
   /** Tiles changed by `append`, to be stored. */
   readonly changed = new Set<TileKey>();
 
-  constructor(tiles: Tile[] = []) {
+  /** `expanded`: tiles whose inner hashes are known, for reading (a proof's; never appended to). */
+  constructor(tiles: Tile[] = [], expanded: (Omit<Tile, 'hashes'> & { tile: ExpandedTile })[] = []) {
     for (const tile of tiles) this.tiles.set(tileKey(tile.level, tile.index), tile.hashes);
+    for (const { level, index, tile } of expanded) {
+      this.tiles.set(tileKey(level, index), tile.hashes);
+      this.expanded.set(tileKey(level, index), tile);
+    }
   }
 
   has(level: number, index: number): boolean {
@@ -87,7 +136,8 @@ export class TileSet implements NodeSource {
     const tile = this.tiles.get(at.tile);
     if (!tile || tile.length < (at.first + at.count) * HASH)
       throw new Error(`tree hash ${level}/${index} is not stored (tile ${at.tile})`);
-    return subtreeRoot(tile, at.first, at.count);
+    const expanded = this.expanded.get(at.tile);
+    return expanded ? expanded.root(at.first, at.count) : subtreeRoot(tile, at.first, at.count);
   }
 
   /** The entry count of tile level `t` in a tree of `size` leaves (complete subtrees of height 8t). */
