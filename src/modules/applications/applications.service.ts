@@ -18,6 +18,7 @@ import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination'
 import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
+import { applicationDto, keyDto } from './application-answer';
 import { ApplicationKeyResolver } from './application-key.resolver';
 import { ApplicationsRepository, KeySummary } from './applications.repository';
 import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application.dto';
@@ -68,32 +69,6 @@ function assertHolds(who: Principal, needed: string[], doing: string): void {
       ApplicationsErrorCode.Forbidden,
       `${doing} needs the caller to hold ${missing.join(', ')} itself.`,
     );
-}
-
-function keyDto(key: KeySummary, clear?: string): ApiKeyDto {
-  return {
-    id: key.id,
-    ...(clear ? { key: clear } : {}),
-    created_by: key.createdBy,
-    created_at: key.createdAt.toISOString(),
-  };
-}
-
-export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearKey?: string): ApplicationDto {
-  return {
-    id: app.id,
-    tenant_id: app.tenantId,
-    name: app.name,
-    type: app.type,
-    permissions: app.permissions,
-    rules: app.rules ?? [],
-    ...(clearKey ? { key: clearKey } : {}),
-    keys,
-    created_by: app.createdBy,
-    created_at: app.createdAt.toISOString(),
-    modified_by: app.modifiedBy,
-    modified_at: app.modifiedAt?.toISOString() ?? null,
-  };
 }
 
 /**
