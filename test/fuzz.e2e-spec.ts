@@ -5,6 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { fuzzedExpression } from './support/fuzzed-expressions';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 
 /**
@@ -115,146 +116,6 @@ const weirdString = fc.oneof(
   ),
   fc.integer({ min: 200, max: 20_000 }).map((n) => 'x'.repeat(n)),
 );
-
-/** Liquid's filters, Basis Theory's, the ones the service removes, and some that do not exist. */
-const FILTER_NAMES = [
-  'append',
-  'prepend',
-  'replace',
-  'replace_first',
-  'remove',
-  'split',
-  'join',
-  'slice',
-  'truncate',
-  'upcase',
-  'downcase',
-  'capitalize',
-  'strip',
-  'strip_html',
-  'escape',
-  'url_encode',
-  'base64_encode',
-  'base64_decode',
-  'sha256',
-  'hmac_sha256',
-  'size',
-  'first',
-  'last',
-  'reverse',
-  'sort',
-  'sort_natural',
-  'uniq',
-  'map',
-  'where',
-  'concat',
-  'push',
-  'compact',
-  'times',
-  'divided_by',
-  'plus',
-  'minus',
-  'modulo',
-  'date',
-  'default',
-  'json',
-  'jsonify',
-  'inspect',
-  'array_to_sentence_string',
-  'truncatewords',
-  'number_of_words',
-  'stringify',
-  'json_stringify',
-  'last4',
-  'reveal_last',
-  'card_bin',
-  'pad_left',
-  'pad_right',
-  'to_string',
-  'to_number',
-  'to_boolean',
-  'where_exp',
-  'group_by_exp',
-  'sample',
-  'nope',
-  'raw',
-];
-const expressionArgument = fc.oneof(
-  { weight: 3, arbitrary: fc.integer({ min: -1e9, max: 1e9 }).map(String) },
-  { weight: 3, arbitrary: fc.string({ maxLength: 12 }).map((text) => JSON.stringify(text)) },
-  { weight: 1, arbitrary: fc.integer({ min: 100, max: 900 }).map((n) => `"${'x'.repeat(n)}"`) },
-  {
-    weight: 3,
-    arbitrary: fc.constantFrom(
-      'data',
-      'data.number',
-      '(1..100000000)',
-      '(1..5)',
-      'nil',
-      'true',
-      'data[data.number]',
-    ),
-  },
-);
-const filterCall = fc
-  .tuple(fc.constantFrom(...FILTER_NAMES), fc.array(expressionArgument, { maxLength: 3 }))
-  .map(([name, args]) => (args.length ? `${name}: ${args.join(', ')}` : name));
-const outputTag = fc
-  .tuple(
-    fc.constantFrom(
-      'data',
-      'data.number',
-      'data.cvc',
-      'data[data.number]',
-      'data.nope',
-      '"lit"',
-      '(1..100000)',
-      'nil',
-    ),
-    fc.array(filterCall, { maxLength: 8 }),
-    fc.boolean(),
-  )
-  .map(([value, filters, trim]) =>
-    trim ? `{{- ${[value, ...filters].join(' | ')} -}}` : `{{ ${[value, ...filters].join(' | ')} }}`,
-  );
-const liquidTag = fc.constantFrom(
-  '{% assign x = data.number %}{{ x }}',
-  '{% for i in (1..100000) %}{{ i }}{% endfor %}',
-  '{% capture s %}xx{% endcapture %}{% for i in (1..26) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}{{ s }}',
-  '{% raw %}{{ data }}{% endraw %}',
-  '{% liquid echo data.number %}',
-  '{%- if data -%}1{%- endif -%}',
-  '{% include "/etc/passwd" %}',
-  '{% comment %}',
-  '{% increment n %}',
-);
-const fuzzedExpression = fc
-  .array(
-    fc.oneof(
-      { weight: 6, arbitrary: outputTag },
-      { weight: 1, arbitrary: liquidTag },
-      {
-        weight: 2,
-        arbitrary: fc.oneof(
-          { weight: 4, arbitrary: fc.string({ maxLength: 20 }) },
-          { weight: 1, arbitrary: fc.integer({ min: 200, max: 1100 }).map((n) => 'y'.repeat(n)) },
-        ),
-      },
-      {
-        weight: 1,
-        arbitrary: fc.constantFrom(
-          '{{',
-          '}}',
-          '{{ {{ data }} }}',
-          '{%',
-          '{{ data | }}',
-          '{{ data | join: }}',
-        ),
-      },
-    ),
-    { minLength: 1, maxLength: 4 },
-  )
-  .map((parts) => parts.join(''));
 
 /** Values the fuzzed expressions run over, which no response or log line may ever contain. */
 const FUZZ_CARD = '4000056655665556';
@@ -505,7 +366,7 @@ describe('fuzzing every route', () => {
     );
   });
 
-  it('random expressions (tags, filters, nesting, long literals): no 5xx, no data, the event loop never held', async () => {
+  it('random expressions (tags, filters, nesting, long literals): no 5xx, no data, nothing written by a refusal', async () => {
     const pub = await newApplication(t, tenant.managementKey, {
       type: 'public',
       permissions: ['token:create', 'token:update'],
@@ -579,9 +440,9 @@ describe('fuzzing every route', () => {
     const logs = t.logs.join('\n');
     expect(logs).not.toContain(FUZZ_CARD);
     expect(logs).not.toContain(FUZZ_SECRET);
-    expect(heldMs).toBeLessThan(100);
-    // Each case is bounded by the evaluator: 250 ms of worker time, plus the hard time-out's grace.
-    expect(slowest.ms).toBeLessThan(1_000);
+    // The event loop and the slowest case are reported here, not asserted: this process also runs the
+    // client, its row counts and their garbage, beside another Jest worker. The timing tier
+    // (test/timing/expressions.timing-spec.ts) asserts both for the same generator, alone on the machine.
     expect(statuses[201] ?? 0).toBeGreaterThan(0);
   });
 });

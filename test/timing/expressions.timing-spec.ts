@@ -1,5 +1,7 @@
 import { expectProblem, TestApp } from '../support/app';
+import fc from 'fast-check';
 import { measureLoop, tokenize, scene } from '../support/attacker';
+import { fuzzedExpression } from '../support/fuzzed-expressions';
 
 /**
  * Abuse class: expressions, the cases that measure the event loop and the heap while hostile expressions
@@ -54,5 +56,36 @@ describe('abuse: expressions hold the event loop briefly', () => {
     );
     expect(measured.result.status).toBe(400);
     expect(measured.maxBlockMs).toBeLessThan(100);
+  });
+
+  it('random expressions (the fuzz generator) never hold the event loop for 100 ms, nor a request for 1 s', async () => {
+    // The generator of test/fuzz.e2e-spec.ts, on a seed of its own; each case is measured around its
+    // request alone. Each is bounded by the evaluator: 250 ms of worker time, plus the hard time-out's grace.
+    const CARD = { number: '4000056655665556', expiration_month: 12, expiration_year: 2031, cvc: '123' };
+    const expressions = fc.sample(fuzzedExpression, { numRuns: 1000, seed: 20261126 });
+    let held = { ms: 0, expression: '' };
+    let slowest = { ms: 0, expression: '' };
+    const statuses: Record<number, number> = {};
+    for (const [i, expression] of expressions.entries()) {
+      const element =
+        i % 2 === 0
+          ? { type: 'card', data: CARD, search_indexes: [expression] }
+          : {
+              type: 'token',
+              data: { secret: 'x'.repeat(i % 500), number: CARD.number },
+              fingerprint_expression: expression,
+            };
+      const measured = await measureLoop(() => tokenize(t, pub, element));
+      statuses[measured.result.status] = (statuses[measured.result.status] ?? 0) + 1;
+      expect(measured.result.status).toBeLessThan(500);
+      if (measured.maxBlockMs > held.ms) held = { ms: measured.maxBlockMs, expression };
+      if (measured.elapsedMs > slowest.ms) slowest = { ms: measured.elapsedMs, expression };
+    }
+    process.stdout.write(
+      `1000 random expressions: statuses ${JSON.stringify(statuses)}, loop held at most ${held.ms.toFixed(1)} ms ` +
+        `(${JSON.stringify(held.expression).slice(0, 100)}), slowest ${slowest.ms.toFixed(1)} ms (${JSON.stringify(slowest.expression).slice(0, 100)})\n`,
+    );
+    expect(held.ms).toBeLessThan(100);
+    expect(slowest.ms).toBeLessThan(1_000);
   });
 });
