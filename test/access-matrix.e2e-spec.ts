@@ -49,6 +49,8 @@ const CATALOG: Record<string, Kind[]> = {
   'orchestration:transactions:read': ['private'],
   'orchestration:transaction:capture': ['private'],
   'orchestration:transaction:refund': ['private'],
+  'orchestration:flows:read': ['private', 'management'],
+  'orchestration:flows:update': ['private', 'management'],
   'proxy:create': ['management'],
   'proxy:read': ['management'],
   'proxy:update': ['management'],
@@ -108,6 +110,12 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   voidTransaction: ['token:use'],
   createRefund: ['orchestration:transaction:refund'],
   listRefunds: ['orchestration:transactions:read'],
+  listFlowRules: ['orchestration:flows:read'],
+  getFlowRule: ['orchestration:flows:read'],
+  createFlowRule: ['orchestration:flows:update'],
+  updateFlowRule: ['orchestration:flows:update'],
+  deleteFlowRule: ['orchestration:flows:update'],
+  evaluateFlow: ['orchestration:flows:read'],
   createProxy: ['proxy:create'],
   listProxies: ['proxy:read'],
   getProxy: ['proxy:read'],
@@ -264,6 +272,8 @@ interface Refs {
   proxyId: string;
   webhookId: string;
   deliveryId: string;
+  /** A route-transaction rule of tenant A (it matches only JPY: no payment of this file uses it). */
+  ruleId: string;
   /** Tenant A's oldest audit log row, and two sizes of its checkpoints. */
   logId: string;
   firstSize: number;
@@ -391,7 +401,8 @@ function callersFor(op: Operation): Caller[] {
         ]
       : []),
   ];
-  if (op.path.includes('{')) {
+  // A path addressing a resource (`{action}` names a kind of rule, not a resource of tenant A).
+  if (op.path.replace('{action}', '').includes('{')) {
     callers.push(
       ...others.map(({ kind, what, key }) => ({
         name: `tenant B ${kind} key ${what}, on tenant A's resource`,
@@ -472,6 +483,16 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       return {};
     case 'createRefund':
       return { amount: 100 };
+    case 'createFlowRule':
+    case 'updateFlowRule':
+      return {
+        description: 'access matrix rule',
+        conditions: [{ name: 'currency', operator: 'is_one_of', value: ['JPY'] }],
+        outcome: { type: 'list', result: [r.connectionId] },
+        position: 1,
+      };
+    case 'evaluateFlow':
+      return { amount: 1299, currency: 'USD', token: r.tokenId };
     case 'createProxy':
     case 'updateProxy':
       return { name: 'access matrix proxy', destination_url: PROXY_DESTINATION };
@@ -501,8 +522,11 @@ function fillPath(path: string, r: Refs): string {
               ? r.webhookId
               : path.startsWith('/logs/')
                 ? r.logId
-                : undefined;
+                : path.startsWith('/orchestration/flows/')
+                  ? r.ruleId
+                  : undefined;
   const filled = path
+    .replace('{action}', 'route-transaction')
     .replace('{keyId}', r.keyId)
     .replace('{deliveryId}', r.deliveryId)
     .replace('{id}', () => {
@@ -746,6 +770,13 @@ describe('access matrix: every keyed operation × every caller that must be refu
       destination_url: PROXY_DESTINATION,
     }).expect(201);
     resource(proxy.body.id, 'proxy id');
+    const rule = await call(
+      'post',
+      '/orchestration/flows/card-transaction/actions/route-transaction/rules',
+      aFull.private.key,
+      bodyFor('createFlowRule', { connectionId: main.connectionId } as Refs),
+    ).expect(201);
+    resource(rule.body.id, 'rule id');
     ids.set(proxy.body.key, "tenant A's proxy key");
     const webhook = await call('post', '/webhooks', aFull.management.key, WEBHOOK_BODY).expect(201);
     resource(webhook.body.id, 'webhook id');
@@ -818,6 +849,7 @@ describe('access matrix: every keyed operation × every caller that must be refu
           proxyId: proxy.body.id,
           webhookId: webhook.body.id,
           deliveryId,
+          ruleId: rule.body.id,
           logId: oldestLog.id,
           firstSize,
           secondSize,
@@ -911,17 +943,19 @@ describe('access matrix: every keyed operation × every caller that must be refu
         ? [[`/tokens/${r.tokenId}`, pvt]]
         : path.startsWith('/orchestration/connections/')
           ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
-          : path.startsWith('/proxies/')
-            ? [[`/proxies/${r.proxyId}`, mgt]]
-            : path.startsWith('/webhooks/')
-              ? [
-                  [`/webhooks/${r.webhookId}`, mgt],
-                  [`/webhooks/${r.webhookId}/deliveries`, mgt],
-                ]
-              : [
-                  [`/orchestration/transactions/${r.transactionId}`, pvt],
-                  [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
-                ];
+          : path.startsWith('/orchestration/flows/')
+            ? [[`/orchestration/flows/card-transaction/actions/route-transaction/rules/${r.ruleId}`, pvt]]
+            : path.startsWith('/proxies/')
+              ? [[`/proxies/${r.proxyId}`, mgt]]
+              : path.startsWith('/webhooks/')
+                ? [
+                    [`/webhooks/${r.webhookId}`, mgt],
+                    [`/webhooks/${r.webhookId}/deliveries`, mgt],
+                  ]
+                : [
+                    [`/orchestration/transactions/${r.transactionId}`, pvt],
+                    [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
+                  ];
     return Promise.all(
       reads.map(async ([p, key]) => {
         const res = await call('get', p, key);

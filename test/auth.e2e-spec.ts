@@ -127,8 +127,8 @@ describe('API keys and permissions', () => {
         permissions: ['token:create'],
       });
       const all = await request(t.http).get('/permissions').set('BT-API-KEY', pub.key).expect(200);
-      // The catalog of docs/permissions.md: 19, plus proxy:* and webhook:*.
-      expect(all.body).toHaveLength(27);
+      // The catalog of docs/permissions.md: 19, plus proxy:*, webhook:* and orchestration:flows:*.
+      expect(all.body).toHaveLength(29);
       expect(all.body).toContainEqual({
         type: 'token:create',
         description: expect.any(String),
@@ -146,6 +146,8 @@ describe('API keys and permissions', () => {
           'application:update',
           'log:read',
           'tenant:read',
+          'orchestration:flows:read',
+          'orchestration:flows:update',
           'proxy:create',
           'proxy:read',
           'proxy:update',

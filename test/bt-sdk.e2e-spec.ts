@@ -553,6 +553,7 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Transaction', value: 'transaction' },
         { displayName: 'Proxy', value: 'proxy' },
         { displayName: 'Webhook', value: 'webhook' },
+        { displayName: 'Flow rule', value: 'flow_rule' },
       ]);
     });
 

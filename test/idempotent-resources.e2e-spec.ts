@@ -18,7 +18,7 @@ import type {
   CreateTransactionDto,
   TransactionDto,
 } from '../src/modules/orchestration/transactions/transaction.dto';
-import { TransactionsService } from '../src/modules/orchestration/transactions/transactions.service';
+import { TransactionCreationService } from '../src/modules/orchestration/transactions/transaction-creation.service';
 import {
   expectProblem,
   newApplication,
@@ -107,7 +107,7 @@ describe('idempotency: a retry after a crash answers the resource its request cr
       .get(ClsService)
       .run(async () =>
         t.app
-          .get(TransactionsService)
+          .get(TransactionCreationService)
           .create(
             { actor: principal(c), idempotency: requestClaim(scope, claim.claimId, claim.resumed) },
             body as CreateTransactionDto,
@@ -288,7 +288,7 @@ describe('idempotency: a retry after a crash answers the resource its request cr
       .get(ClsService)
       .run(async () =>
         t.app
-          .get(TransactionsService)
+          .get(TransactionCreationService)
           .create({ actor: principal(me), idempotency: requestClaim(scope, slow.claimId) }, body),
       );
     const refused: unknown = await late.catch((error: unknown) => error);

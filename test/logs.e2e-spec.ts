@@ -266,6 +266,7 @@ describe('audit logs', () => {
       { display_name: 'Transaction', value: 'transaction' },
       { display_name: 'Proxy', value: 'proxy' },
       { display_name: 'Webhook', value: 'webhook' },
+      { display_name: 'Flow rule', value: 'flow_rule' },
     ]);
   });
 

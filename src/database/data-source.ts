@@ -28,6 +28,8 @@ export const LOCK_KEYS = {
   deduplication: 72_201,
   /** First key of `pg_advisory_xact_lock(cardEnumeration, hash)`: one per tenant and card group (first 6 and last 4 digits). */
   cardEnumeration: 72_202,
+  /** First key of `pg_advisory_xact_lock(flowRules, hash)`: one per tenant and flow action (its rules' positions). */
+  flowRules: 72_203,
 } as const;
 
 /**

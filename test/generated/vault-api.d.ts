@@ -616,6 +616,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orchestration/flows/card-transaction/actions/{action}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the rules of an action, in position order (a plain array) */
+        get: operations["listFlowRules"];
+        put?: never;
+        /**
+         * Create a rule
+         * @description Without `position` the rule goes last; with `position` p it is inserted there and the rules from p on move down one. At most 100 rules per action.
+         */
+        post: operations["createFlowRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/flows/card-transaction/actions/{action}/rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a rule */
+        get: operations["getFlowRule"];
+        /**
+         * Replace a rule, and move it
+         * @description `position` is required: moving a rule renumbers the others, in one step.
+         */
+        put: operations["updateFlowRule"];
+        post?: never;
+        /** Delete a rule (the rules after it move up one) */
+        delete: operations["deleteFlowRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/flows/card-transaction/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Which connections a transaction would be tried on (a dry run)
+         * @description Takes a transaction create body without `connection_id` (the token needs `token:use`, since its scheme and BIN decide). Creates nothing and calls no vendor.
+         */
+        post: operations["evaluateFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/proxies": {
         parameters: {
             query?: never;
@@ -1134,7 +1197,7 @@ export interface components {
              */
             actor_type: "application" | "buyer" | "anonymous" | "system";
             /** @enum {string} */
-            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
+            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule";
             /** @enum {string} */
             operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal" | "refuse";
             id: string;
@@ -1300,8 +1363,12 @@ export interface components {
             };
             /** @description In the currency's smallest unit; 0 only where the connection supports zero-amount authorization. */
             amount: number;
-            /** Format: uuid */
-            connection_id: string;
+            /**
+             * Format: uuid
+             * @description The connection to pay through, alone (no routing rules, no failover). Absent: the first matching
+             *     `route-transaction` rule chooses the connections to try, in order.
+             */
+            connection_id?: string;
             /**
              * @description ISO 4217, one of the connection's accepted currencies.
              * @example USD
@@ -1319,6 +1386,12 @@ export interface components {
             metadata?: Record<string, never>;
             /** @description Required with `is_subsequent_payment`. */
             previous_scheme_transaction_id?: string;
+        };
+        ConnectionSummaryDto: {
+            id: string;
+            connection_formula_id: string;
+            display_name: string;
+            method: string;
         };
         PaymentMethodDto: {
             /** @enum {string} */
@@ -1345,12 +1418,6 @@ export interface components {
             /** @description The buyer approval page, while the status is `buyer_approval_pending`. */
             approval_url: string | null;
         };
-        ConnectionSummaryDto: {
-            id: string;
-            connection_formula_id: string;
-            display_name: string;
-            method: string;
-        };
         ThreeDSecureDto: {
             /** @enum {string} */
             status: "setup_error" | "error" | "declined" | "cancelled" | "complete";
@@ -1375,6 +1442,8 @@ export interface components {
             intent_outcome: "pending" | "succeeded" | "failed";
             /** @enum {string} */
             payment_source: "ecommerce" | "card_on_file" | "recurring";
+            /** @description The connection of the last attempt; null when a rule declined the transaction before any. */
+            connection: components["schemas"]["ConnectionSummaryDto"] | null;
             /** @enum {string|null} */
             cvv_response_code: "match" | "no_match" | "unavailable" | "not_provided" | null;
             id: string;
@@ -1392,7 +1461,6 @@ export interface components {
             is_subsequent_payment: boolean;
             previous_scheme_transaction_id: string | null;
             payment_method: components["schemas"]["PaymentMethodDto"];
-            connection: components["schemas"]["ConnectionSummaryDto"];
             scheme_transaction_id: string | null;
             connection_transaction_id: string | null;
             error_code: string | null;
@@ -1431,6 +1499,70 @@ export interface components {
         RefundPageDto: {
             data: components["schemas"]["RefundDto"][];
             pagination: components["schemas"]["OffsetPaginationDto"];
+        };
+        FlowConditionDto: {
+            /**
+             * @example currency
+             * @enum {string}
+             */
+            name: "amount" | "currency" | "country" | "card_scheme" | "card_bin" | "payment_source" | "merchant_initiated" | "intent" | "metadata";
+            /**
+             * @example is_one_of
+             * @enum {string}
+             */
+            operator: "is_between" | "is_one_of" | "is_not_one_of" | "equal_to";
+            /**
+             * @description Depends on the name: a list of strings, a boolean, `{currency, min?, max?}` or `{key, value}`.
+             * @example [
+             *       "USD"
+             *     ]
+             */
+            value: string[] | boolean | Record<string, never>;
+        };
+        RuleOutcomeDto: {
+            /** @enum {string} */
+            type: "list" | "boolean";
+            /** @description 1 to 5 distinct connection ids for `list`; `true` for `boolean`. */
+            result: string[] | boolean;
+        };
+        FlowRuleDto: {
+            /** @enum {string} */
+            type: "rule";
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            flow: "card-transaction";
+            /** @enum {string} */
+            action: "route-transaction" | "decline-early";
+            conditions: components["schemas"]["FlowConditionDto"][];
+            outcome: components["schemas"]["RuleOutcomeDto"];
+            description: string;
+            /** @description 1..n in the order the rules are tried. */
+            position: number;
+            created_at: string;
+            updated_at: string;
+        };
+        FlowRuleRequestDto: {
+            /** @description 0 to 10 conditions, all of which must hold; none matches every transaction. */
+            conditions: components["schemas"]["FlowConditionDto"][];
+            outcome: components["schemas"]["RuleOutcomeDto"];
+            /** @description 1 to n+1 on create (default: last), 1 to n on update (required); the other rules move to keep 1..n. */
+            position?: number;
+            /**
+             * @description 1 to 200 characters.
+             * @example USD to Stripe, then Adyen
+             */
+            description: string;
+        };
+        FlowEvaluationDto: {
+            /**
+             * Format: uuid
+             * @description The rule that decided (the decline rule, or the route rule), null when none matched.
+             */
+            rule_id: string | null;
+            /** @description The connections in the order they would be tried (none when declined or no rule matched). */
+            connections: components["schemas"]["ConnectionDto"][];
+            declined: boolean;
         };
         CreateProxyDto: {
             /** @example Card processor */
@@ -3701,7 +3833,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
-                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook";
+                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule";
                 /** @description Only logs of this entity (a token id may be 400 characters long). */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
@@ -5102,6 +5234,526 @@ export interface operations {
             };
             /** @description No such resource in your tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listFlowRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Which connections to try, or decline early */
+                action: "route-transaction" | "decline-early";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowRuleDto"][];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createFlowRule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                /** @description Which connections to try, or decline early */
+                action: "route-transaction" | "decline-early";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowRuleRequestDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowRuleDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getFlowRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Which connections to try, or decline early */
+                action: "route-transaction" | "decline-early";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowRuleDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    updateFlowRule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                /** @description Which connections to try, or decline early */
+                action: "route-transaction" | "decline-early";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowRuleRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowRuleDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteFlowRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Which connections to try, or decline early */
+                action: "route-transaction" | "decline-early";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    evaluateFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTransactionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowEvaluationDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:flows:read. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,7 +11,7 @@ import {
   stateOf,
   TransactionsRepository,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
-import { TransactionsService } from '../../src/modules/orchestration/transactions/transactions.service';
+import { TransactionCreationService } from '../../src/modules/orchestration/transactions/transaction-creation.service';
 import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
 import { sandboxFields } from '../support/orchestration';
 import { MediumContext, principal, startMedium } from './support';
@@ -51,7 +51,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   async function pay(intent: 'authorize' | 'capture' = 'capture') {
     const token = await card();
     return m.run(() =>
-      m.get(TransactionsService).create(
+      m.get(TransactionCreationService).create(
         { actor: who() },
         {
           amount: 1200,

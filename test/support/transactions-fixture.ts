@@ -41,6 +41,9 @@ import type {
   TransactionsRepository,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
 import { TransactionsService } from '../../src/modules/orchestration/transactions/transactions.service';
+import { TransactionRouting } from '../../src/modules/orchestration/transactions/transaction-routing';
+import { TransactionCreationService } from '../../src/modules/orchestration/transactions/transaction-creation.service';
+import type { FlowRulesService } from '../../src/modules/orchestration/flows/flow-rules.service';
 import { FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
 
 /**
@@ -49,6 +52,11 @@ import { FakeRefunds, FakeTransactions } from './fake-orchestration-repositories
  * how an unanswered or unrecorded vendor call is left to settlement and settled once, and what another
  * tenant reaches. The state machine itself is specified in transaction-state.spec.ts.
  */
+
+/** No routing rules: every create names its connection (routing is tested end to end, test/routing.e2e-spec.ts). */
+const noRules = {
+  decide: () => Promise.resolve({ declined: false, ruleId: null, candidates: [] }),
+} as unknown as FlowRulesService;
 
 export const TENANT = '00000000-0000-4000-8000-00000000000a';
 export const OTHER = '00000000-0000-4000-8000-00000000000b';
@@ -167,16 +175,24 @@ export function setup() {
   const journal = new TransactionJournal(repository, refundsRepository, clock, metrics as unknown as Metrics);
   const queries = new TransactionQueriesService(repository, refundsRepository, links, tokens);
   const service = new TransactionsService(
-    repository,
     refundsRepository,
     journal,
-    links,
     tokens,
     connections,
     processors,
     clock,
     queries,
     work,
+  );
+  const creation = new TransactionCreationService(
+    journal,
+    links,
+    tokens,
+    processors,
+    clock,
+    queries,
+    work,
+    new TransactionRouting(noRules, connections),
   );
   const approvals = new ApprovalsService(repository, journal, connections, processors, links, clock, work);
   const settlement = new SettlementService(
@@ -203,6 +219,7 @@ export function setup() {
     forgotten,
     issue,
     service,
+    creation,
     settlement,
   };
 }

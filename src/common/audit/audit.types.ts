@@ -8,6 +8,7 @@ export const ENTITY_TYPES = {
   transaction: 'Transaction',
   proxy: 'Proxy',
   webhook: 'Webhook',
+  flow_rule: 'Flow rule',
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
@@ -26,6 +27,7 @@ export const LOG_ENTITY_TYPES = {
   transaction: 'Transaction',
   proxy: 'Proxy',
   webhook: 'Webhook',
+  flow_rule: 'Flow rule',
 } as const;
 export type LogEntityType = keyof typeof LOG_ENTITY_TYPES;
 

@@ -80,6 +80,16 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     description: 'Refund transactions',
     application_types: ['private'],
   },
+  {
+    type: 'orchestration:flows:read',
+    description: 'List and get routing rules, and evaluate them for a transaction',
+    application_types: ['private', 'management'],
+  },
+  {
+    type: 'orchestration:flows:update',
+    description: 'Create, update, reorder and delete routing rules',
+    application_types: ['private', 'management'],
+  },
   { type: 'proxy:create', description: 'Create pre-configured proxies', application_types: ['management'] },
   {
     type: 'proxy:read',
@@ -122,6 +132,8 @@ export type Permission =
   | 'orchestration:transactions:read'
   | 'orchestration:transaction:capture'
   | 'orchestration:transaction:refund'
+  | 'orchestration:flows:read'
+  | 'orchestration:flows:update'
   | 'proxy:create'
   | 'proxy:read'
   | 'proxy:update'

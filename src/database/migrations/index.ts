@@ -26,6 +26,7 @@ import { EndedDeliveriesNotDue1795000000025 } from './1795000000025-EndedDeliver
 import { FingerprintGroups1795000000026 } from './1795000000026-FingerprintGroups';
 import { AuditTree1795000000027 } from './1795000000027-AuditTree';
 import { TokenChildrenCascade1795000000028 } from './1795000000028-TokenChildrenCascade';
+import { FlowRules1795000000029 } from './1795000000029-FlowRules';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   FingerprintGroups1795000000026,
   AuditTree1795000000027,
   TokenChildrenCascade1795000000028,
+  FlowRules1795000000029,
 ];

@@ -8,6 +8,8 @@ export enum OrchestrationErrorCode {
   Conflict = 'conflict',
   VoidNotSupported = 'void_not_supported',
   RefundsNotSupported = 'refunds_not_supported',
+  /** No `connection_id`, and no routing rule matched, or none of its connections can take the payment. */
+  NoConnectionAvailable = 'no_connection_available',
 }
 
 const KIND: Record<OrchestrationErrorCode, DomainErrorKind> = {
@@ -15,6 +17,7 @@ const KIND: Record<OrchestrationErrorCode, DomainErrorKind> = {
   [OrchestrationErrorCode.Conflict]: 'conflict',
   [OrchestrationErrorCode.VoidNotSupported]: 'invalid',
   [OrchestrationErrorCode.RefundsNotSupported]: 'invalid',
+  [OrchestrationErrorCode.NoConnectionAvailable]: 'invalid',
 };
 
 export class OrchestrationException extends DomainException<OrchestrationErrorCode> {
@@ -22,6 +25,10 @@ export class OrchestrationException extends DomainException<OrchestrationErrorCo
 
   static transactionNotFound(): OrchestrationException {
     return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Transaction not found');
+  }
+
+  static ruleNotFound(): OrchestrationException {
+    return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Rule not found');
   }
 
   static connectionNotFound(): OrchestrationException {

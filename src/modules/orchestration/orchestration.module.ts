@@ -1,6 +1,11 @@
 import { Module } from '@nestjs/common';
 import { DatabaseModule } from '../../database/database.module';
 import { ConnectionEntity } from './connections/entities/connection.entity';
+import { FlowRuleEntity } from './flows/entities/flow-rule.entity';
+import { FlowRulesController } from './flows/flow-rules.controller';
+import { FlowRulesRepository } from './flows/flow-rules.repository';
+import { FlowRulesService } from './flows/flow-rules.service';
+import { TransactionRouting } from './transactions/transaction-routing';
 import { RefundEntity } from './transactions/entities/refund.entity';
 import { TransactionEntity } from './transactions/entities/transaction.entity';
 import { TokensModule } from '../tokens/tokens.module';
@@ -20,15 +25,20 @@ import { TransactionJournal } from './transactions/transaction-journal';
 import { TransactionsController } from './transactions/transactions.controller';
 import { TransactionsRepository } from './transactions/transactions.repository';
 import { TransactionsService } from './transactions/transactions.service';
+import { TransactionCreationService } from './transactions/transaction-creation.service';
 import { TransactionQueriesService } from './transactions/transaction-queries.service';
 
-/** Payment orchestration: formulas, connections, transactions, the approval page and settlement. */
+/** Payment orchestration: formulas, connections, routing rules, transactions, the approval page and settlement. */
 @Module({
-  imports: [DatabaseModule.forFeature([ConnectionEntity, TransactionEntity, RefundEntity]), TokensModule],
+  imports: [
+    DatabaseModule.forFeature([ConnectionEntity, TransactionEntity, RefundEntity, FlowRuleEntity]),
+    TokensModule,
+  ],
   controllers: [
     FormulasController,
     ConnectionsController,
     TransactionsController,
+    FlowRulesController,
     ApprovalsController,
     AdyenNotificationsController,
   ],
@@ -41,7 +51,11 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ApprovalLinks,
     ConnectionsService,
     TransactionsService,
+    TransactionCreationService,
     TransactionQueriesService,
+    FlowRulesRepository,
+    FlowRulesService,
+    TransactionRouting,
     ApprovalsService,
     SettlementService,
     AdyenNotificationsService,

@@ -41,7 +41,7 @@ const MESSAGES = {
 
 function payment(row: TransactionRow): ApprovalView['payment'] {
   return {
-    merchant: row.c_display_name,
+    merchant: row.c_display_name ?? '',
     amount: formatAmount(Number(row.amount), row.currency),
     currency: row.currency,
     card: `•••• ${row.payment_method.label}`,

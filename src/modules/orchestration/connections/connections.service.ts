@@ -270,9 +270,11 @@ export class ConnectionsService implements OnApplicationShutdown {
   /** The connection with its clear credentials, for a payment; deleted ones only when `includeDeleted`. */
   async loadForPayment(
     tenantId: string,
-    id: string,
+    id: string | null,
     includeDeleted = false,
   ): Promise<UsableConnection | undefined> {
+    // A transaction declined by a rule has no connection.
+    if (id === null) return undefined;
     const row = await this.connections.find(tenantId, id, { includeDeleted });
     if (!row) return undefined;
     return { row, formula: findFormula(row.formulaId)!, credentials: await this.credentialsOf(row) };

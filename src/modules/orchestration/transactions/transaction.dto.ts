@@ -42,8 +42,13 @@ export class CreateTransactionDto {
   @Max(MAX_AMOUNT)
   amount: number;
 
+  /**
+   * The connection to pay through, alone (no routing rules, no failover). Absent: the first matching
+   * `route-transaction` rule chooses the connections to try, in order.
+   */
+  @IsOptional()
   @IsUUID()
-  connection_id: string;
+  connection_id?: string;
 
   /** ISO 4217, one of the connection's accepted currencies. @example "USD" */
   @IsString()
@@ -209,7 +214,9 @@ export class TransactionDto {
   is_subsequent_payment: boolean;
   previous_scheme_transaction_id: string | null;
   payment_method: PaymentMethodDto;
-  connection: ConnectionSummaryDto;
+  /** The connection of the last attempt; null when a rule declined the transaction before any. */
+  @ApiProperty({ type: ConnectionSummaryDto, nullable: true })
+  connection: ConnectionSummaryDto | null;
   scheme_transaction_id: string | null;
   connection_transaction_id: string | null;
   error_code: string | null;

@@ -46,12 +46,14 @@ export function transactionDto(
       ...(readable ? { fingerprint: row.payment_method.fingerprint } : {}),
       approval_url: approvalUrl,
     },
-    connection: {
-      id: row.connection_id,
-      connection_formula_id: row.c_formula_id,
-      display_name: row.c_display_name,
-      method: row.c_method,
-    },
+    connection: row.connection_id
+      ? {
+          id: row.connection_id,
+          connection_formula_id: row.c_formula_id!,
+          display_name: row.c_display_name!,
+          method: row.c_method!,
+        }
+      : null,
     scheme_transaction_id: row.scheme_transaction_id,
     connection_transaction_id: row.connection_transaction_id,
     error_code: row.error_code,

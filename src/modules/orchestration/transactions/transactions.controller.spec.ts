@@ -8,9 +8,11 @@ import {
 import { TransactionQueriesService } from './transaction-queries.service';
 import { TransactionsController } from './transactions.controller';
 import { TransactionsService } from './transactions.service';
+import { TransactionCreationService } from './transaction-creation.service';
 
 describe('TransactionsController', () => {
-  const transactions = fakeOf<TransactionsService>(['create', 'capture', 'void', 'refund']);
+  const transactions = fakeOf<TransactionsService>(['capture', 'void', 'refund']);
+  const creation = fakeOf<TransactionCreationService>(['create']);
   const queries = fakeOf<TransactionQueriesService>(['list', 'get', 'listRefunds']);
   let ctx: ControllerApp;
 
@@ -20,6 +22,7 @@ describe('TransactionsController', () => {
       [
         { provide: TransactionsService, useValue: transactions },
         { provide: TransactionQueriesService, useValue: queries },
+        { provide: TransactionCreationService, useValue: creation },
       ],
     );
   });
@@ -36,7 +39,7 @@ describe('TransactionsController', () => {
         permissions: ['token:use'],
         body: payment,
         invalid: { body: { ...payment, currency: 'usd' }, field: 'currency' },
-        reaches: () => transactions.create,
+        reaches: () => creation.create,
       },
       {
         method: 'get',

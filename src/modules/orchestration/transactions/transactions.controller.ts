@@ -19,6 +19,7 @@ import {
 } from './transaction.dto';
 import { TransactionQueriesService } from './transaction-queries.service';
 import { TransactionsService } from './transactions.service';
+import { TransactionCreationService } from './transaction-creation.service';
 
 const TransactionId = () => Param('id', new ParseIdPipe('Transaction'));
 
@@ -28,21 +29,24 @@ export class TransactionsController {
   constructor(
     private readonly transactions: TransactionsService,
     private readonly queries: TransactionQueriesService,
+    private readonly creation: TransactionCreationService,
   ) {}
 
   @Post()
   @RequirePermissions('token:use', { perToken: true })
   @ApiOperation({
     operationId: 'createTransaction',
-    summary: 'Pay with a card token through a connection',
+    summary: 'Pay with a card token, through the connection named or the one the routing rules choose',
     description:
-      '201 whatever the outcome: a declined payment is a created transaction. When the buyer must approve ' +
+      '201 whatever the outcome: a declined payment is a created transaction (a `decline-early` rule declines it ' +
+      'with `declined_by_rule`). Without `connection_id` the first matching `route-transaction` rule chooses the ' +
+      'connection; none: a 400 `no_connection_available`. When the buyer must approve ' +
       '(3-D Secure), the status is `buyer_approval_pending` and `payment_method.approval_url` is the page to send ' +
       "the buyer to. `token:use` is checked on the token through the caller's rules.",
   })
   @ApiCreatedResponse({ type: TransactionDto })
   create(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<TransactionDto> {
-    return this.transactions.create(origin, body);
+    return this.creation.create(origin, body);
   }
 
   @Get()

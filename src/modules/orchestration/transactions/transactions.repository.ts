@@ -10,10 +10,10 @@ import type { TransactionPatch, TransactionState, Transition } from './transacti
 
 /** A transaction as stored, with the connection summary every transaction object shows. */
 export type TransactionRow = RowOf<TransactionEntity> & {
-  /** Joined from the connection. */
-  c_formula_id: string;
-  c_display_name: string;
-  c_method: string;
+  /** Joined from the connection (null without one: declined by a rule). */
+  c_formula_id: string | null;
+  c_display_name: string | null;
+  c_method: string | null;
 };
 
 export type { PaymentMethodSummary };
@@ -22,7 +22,8 @@ export type { PaymentMethodSummary };
 export interface NewTransaction {
   id: string;
   tenantId: string;
-  connectionId: string;
+  /** Null when a rule declines the transaction before any connection is chosen. */
+  connectionId: string | null;
   tokenId: string;
   intent: 'authorize' | 'capture';
   amount: number;
@@ -38,6 +39,8 @@ export interface NewTransaction {
   paymentMethod: PaymentMethodSummary;
   createdBy: string | null;
   createdAt: Date;
+  /** Declined by a `decline-early` rule: recorded `authorization_declined` (`declined_by_rule`), nothing pending. */
+  declinedByRule?: boolean;
 }
 
 /** The buyer approval link of a transaction, as stored: its digest (for lookup) and itself, sealed. */
@@ -68,7 +71,7 @@ export interface TransactionFilters {
 /** Transactions of `from` (the table, or rows a write returned) with their connection summary. */
 const selectWithConnection = (from: string): string =>
   `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
-  FROM ${from} t JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
+  FROM ${from} t LEFT JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
 const SELECT_TRANSACTION = selectWithConnection('transactions');
 /** A write on `transactions` that answers the rows it wrote as `find` does, in the same statement. */
 const returningRow = (write: string): string =>
@@ -191,9 +194,10 @@ export class TransactionsRepository {
       tenant_id: tenantId,
       connection_id: connectionId,
       token_id: tokenId,
-      status: `'processing'`,
-      pending_operation: `'authorize'`,
-      pending_since: now,
+      status: t.declinedByRule ? `'authorization_declined'` : `'processing'`,
+      pending_operation: t.declinedByRule ? 'NULL' : `'authorize'`,
+      pending_since: t.declinedByRule ? 'NULL' : now,
+      ...(t.declinedByRule ? { error_code: `'declined_by_rule'` } : {}),
       intent: p.add(t.intent),
       amount: p.add(t.amount),
       currency: p.add(t.currency),

@@ -22,7 +22,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
   describe('authorize', () => {
     it('commits the transaction processing, calls the vendor, then commits its outcome with one audit row', async () => {
       const s = setup();
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(tx).toMatchObject({
         status: 'authorization_succeeded',
         authorized_amount: 1200,
@@ -51,14 +51,14 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
 
     it('forgets the CVC in the change that records the outcome; counts each status once committed', async () => {
       const s = setup();
-      await s.service.create(origin(), body());
+      await s.creation.create(origin(), body());
       expect(s.forgotten).toEqual([{ change: s.uow.committed[1], tokenId: TOKEN }]);
       expect(s.metrics.transactionEntered.mock.calls).toEqual([['processing'], ['authorization_succeeded']]);
     });
 
     it('sends no CVC for a card-on-file payment and forgets none', async () => {
       const s = setup();
-      await s.service.create(origin(), body({ payment_source: 'card_on_file' }));
+      await s.creation.create(origin(), body({ payment_source: 'card_on_file' }));
       expect(s.processor.authorize.mock.calls[0][0]).not.toHaveProperty('cvc');
       expect(s.forgotten).toEqual([]);
     });
@@ -66,7 +66,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('intent capture is captured at once', async () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce(approved(true));
-      const tx = await s.service.create(origin(), body({ intent: 'capture' }));
+      const tx = await s.creation.create(origin(), body({ intent: 'capture' }));
       expect(tx).toMatchObject({
         status: 'capture_succeeded',
         captured_amount: 1200,
@@ -74,13 +74,16 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
       });
     });
 
-    it('refuses bad input by field before any change opens or any vendor is called', async () => {
+    it('refuses bad input by field before any change opens or any vendor is called: the body first, then the connection', async () => {
       const s = setup();
       const error = await refusedWith(
-        s.service.create(origin(), body({ currency: 'EUR', token: '00000000-0000-4000-8000-0000000000d2' })),
+        s.creation.create(origin(), body({ currency: 'EUR', token: '00000000-0000-4000-8000-0000000000d2' })),
       );
       expect(error).toBeInstanceOf(ValidationException);
-      expect(Object.keys((error as ValidationException).errors!).sort()).toEqual(['currency', 'token']);
+      // The body's own checks come before the rules and the connection (docs/routing.md).
+      expect(Object.keys((error as ValidationException).errors!).sort()).toEqual(['token']);
+      const refused = await refusedWith(s.creation.create(origin(), body({ currency: 'EUR' })));
+      expect(Object.keys((refused as ValidationException).errors!).sort()).toEqual(['currency']);
       expect(s.uow.committed).toEqual([]);
       expect(s.processor.authorize).not.toHaveBeenCalled();
     });
@@ -88,7 +91,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('a vendor failure is an authorization_failed transaction, not an error', async () => {
       const s = setup();
       s.processor.authorize.mockRejectedValueOnce(new Error('vendor said 400'));
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(tx).toMatchObject({ status: 'authorization_failed', error_code: 'processor_error' });
       expect(audit(s)).toEqual(['Transaction created: authorization_failed']);
     });
@@ -96,7 +99,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('a challenge issues the buyer approval link with the outcome', async () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce({ ...approved(), outcome: 'challenge' });
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(tx.status).toBe('buyer_approval_pending');
       expect(tx.payment_method.approval_url).toBe('https://vault.test/approve');
       expect(s.issue).toHaveBeenCalledTimes(1);
@@ -107,7 +110,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('pins the transaction on the claim in the change that inserts it; the response is left to the interceptor', async () => {
       const s = setup();
       const c = claim();
-      const tx = await s.service.create(origin(TENANT, c), body());
+      const tx = await s.creation.create(origin(TENANT, c), body());
       expect(c.pin).toHaveBeenCalledTimes(1);
       expect(c.pin.mock.calls[0]).toEqual([s.uow.committed[0], tx.id]);
       expect(c.record).not.toHaveBeenCalled();
@@ -115,10 +118,10 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
 
     it('a retry that took over a stale claim (resumed) answers that transaction, calling no vendor', async () => {
       const s = setup();
-      const first = await s.service.create(origin(), body());
+      const first = await s.creation.create(origin(), body());
       s.processor.authorize.mockClear();
       const changes = s.uow.committed.length;
-      const retried = await s.service.create(origin(TENANT, claim(first.id)), body());
+      const retried = await s.creation.create(origin(TENANT, claim(first.id)), body());
       expect(retried).toEqual(first);
       expect(s.processor.authorize).not.toHaveBeenCalled();
       expect(s.uow.committed).toHaveLength(changes);
@@ -128,7 +131,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
       const s = setup();
       const c = claim();
       c.pin.mockRejectedValueOnce(new Error('taken over'));
-      await expect(s.service.create(origin(TENANT, c), body())).rejects.toThrow('taken over');
+      await expect(s.creation.create(origin(TENANT, c), body())).rejects.toThrow('taken over');
       expect(s.uow.committed).toEqual([]);
       expect(s.uow.rolledBack).toHaveLength(1);
       expect(s.processor.authorize).not.toHaveBeenCalled();
@@ -138,7 +141,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce(approved(true));
       s.transactions.failNextApply = new Error('connection lost');
-      const tx = await s.service.create(origin(), body({ intent: 'capture' }));
+      const tx = await s.creation.create(origin(), body({ intent: 'capture' }));
       expect(tx).toMatchObject({ status: 'processing', intent_outcome: 'pending' });
       expect(s.uow.rolledBack).toHaveLength(1);
       // Not yet stuck: the job leaves it alone.
@@ -159,7 +162,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('authorize: processing, the CVC forgotten all the same, then settled by the job as the service', async () => {
       const s = setup();
       s.processor.authorize.mockRejectedValueOnce(new ProcessorUnavailable('timeout'));
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(tx.status).toBe('processing');
       expect(audit(s)).toEqual(['Processor did not answer: processing, left to settlement']);
       expect(s.forgotten.map((f) => f.tokenId)).toEqual([TOKEN]);
@@ -183,7 +186,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
         expect(await s.settlement.settle()).toBe(1);
         return approved();
       });
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(tx).toMatchObject({ id, status: 'authorization_failed', error_code: 'processor_timeout' });
       expect(audit(s)).toHaveLength(2);
       expect(audit(s)[0]).toBe('Settled authorize (unknown to the processor): authorization_failed');
@@ -194,7 +197,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
 
   describe('capture, void, refund', () => {
     async function authorized(s: Setup) {
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       s.uow.committed.length = 0;
       return tx;
     }
@@ -229,7 +232,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
         outcome: 'declined',
         errorCode: 'declined',
       });
-      const declined = await s.service.create(origin(), body());
+      const declined = await s.creation.create(origin(), body());
       const error = await refusedWith(s.service.capture(origin(), declined.id));
       expect(error).toMatchObject({ code: OrchestrationErrorCode.Conflict });
       expect(s.processor.capture).not.toHaveBeenCalled();
@@ -273,7 +276,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('refunds what is left of the captured amount, once; a pending refund counts as taken', async () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce(approved(true));
-      const tx = await s.service.create(origin(), body({ intent: 'capture' }));
+      const tx = await s.creation.create(origin(), body({ intent: 'capture' }));
       s.uow.committed.length = 0;
       s.processor.refund.mockRejectedValueOnce(new ProcessorUnavailable('timeout'));
       const pending = await s.service.refund(origin(), tx.id, 200);
@@ -291,7 +294,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('the job settles an unanswered refund once it is stuck, adding it to the refunded amount', async () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce(approved(true));
-      const tx = await s.service.create(origin(), body({ intent: 'capture' }));
+      const tx = await s.creation.create(origin(), body({ intent: 'capture' }));
       s.processor.refund.mockRejectedValueOnce(new ProcessorUnavailable('timeout'));
       const refund = await s.service.refund(origin(), tx.id, 300);
       s.processor.pollStatus.mockResolvedValue({ status: 'succeeded', vendorId: 're_1' });
@@ -315,7 +318,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it('expires a challenge the buyer never answered, as the service', async () => {
       const s = setup();
       s.processor.authorize.mockResolvedValueOnce({ ...approved(), outcome: 'challenge' });
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       expect(await s.settlement.settle()).toBe(0);
       s.clock.advance(15 * 60_000 + 1_000);
       expect(await s.settlement.settle()).toBe(1);
@@ -331,7 +334,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
   describe('tenant isolation as the service sees it', () => {
     it("another tenant's caller gets 404 for every operation and cannot pay with the tenant's connection or token", async () => {
       const s = setup();
-      const tx = await s.service.create(origin(), body());
+      const tx = await s.creation.create(origin(), body());
       s.uow.committed.length = 0;
       for (const attempt of [
         s.service.capture(origin(OTHER), tx.id),
@@ -342,8 +345,13 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
         expect(error).toBeInstanceOf(OrchestrationException);
         expect(error).toMatchObject({ code: OrchestrationErrorCode.NotFound });
       }
-      const error = await refusedWith(s.service.create(origin(OTHER), body()));
-      expect(Object.keys((error as ValidationException).errors!).sort()).toEqual(['connection_id', 'token']);
+      // Neither the token nor, once the token is its own, the connection.
+      const error = await refusedWith(s.creation.create(origin(OTHER), body()));
+      expect(Object.keys((error as ValidationException).errors!).sort()).toEqual(['token']);
+      const ownToken = await s.loadForUse(origin().actor, TOKEN);
+      s.loadForUse.mockResolvedValueOnce({ ...ownToken!, tenant_id: OTHER });
+      const own = await refusedWith(s.creation.create(origin(OTHER), body()));
+      expect(Object.keys((own as ValidationException).errors!).sort()).toEqual(['connection_id']);
       expect(s.uow.committed).toEqual([]);
       expect(s.processor.capture).not.toHaveBeenCalled();
       expect(s.processor.authorize).toHaveBeenCalledTimes(1);
@@ -352,7 +360,7 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
     it("the job's changes are each made for the transaction's own tenant", async () => {
       const s = setup();
       s.processor.authorize.mockRejectedValue(new ProcessorUnavailable('timeout'));
-      await s.service.create(origin(), body());
+      await s.creation.create(origin(), body());
       s.clock.advance(STUCK_AFTER_MS + 1_000);
       await s.settlement.settle();
       expect(s.uow.committed.at(-1)!.actor.tenantId).toBe(TENANT);

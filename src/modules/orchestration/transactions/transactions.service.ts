@@ -2,7 +2,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
 import { ValidationException } from '../../../common/errors/domain.exception';
-import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { Change, partOf } from '../../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
@@ -11,28 +10,17 @@ import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { supports } from '../formulas/formulas';
 import { OrchestrationErrorCode, OrchestrationException } from '../orchestration.errors';
-import {
-  OPERATION_FAILURE,
-  processorFailure,
-  ProcessorUnavailable,
-  withTimeout,
-} from '../processors/processor-calls';
-import type { AuthorizeResult, CardData, OperationResult } from '../processors/processor.port';
+import { OPERATION_FAILURE, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
+import type { OperationResult } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
-import { ApprovalLinks } from './approval-links';
 import { RefundsRepository } from './refunds.repository';
-import {
-  checkAgainstConnection,
-  checkMetadata,
-  paymentMethodOf,
-  threeDSessionId,
-} from './transaction-checks';
 import { TransactionJournal } from './transaction-journal';
 import { TransactionQueriesService } from './transaction-queries.service';
 import { refundDto } from './transaction.mapper';
 import { ClientOperation, refundStatus, refusal, transition, TransactionEvent } from './transaction-state';
-import type { CreateTransactionDto, RefundDto, TransactionDto } from './transaction.dto';
-import { stateOf, TransactionRow, TransactionsRepository } from './transactions.repository';
+import type { RefundDto, TransactionDto } from './transaction.dto';
+import { stateOf, TransactionRow } from './transactions.repository';
+import type {} from '../flows/flow-rule.dto';
 
 const UNANSWERED = Symbol('unanswered');
 
@@ -40,7 +28,8 @@ const UNANSWERED = Symbol('unanswered');
 export const STUCK_AFTER_MS = 60_000;
 
 /**
- * Transactions. Every processor call happens outside any database transaction: the row is committed
+ * Capturing, voiding and refunding transactions (creating them: TransactionCreationService). Every
+ * processor call happens outside any database transaction: the row is committed
  * as `processing` first (a crash leaves a record the job settles), the call is made holding no lock,
  * and the outcome is written in a second change with its audit row. Each method therefore opens its
  * changes itself, one before the call and one after, each `partOf` the request: the idempotency
@@ -53,10 +42,8 @@ export class TransactionsService {
   private readonly logger = new Logger('Transactions');
 
   constructor(
-    private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly journal: TransactionJournal,
-    private readonly approvals: ApprovalLinks,
     private readonly tokens: TokensService,
     private readonly connections: ConnectionsService,
     private readonly processors: ProcessorRegistry,
@@ -64,135 +51,6 @@ export class TransactionsService {
     private readonly queries: TransactionQueriesService,
     private readonly work: UnitOfWork,
   ) {}
-
-  async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
-    const who = origin.actor;
-    // A retry of this very request (same idempotency key and body) whose process died after it committed
-    // the transaction: the vendor may have charged, so that transaction is the answer, as it stands now
-    // (the settlement job or the vendor's notification settles it), and nothing is created or called.
-    const resumed = origin.idempotency?.resumed;
-    if (resumed) {
-      this.logger.log(
-        { transaction_id: resumed },
-        'retry of an interrupted request answered with its transaction',
-      );
-      return this.queries.get(who, resumed);
-    }
-    const sessionId = threeDSessionId(body.three_d_session_id);
-    const errors: FieldErrors = {};
-    const connection = await this.connections.loadForPayment(who.tenantId, body.connection_id);
-    if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
-    else checkAgainstConnection(connection, body, errors);
-    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
-      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
-    checkMetadata(body.metadata, errors);
-    const token = await this.cardToken(who, body.token, errors);
-    if (Object.keys(errors).length || !connection || !token) throw new ValidationException(errors);
-
-    const id = randomUUID();
-    const createdAt = this.clock.now();
-    await this.work.transaction(partOf(origin), async (change) => {
-      await this.journal.insert(change, {
-        id,
-        tenantId: who.tenantId,
-        connectionId: connection.row.id,
-        tokenId: token.id,
-        intent: body.intent ?? 'authorize',
-        amount: body.amount,
-        currency: body.currency,
-        country: body.country ?? null,
-        externalIdentifier: body.external_identifier ?? null,
-        metadata: body.metadata ?? null,
-        paymentSource: body.payment_source ?? 'ecommerce',
-        merchantInitiated: body.merchant_initiated ?? false,
-        isSubsequentPayment: body.is_subsequent_payment ?? false,
-        previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
-        threeDSessionId: sessionId,
-        paymentMethod: paymentMethodOf(token),
-        createdBy: who.applicationId,
-        createdAt,
-      });
-      // Commits with the row: a retry after a crash from here on answers this transaction.
-      await change.pinResource(id);
-    });
-
-    const paymentSource = body.payment_source ?? 'ecommerce';
-    const cvc = paymentSource === 'ecommerce' ? token.cvc : undefined;
-    const data = token.data as CardData;
-    let result: AuthorizeResult;
-    try {
-      result = await withTimeout(
-        this.processors.for(connection.row).authorize({
-          credentials: connection.credentials,
-          reconciliationId: this.journal.reconciliationId(id),
-          amount: body.amount,
-          currency: body.currency,
-          country: body.country ?? null,
-          intent: body.intent ?? 'authorize',
-          card: {
-            number: data.number,
-            expiration_month: data.expiration_month,
-            expiration_year: data.expiration_year,
-          },
-          ...(cvc !== undefined ? { cvc } : {}),
-          paymentSource,
-          merchantInitiated: body.merchant_initiated ?? false,
-          isSubsequentPayment: body.is_subsequent_payment ?? false,
-          previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
-          threeDSessionId: sessionId,
-          threeDSecureEnabled: connection.row.threeDSecureEnabled,
-        }),
-      );
-    } catch (error) {
-      if (error instanceof ProcessorUnavailable) {
-        // The vendor may have charged: the row stays `processing`, the settlement job asks the vendor.
-        this.logger.warn(
-          { err: error, transaction_id: id },
-          'authorization unanswered by the processor; left to settlement',
-        );
-        return this.leftToSettlement(origin, id, cvc !== undefined ? token.id : undefined);
-      }
-      this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
-      result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
-    }
-
-    try {
-      // A challenge gets its buyer approval link (sealed with the tenant's key), made before the change.
-      const approval =
-        result.outcome === 'challenge'
-          ? await this.approvals.issue(who.tenantId, id, createdAt, result.vendorAction)
-          : undefined;
-      const row = await this.work.transaction(partOf(origin), async (change) => {
-        const row = await this.queries.lock(change, who.tenantId, id);
-        const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
-        let updated: TransactionRow | undefined;
-        // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
-        if (row.status === 'processing')
-          updated = await this.journal.apply(
-            change,
-            who.tenantId,
-            id,
-            next,
-            this.clock.now(),
-            next.patch.approval === 'issue' ? approval : undefined,
-          );
-        // The CVC serves one authorization only (the token object does not change: no token event).
-        if (cvc !== undefined) await this.tokens.forgetCvc(change, who.tenantId, token.id);
-        this.journal.log(change, id, 'create', `Transaction created: ${next.patch.status}`);
-        return updated ?? row;
-      });
-      return await this.queries.toDto(who, row);
-    } catch (error) {
-      // The processor answered but the outcome could not be written (database gone, process stopping):
-      // the row stays `processing`, the settlement job asks the processor and finishes it. The caller
-      // gets the transaction as it stands, so that an idempotent retry replays it rather than charging again.
-      this.logger.error(
-        { err: error, transaction_id: id },
-        'authorization outcome not recorded; left to settlement',
-      );
-      return this.queries.get(who, id);
-    }
-  }
 
   async capture(origin: RequestOrigin, id: string, amount?: number): Promise<TransactionDto> {
     const who = origin.actor;
@@ -328,7 +186,11 @@ export class TransactionsService {
     const row = await this.queries.find(who.tenantId, id);
     if (operation === 'void' && !(await this.usableToken(who, row.token_id)))
       throw OrchestrationException.transactionNotFound();
-    return (await this.connections.loadForPayment(who.tenantId, row.connection_id, true))!;
+    const connection = await this.connections.loadForPayment(who.tenantId, row.connection_id, true);
+    // Declined by a rule before any connection: the operation is refused for its status.
+    if (!connection)
+      throw new OrchestrationException(OrchestrationErrorCode.Conflict, refusal(stateOf(row), operation)!);
+    return connection;
   }
 
   /** The transaction, locked in the change, once the operation may run on it (its required status). */
@@ -397,29 +259,14 @@ export class TransactionsService {
 
   /**
    * An operation whose outcome the vendor did not tell: the transaction stays `processing` (the job
-   * settles it once it is STUCK_AFTER_MS old), a CVC sent is forgotten all the same, and the caller
-   * gets the transaction as it stands.
+   * settles it once it is STUCK_AFTER_MS old), and the caller gets the transaction as it stands.
    */
-  private async leftToSettlement(
-    origin: RequestOrigin,
-    id: string,
-    cvcTokenId?: string,
-  ): Promise<TransactionDto> {
-    const who = origin.actor;
-    await this.work.transaction(partOf(origin), async (change) => {
-      if (cvcTokenId) await this.tokens.forgetCvc(change, who.tenantId, cvcTokenId);
+  private async leftToSettlement(origin: RequestOrigin, id: string): Promise<TransactionDto> {
+    await this.work.transaction(partOf(origin), (change) => {
       this.journal.log(change, id, 'update', 'Processor did not answer: processing, left to settlement');
+      return Promise.resolve();
     });
-    return this.queries.get(who, id);
-  }
-
-  /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */
-  private async cardToken(who: Principal, id: string, errors: FieldErrors): Promise<UsableToken | undefined> {
-    const token = await this.usableToken(who, id);
-    if (!token) addFieldError(errors, 'token', 'no such token');
-    else if (token.type !== 'card') addFieldError(errors, 'token', 'the token must be of type card');
-    else return token;
-    return undefined;
+    return this.queries.get(origin.actor, id);
   }
 
   /** The token if the caller may use it; absent, expired or out of the caller's reach: undefined. */

@@ -21,8 +21,9 @@ export class TransactionEntity {
   @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
   tenantId: string;
 
-  @Column({ name: 'connection_id', type: 'uuid' })
-  connectionId: string;
+  /** Null for a transaction declined by a rule before any connection was chosen. */
+  @Column({ name: 'connection_id', type: 'uuid', nullable: true })
+  connectionId: string | null;
 
   @Column({ name: 'token_id', type: 'varchar', length: 400, collation: 'C' })
   tokenId: string;

@@ -1,0 +1,250 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../../../common/auth/principal';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
+import { Clock } from '../../../common/jobs/clock';
+import { partOf } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
+import { ConnectionsRepository } from '../connections/connections.repository';
+import { OrchestrationException } from '../orchestration.errors';
+import type { RuleOutcome } from './entities/flow-rule.entity';
+import {
+  ACTIONS,
+  Condition,
+  FLOW,
+  FlowAction,
+  matches,
+  parseCondition,
+  TransactionFacts,
+} from './flow-conditions';
+import type { FlowRuleDto, FlowRuleRequestDto } from './flow-rule.dto';
+import { FlowRuleRow, FlowRulesRepository, RuleValues } from './flow-rules.repository';
+
+export const MAX_RULES = 100;
+const MAX_CONDITIONS = 10;
+const MAX_CONNECTIONS = 5;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the rules decide for a transaction create without `connection_id`. */
+export type RoutingDecision =
+  | { declined: true; ruleId: string }
+  /** `ruleId` null: no route rule matched (no candidates). */
+  | { declined: false; ruleId: string | null; candidates: string[] };
+
+export function ruleDto(row: FlowRuleRow): FlowRuleDto {
+  return {
+    type: 'rule',
+    id: row.id,
+    flow: FLOW,
+    action: row.action,
+    description: row.description,
+    position: row.position,
+    conditions: row.conditions,
+    outcome: row.outcome,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The action named in a path, or a 404 (as for any route that does not exist). */
+export function actionOf(action: string): FlowAction {
+  if (!(ACTIONS as readonly string[]).includes(action)) throw OrchestrationException.ruleNotFound();
+  return action as FlowAction;
+}
+
+/**
+ * Routing rules of the `card-transaction` flow (docs/routing.md): their CRUD, positions kept 1..n in
+ * one change per write, and the decision they make for a transaction.
+ */
+@Injectable()
+export class FlowRulesService {
+  constructor(
+    private readonly rules: FlowRulesRepository,
+    private readonly connections: ConnectionsRepository,
+    private readonly clock: Clock,
+    private readonly work: UnitOfWork,
+  ) {}
+
+  async list(who: Principal, action: FlowAction): Promise<FlowRuleDto[]> {
+    return (await this.rules.list(who.tenantId, action)).map(ruleDto);
+  }
+
+  async get(who: Principal, action: FlowAction, id: string): Promise<FlowRuleDto> {
+    const row = await this.rules.find(who.tenantId, action, id);
+    if (!row) throw OrchestrationException.ruleNotFound();
+    return ruleDto(row);
+  }
+
+  async create(origin: RequestOrigin, action: FlowAction, body: FlowRuleRequestDto): Promise<FlowRuleDto> {
+    const tenantId = origin.actor.tenantId;
+    const values = await this.values(tenantId, action, body);
+    return this.work.transaction(partOf(origin), async (change) => {
+      const { count } = await this.rules.lock(change, tenantId, action);
+      if (count >= MAX_RULES)
+        throw ValidationException.field('position', `an action holds at most ${MAX_RULES} rules`);
+      const position = body.position ?? count + 1;
+      if (position < 1 || position > count + 1)
+        throw ValidationException.field('position', `position must be between 1 and ${count + 1}`);
+      const row = await this.rules.insert(
+        change,
+        tenantId,
+        action,
+        randomUUID(),
+        position,
+        values,
+        this.clock.now(),
+      );
+      change.audit({
+        entityType: 'flow_rule',
+        entityId: row.id,
+        operation: 'create',
+        message: `Rule created: ${action} at position ${position}`,
+      });
+      return ruleDto(row);
+    });
+  }
+
+  async update(
+    origin: RequestOrigin,
+    action: FlowAction,
+    id: string,
+    body: FlowRuleRequestDto,
+  ): Promise<FlowRuleDto> {
+    const tenantId = origin.actor.tenantId;
+    // Another tenant's rule (or none) is a 404 before anything in the body is looked at.
+    if (!(await this.rules.find(tenantId, action, id))) throw OrchestrationException.ruleNotFound();
+    if (body.position === undefined) throw ValidationException.field('position', 'position is required');
+    const values = await this.values(tenantId, action, body);
+    return this.work.transaction(partOf(origin), async (change) => {
+      const { count, position } = await this.rules.lock(change, tenantId, action, id);
+      if (position === undefined) throw OrchestrationException.ruleNotFound();
+      const to = body.position!;
+      if (to < 1 || to > count)
+        throw ValidationException.field('position', `position must be between 1 and ${count}`);
+      const row = await this.rules.update(
+        change,
+        tenantId,
+        action,
+        id,
+        position,
+        to,
+        values,
+        this.clock.now(),
+      );
+      change.audit({
+        entityType: 'flow_rule',
+        entityId: id,
+        operation: 'update',
+        message:
+          to === position ? 'Rule updated' : `Rule updated and moved from position ${position} to ${to}`,
+      });
+      return ruleDto(row);
+    });
+  }
+
+  async delete(origin: RequestOrigin, action: FlowAction, id: string): Promise<void> {
+    const tenantId = origin.actor.tenantId;
+    await this.work.transaction(partOf(origin), async (change) => {
+      const { position } = await this.rules.lock(change, tenantId, action, id);
+      if (position === undefined) throw OrchestrationException.ruleNotFound();
+      await this.rules.delete(change, tenantId, action, id, position);
+      change.audit({
+        entityType: 'flow_rule',
+        entityId: id,
+        operation: 'delete',
+        message: `Rule deleted from position ${position}`,
+      });
+    });
+  }
+
+  /**
+   * What the rules decide for a transaction: the first `decline-early` rule that matches declines it;
+   * else the first matching `route-transaction` rule gives its connections, in order. One read of the
+   * tenant's rules, committed as a whole: a concurrent reorder is seen before or after, never halfway.
+   */
+  async decide(tenantId: string, facts: TransactionFacts): Promise<RoutingDecision> {
+    const rows = await this.rules.listFlow(tenantId);
+    const first = (action: FlowAction) =>
+      rows.find((row) => row.action === action && matches(row.conditions, facts));
+    const decline = first('decline-early');
+    if (decline) return { declined: true, ruleId: decline.id };
+    const route = first('route-transaction');
+    if (!route || route.outcome.type !== 'list') return { declined: false, ruleId: null, candidates: [] };
+    return { declined: false, ruleId: route.id, candidates: route.outcome.result };
+  }
+
+  /** Whether a `decline-early` rule declines the transaction (for creates with `connection_id`). */
+  async declinedBy(tenantId: string, facts: TransactionFacts): Promise<string | null> {
+    const decision = await this.decide(tenantId, facts);
+    return decision.declined ? decision.ruleId : null;
+  }
+
+  /** The body checked, every error named by its path; connection ids must be the tenant's. */
+  private async values(tenantId: string, action: FlowAction, body: FlowRuleRequestDto): Promise<RuleValues> {
+    const errors: FieldErrors = {};
+    const conditions: Condition[] = [];
+    if (body.conditions.length > MAX_CONDITIONS)
+      addFieldError(errors, 'conditions', `a rule has at most ${MAX_CONDITIONS} conditions`);
+    else
+      body.conditions.forEach((input, i) => {
+        const condition = parseCondition(input);
+        if (typeof condition === 'string') addFieldError(errors, `conditions[${i}]`, condition);
+        else conditions.push(condition);
+      });
+    const outcome = await this.outcome(tenantId, action, body.outcome, errors);
+    if (Object.keys(errors).length || !outcome) throw new ValidationException(errors);
+    return { description: body.description, conditions, outcome };
+  }
+
+  private async outcome(
+    tenantId: string,
+    action: FlowAction,
+    input: Record<string, unknown>,
+    errors: FieldErrors,
+  ): Promise<RuleOutcome | undefined> {
+    const extra = Object.keys(input).filter((key) => key !== 'type' && key !== 'result');
+    if (action === 'decline-early') {
+      if (input.type !== 'boolean' || input.result !== true || extra.length) {
+        addFieldError(
+          errors,
+          'outcome',
+          'the outcome of decline-early is {"type": "boolean", "result": true}',
+        );
+        return undefined;
+      }
+      return { type: 'boolean', result: true };
+    }
+    if (input.type !== 'list' || extra.length) {
+      addFieldError(
+        errors,
+        'outcome',
+        'the outcome of route-transaction is {"type": "list", "result": [connection ids]}',
+      );
+      return undefined;
+    }
+    const result = input.result;
+    if (!Array.isArray(result) || result.length < 1 || result.length > MAX_CONNECTIONS) {
+      addFieldError(
+        errors,
+        'outcome.result',
+        `outcome.result must list 1 to ${MAX_CONNECTIONS} connection ids`,
+      );
+      return undefined;
+    }
+    if (new Set(result).size !== result.length) {
+      addFieldError(errors, 'outcome.result', 'outcome.result must not list a connection twice');
+      return undefined;
+    }
+    let valid = true;
+    for (const [i, id] of result.entries()) {
+      const known = typeof id === 'string' && UUID.test(id) && (await this.connections.find(tenantId, id));
+      if (!known) {
+        addFieldError(errors, `outcome.result[${i}]`, 'no such connection');
+        valid = false;
+      }
+    }
+    return valid ? { type: 'list', result: (result as string[]).map((id) => id.toLowerCase()) } : undefined;
+  }
+}

@@ -1,0 +1,275 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../../../common/auth/principal';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
+import { Clock } from '../../../common/jobs/clock';
+import { partOf } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
+import { TokensService, UsableToken } from '../../tokens/tokens.service';
+import { connectionDto } from '../connections/connections.service';
+import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
+import type { AuthorizeResult, CardData } from '../processors/processor.port';
+import { ProcessorRegistry } from '../processors/processor.registry';
+import { ApprovalLinks } from './approval-links';
+import { checkMetadata, paymentMethodOf, threeDSessionId } from './transaction-checks';
+import { TransactionJournal } from './transaction-journal';
+import { TransactionQueriesService } from './transaction-queries.service';
+import { transition } from './transaction-state';
+import type { CreateTransactionDto, TransactionDto } from './transaction.dto';
+import { NewTransaction, stateOf, TransactionRow } from './transactions.repository';
+import { TransactionRouting } from './transaction-routing';
+import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
+
+/**
+ * Creating transactions: the checks in their order (the body, the rules' early declines, the connection),
+ * the authorization at the vendor, and the dry run of routing. The processor call happens outside any
+ * database transaction: the row is committed as `processing` first (a crash leaves a record the
+ * settlement job settles), the call is made holding no lock, and the outcome is written in a second
+ * change with its audit row, each change `partOf` the request (the idempotency interceptor records the
+ * response once the handler has answered). Capture, void and refund: TransactionsService.
+ */
+@Injectable()
+export class TransactionCreationService {
+  private readonly logger = new Logger('Transactions');
+
+  constructor(
+    private readonly journal: TransactionJournal,
+    private readonly approvals: ApprovalLinks,
+    private readonly tokens: TokensService,
+    private readonly processors: ProcessorRegistry,
+    private readonly clock: Clock,
+    private readonly queries: TransactionQueriesService,
+    private readonly work: UnitOfWork,
+    private readonly routing: TransactionRouting,
+  ) {}
+
+  async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
+    const who = origin.actor;
+    // A retry of this very request (same idempotency key and body) whose process died after it committed
+    // the transaction: the vendor may have charged, so that transaction is the answer, as it stands now
+    // (the settlement job or the vendor's notification settles it), and nothing is created or called.
+    const resumed = origin.idempotency?.resumed;
+    if (resumed) {
+      this.logger.log(
+        { transaction_id: resumed },
+        'retry of an interrupted request answered with its transaction',
+      );
+      return this.queries.get(who, resumed);
+    }
+    const sessionId = threeDSessionId(body.three_d_session_id);
+    // The body's own checks first, then the rules' early declines, then the connection (docs/routing.md).
+    const errors: FieldErrors = {};
+    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
+      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
+    checkMetadata(body.metadata, errors);
+    const token = await this.cardToken(who, body.token, errors);
+    if (Object.keys(errors).length || !token) throw new ValidationException(errors);
+    const decision = await this.routing.decide(who.tenantId, body, token);
+    if (decision.declined) return this.declinedByRule(origin, body, token, sessionId, decision.ruleId);
+    const connection = body.connection_id
+      ? await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id })
+      : (await this.routing.candidates(who.tenantId, decision, body))[0];
+
+    const id = randomUUID();
+    const createdAt = this.clock.now();
+    await this.work.transaction(partOf(origin), async (change) => {
+      await this.journal.insert(change, {
+        ...this.newTransaction(who, id, body, token, sessionId),
+        connectionId: connection.row.id,
+        createdAt,
+      });
+      // Commits with the row: a retry after a crash from here on answers this transaction.
+      await change.pinResource(id);
+    });
+
+    const paymentSource = body.payment_source ?? 'ecommerce';
+    const cvc = paymentSource === 'ecommerce' ? token.cvc : undefined;
+    const data = token.data as CardData;
+    let result: AuthorizeResult;
+    try {
+      result = await withTimeout(
+        this.processors.for(connection.row).authorize({
+          credentials: connection.credentials,
+          reconciliationId: this.journal.reconciliationId(id),
+          amount: body.amount,
+          currency: body.currency,
+          country: body.country ?? null,
+          intent: body.intent ?? 'authorize',
+          card: {
+            number: data.number,
+            expiration_month: data.expiration_month,
+            expiration_year: data.expiration_year,
+          },
+          ...(cvc !== undefined ? { cvc } : {}),
+          paymentSource,
+          merchantInitiated: body.merchant_initiated ?? false,
+          isSubsequentPayment: body.is_subsequent_payment ?? false,
+          previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
+          threeDSessionId: sessionId,
+          threeDSecureEnabled: connection.row.threeDSecureEnabled,
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ProcessorUnavailable) {
+        // The vendor may have charged: the row stays `processing`, the settlement job asks the vendor.
+        this.logger.warn(
+          { err: error, transaction_id: id },
+          'authorization unanswered by the processor; left to settlement',
+        );
+        return this.leftToSettlement(origin, id, cvc !== undefined ? token.id : undefined);
+      }
+      this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
+      result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
+    }
+
+    try {
+      // A challenge gets its buyer approval link (sealed with the tenant's key), made before the change.
+      const approval =
+        result.outcome === 'challenge'
+          ? await this.approvals.issue(who.tenantId, id, createdAt, result.vendorAction)
+          : undefined;
+      const row = await this.work.transaction(partOf(origin), async (change) => {
+        const row = await this.queries.lock(change, who.tenantId, id);
+        const next = transition(stateOf(row), { kind: 'authorized', result }, this.clock.now());
+        let updated: TransactionRow | undefined;
+        // Settled by the job meanwhile (the call outlasted STUCK_AFTER_MS): its outcome stands.
+        if (row.status === 'processing')
+          updated = await this.journal.apply(
+            change,
+            who.tenantId,
+            id,
+            next,
+            this.clock.now(),
+            next.patch.approval === 'issue' ? approval : undefined,
+          );
+        // The CVC serves one authorization only (the token object does not change: no token event).
+        if (cvc !== undefined) await this.tokens.forgetCvc(change, who.tenantId, token.id);
+        this.journal.log(change, id, 'create', `Transaction created: ${next.patch.status}`);
+        return updated ?? row;
+      });
+      return await this.queries.toDto(who, row);
+    } catch (error) {
+      // The processor answered but the outcome could not be written (database gone, process stopping):
+      // the row stays `processing`, the settlement job asks the processor and finishes it. The caller
+      // gets the transaction as it stands, so that an idempotent retry replays it rather than charging again.
+      this.logger.error(
+        { err: error, transaction_id: id },
+        'authorization outcome not recorded; left to settlement',
+      );
+      return this.queries.get(who, id);
+    }
+  }
+
+  /**
+   * A transaction a `decline-early` rule declines: recorded `authorization_declined` with `declined_by_rule`,
+   * no connection, no vendor call, no attempt; a retry with the same idempotency key answers it.
+   */
+  private async declinedByRule(
+    origin: RequestOrigin,
+    body: CreateTransactionDto,
+    token: UsableToken,
+    sessionId: string | null,
+    ruleId: string,
+  ): Promise<TransactionDto> {
+    const who = origin.actor;
+    const id = randomUUID();
+    const row = await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.journal.insert(change, {
+        ...this.newTransaction(who, id, body, token, sessionId),
+        connectionId: null,
+        declinedByRule: true,
+      });
+      await change.pinResource(id);
+      this.journal.log(change, id, 'create', `Transaction created: authorization_declined by rule ${ruleId}`);
+      return row;
+    });
+    return this.queries.toDto(who, row);
+  }
+
+  /**
+   * The dry run of routing (`POST .../evaluate`): the same checks as a create without `connection_id`,
+   * and the connections it would try, in order. Creates nothing and calls no vendor.
+   */
+  async evaluate(who: Principal, body: CreateTransactionDto): Promise<FlowEvaluationDto> {
+    const errors: FieldErrors = {};
+    if (body.connection_id !== undefined)
+      addFieldError(errors, 'connection_id', 'evaluate takes no connection_id: the rules choose');
+    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
+      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
+    checkMetadata(body.metadata, errors);
+    threeDSessionId(body.three_d_session_id);
+    const token = await this.cardToken(who, body.token, errors);
+    if (Object.keys(errors).length || !token) throw new ValidationException(errors);
+    const decision = await this.routing.decide(who.tenantId, body, token);
+    if (decision.declined) return { declined: true, rule_id: decision.ruleId, connections: [] };
+    const usable = await this.routing.usable(who.tenantId, decision.candidates, body);
+    return {
+      declined: false,
+      rule_id: decision.ruleId,
+      connections: usable.map((c) => connectionDto(c.row, { withMethod: true })),
+    };
+  }
+
+  /** A new transaction's columns from its request and card, `processing` its authorization at `connectionId`. */
+  private newTransaction(
+    who: Principal,
+    id: string,
+    body: CreateTransactionDto,
+    token: UsableToken,
+    sessionId: string | null,
+  ): Omit<NewTransaction, 'connectionId'> {
+    return {
+      id,
+      tenantId: who.tenantId,
+      tokenId: token.id,
+      intent: body.intent ?? 'authorize',
+      amount: body.amount,
+      currency: body.currency,
+      country: body.country ?? null,
+      externalIdentifier: body.external_identifier ?? null,
+      metadata: body.metadata ?? null,
+      paymentSource: body.payment_source ?? 'ecommerce',
+      merchantInitiated: body.merchant_initiated ?? false,
+      isSubsequentPayment: body.is_subsequent_payment ?? false,
+      previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
+      threeDSessionId: sessionId,
+      paymentMethod: paymentMethodOf(token),
+      createdBy: who.applicationId,
+      createdAt: this.clock.now(),
+    };
+  }
+
+  /**
+   * An operation whose outcome the vendor did not tell: the transaction stays `processing` (the job
+   * settles it once it is STUCK_AFTER_MS old), a CVC sent is forgotten all the same, and the caller
+   * gets the transaction as it stands.
+   */
+  private async leftToSettlement(
+    origin: RequestOrigin,
+    id: string,
+    cvcTokenId?: string,
+  ): Promise<TransactionDto> {
+    const who = origin.actor;
+    await this.work.transaction(partOf(origin), async (change) => {
+      if (cvcTokenId) await this.tokens.forgetCvc(change, who.tenantId, cvcTokenId);
+      this.journal.log(change, id, 'update', 'Processor did not answer: processing, left to settlement');
+    });
+    return this.queries.get(who, id);
+  }
+
+  /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */
+  private async cardToken(who: Principal, id: string, errors: FieldErrors): Promise<UsableToken | undefined> {
+    const token = await this.usableToken(who, id);
+    if (!token) addFieldError(errors, 'token', 'no such token');
+    else if (token.type !== 'card') addFieldError(errors, 'token', 'the token must be of type card');
+    else return token;
+    return undefined;
+  }
+
+  /** The token if the caller may use it; absent, expired or out of the caller's reach: undefined. */
+  private usableToken(who: Principal, id: string): Promise<UsableToken | undefined> {
+    return this.tokens.loadForUse(who, id);
+  }
+}
