@@ -169,6 +169,10 @@ describe('fuzzing every route', () => {
     await t.close();
   });
 
+  /**
+   * What a refused request must leave as it was. Audit rows of the service's own jobs (a connection a
+   * fuzzed request created, verified a moment later) are written whatever the request being checked did.
+   */
   const counts = async (): Promise<string> => {
     const [row] = await db.query(
       `SELECT (SELECT count(*) FROM tokens WHERE tenant_id = $1) AS tokens,
@@ -178,7 +182,7 @@ describe('fuzzing every route', () => {
               (SELECT count(*) FROM connections WHERE tenant_id = $1) AS connections,
               (SELECT count(*) FROM transactions WHERE tenant_id = $1) AS transactions,
               (SELECT count(*) FROM refunds WHERE tenant_id = $1) AS refunds,
-              (SELECT count(*) FROM audit_logs WHERE tenant_id = $1) AS logs,
+              (SELECT count(*) FROM audit_logs WHERE tenant_id = $1 AND actor_type <> 'system') AS logs,
               (SELECT count(*) FROM idempotency_records WHERE tenant_id = $1) AS idempotency`,
       [tenant.tenantId],
     );
