@@ -451,6 +451,7 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
         processor().authorize({
           credentials: { api_key: API_KEY, merchant_account: 'TestMerchant' },
           reconciliationId: 'crashTest1',
+          attempt: 1,
           amount: 700,
           currency: 'EUR',
           country: null,
@@ -630,6 +631,7 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
       await processor().completeChallenge({
         credentials: { api_key: API_KEY, merchant_account: 'TestMerchant' },
         reconciliationId: tx.reconciliation_id,
+        attempt: 1,
         connectionTransactionId: tx.connection_transaction_id ?? '',
         intent: 'authorize',
         approved: true,

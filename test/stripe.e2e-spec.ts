@@ -380,6 +380,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       processor.authorize({
         credentials: { secret_key: 'sk_test_fake' },
         reconciliationId: 'crashTest1',
+        attempt: 1,
         amount: 700,
         currency: 'USD',
         country: null,

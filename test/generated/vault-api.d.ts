@@ -531,8 +531,8 @@ export interface paths {
         get: operations["listTransactions"];
         put?: never;
         /**
-         * Pay with a card token through a connection
-         * @description 201 whatever the outcome: a declined payment is a created transaction. When the buyer must approve (3-D Secure), the status is `buyer_approval_pending` and `payment_method.approval_url` is the page to send the buyer to. `token:use` is checked on the token through the caller's rules.
+         * Pay with a card token, through the connection named or the one the routing rules choose
+         * @description 201 whatever the outcome: a declined payment is a created transaction (a `decline-early` rule declines it with `declined_by_rule`). Without `connection_id` the first matching `route-transaction` rule chooses the connection; none: a 400 `no_connection_available`. When the buyer must approve (3-D Secure), the status is `buyer_approval_pending` and `payment_method.approval_url` is the page to send the buyer to. `token:use` is checked on the token through the caller's rules.
          */
         post: operations["createTransaction"];
         delete?: never;
@@ -610,6 +610,26 @@ export interface paths {
          * @description What is left to refund unless `amount` says less (which needs `partial_refunds`).
          */
         post: operations["createRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/transactions/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a transaction's attempts, in order (a plain array)
+         * @description Each try of the authorization at one connection. A transaction made with `connection_id` has one; one a rule declined has none.
+         */
+        get: operations["listTransactionAttempts"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1499,6 +1519,24 @@ export interface components {
         RefundPageDto: {
             data: components["schemas"]["RefundDto"][];
             pagination: components["schemas"]["OffsetPaginationDto"];
+        };
+        AttemptDto: {
+            /** @enum {string} */
+            type: "attempt";
+            /**
+             * @description `processing`: in flight, or its outcome is unknown (settlement resolves it).
+             * @enum {string}
+             */
+            status: "processing" | "succeeded" | "declined" | "failed" | "buyer_approval_pending";
+            id: string;
+            /** @description 1 to 5, in the order they were made. */
+            number: number;
+            connection: components["schemas"]["ConnectionSummaryDto"];
+            error_code: string | null;
+            auth_response_code: string | null;
+            connection_transaction_id: string | null;
+            created_at: string;
+            updated_at: string;
         };
         FlowConditionDto: {
             /**
@@ -5252,6 +5290,81 @@ export interface operations {
             };
             /** @description The idempotency key was used with a different request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listTransactionAttempts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptDto"][];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:transactions:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -42,3 +42,8 @@ DELETE FROM "token_search_indexes" WHERE ("tenant_id" = $1 AND "token_id" = $2);
 INSERT INTO token_search_indexes (token_id, tenant_id, digest)
   VALUES ($1, $2, $3)
   ON CONFLICT DO NOTHING;
+
+-- TokensRepository.deleteCvc
+WITH cvc_forgotten_0 AS (DELETE FROM token_cvcs
+            WHERE tenant_id = $1::uuid AND token_id = $2::varchar)
+  SELECT NULL AS r0;

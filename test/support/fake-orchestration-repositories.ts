@@ -7,6 +7,11 @@ import type {
 } from '../../src/modules/orchestration/transactions/refunds.repository';
 import type { Transition } from '../../src/modules/orchestration/transactions/transaction-state';
 import type {
+  AttemptOutcome,
+  AttemptRow,
+} from '../../src/modules/orchestration/transactions/attempts.repository';
+import type { TransactionStatus } from '../../src/modules/orchestration/transactions/transaction.dto';
+import type {
   IssuedApproval,
   NewTransaction,
   TransactionRow,
@@ -15,6 +20,8 @@ import type {
 /** The `transactions` table as the repository reads and writes it (conditional transitions included). */
 export class FakeTransactions {
   readonly rows = new Map<string, TransactionRow>();
+  /** Where a transaction's first attempt is written (with the transaction, as the repository does). */
+  attempts?: FakeAttempts;
   /** Makes the next `apply` fail (the database went away). */
   failNextApply?: Error;
 
@@ -28,9 +35,9 @@ export class FakeTransactions {
       tenant_id: t.tenantId,
       connection_id: t.connectionId,
       token_id: t.tokenId,
-      status: 'processing',
-      pending_operation: 'authorize',
-      pending_since: t.createdAt,
+      status: t.declinedByRule ? 'authorization_declined' : 'processing',
+      pending_operation: t.declinedByRule ? null : 'authorize',
+      pending_since: t.declinedByRule ? null : t.createdAt,
       pending_amount: null,
       previous_status: null,
       intent: t.intent,
@@ -50,10 +57,11 @@ export class FakeTransactions {
       payment_method: t.paymentMethod,
       scheme_transaction_id: null,
       connection_transaction_id: null,
-      error_code: null,
+      error_code: t.declinedByRule ? 'declined_by_rule' : null,
       auth_response_code: null,
       cvv_response_code: null,
       three_d_secure: null,
+      attempt: 1,
       approval_token_hash: null,
       approval_token: null,
       approval_expires_at: null,
@@ -69,6 +77,29 @@ export class FakeTransactions {
       c_method: 'card',
     };
     this.rows.set(this.key(t.tenantId, t.id), row);
+    if (t.firstAttemptId && t.connectionId)
+      void this.attempts?.begin(_change, t.tenantId, t.id, 1, t.connectionId, t.firstAttemptId, t.createdAt);
+    return Promise.resolve({ ...row });
+  }
+
+  /** As the repository: only while `processing` its authorization at attempt `from`. */
+  nextAttempt(
+    _change: Change,
+    tenantId: string,
+    id: string,
+    from: number,
+    connectionId: string,
+    now: Date,
+  ): Promise<TransactionRow | undefined> {
+    const row = this.rows.get(this.key(tenantId, id));
+    if (!row || row.status !== 'processing' || row.pending_operation !== 'authorize' || row.attempt !== from)
+      return Promise.resolve(undefined);
+    Object.assign(row, {
+      connection_id: connectionId,
+      attempt: from + 1,
+      pending_since: now,
+      updated_at: now,
+    });
     return Promise.resolve({ ...row });
   }
 
@@ -197,5 +228,101 @@ export class FakeRefunds {
 
   private view({ updated_at: _u, vendor_id: _v, ...row }: FakeRefunds['rows'][number]): RefundRow {
     return { ...row };
+  }
+}
+
+const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptOutcome['status']>> = {
+  authorization_succeeded: 'succeeded',
+  capture_succeeded: 'succeeded',
+  authorization_declined: 'declined',
+  authorization_failed: 'failed',
+  buyer_approval_pending: 'buyer_approval_pending',
+};
+
+/** The `transaction_attempts` table as the repository writes it (a settled attempt stays settled). */
+export class FakeAttempts {
+  readonly rows: AttemptRow[] = [];
+
+  begin(
+    _change: Change,
+    tenantId: string,
+    transactionId: string,
+    number: number,
+    connectionId: string,
+    id: string,
+    now: Date,
+  ): Promise<void> {
+    if (
+      this.rows.some(
+        (a) => a.tenant_id === tenantId && a.transaction_id === transactionId && a.number === number,
+      )
+    )
+      throw new Error(`attempt ${number} of ${transactionId} exists`);
+    this.rows.push({
+      tenant_id: tenantId,
+      id,
+      transaction_id: transactionId,
+      number,
+      connection_id: connectionId,
+      status: 'processing',
+      error_code: null,
+      auth_response_code: null,
+      connection_transaction_id: null,
+      created_at: now,
+      updated_at: now,
+      c_formula_id: 'stripe-card',
+      c_display_name: 'Stripe',
+      c_method: 'card',
+    });
+    return Promise.resolve();
+  }
+
+  settle(
+    _change: Change,
+    tenantId: string,
+    transactionId: string,
+    number: number,
+    outcome: AttemptOutcome,
+    now: Date,
+  ): Promise<void> {
+    const row = this.rows.find(
+      (a) => a.tenant_id === tenantId && a.transaction_id === transactionId && a.number === number,
+    );
+    if (row && (row.status === 'processing' || row.status === 'buyer_approval_pending'))
+      Object.assign(row, {
+        status: outcome.status,
+        error_code: outcome.errorCode,
+        auth_response_code: outcome.authResponseCode,
+        connection_transaction_id: outcome.connectionTransactionId,
+        updated_at: now,
+      });
+    return Promise.resolve();
+  }
+
+  follow(change: Change, row: TransactionRow, now: Date): Promise<void> {
+    const status = ATTEMPT_STATUS_OF[row.status];
+    if (!status || !row.connection_id) return Promise.resolve();
+    return this.settle(
+      change,
+      row.tenant_id,
+      row.id,
+      row.attempt,
+      {
+        status,
+        errorCode: row.error_code,
+        authResponseCode: row.auth_response_code,
+        connectionTransactionId: row.connection_transaction_id,
+      },
+      now,
+    );
+  }
+
+  list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {
+    return Promise.resolve(
+      this.rows
+        .filter((a) => a.tenant_id === tenantId && a.transaction_id === transactionId)
+        .sort((a, b) => a.number - b.number)
+        .map((a) => ({ ...a })),
+    );
   }
 }

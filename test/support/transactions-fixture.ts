@@ -44,7 +44,9 @@ import { TransactionsService } from '../../src/modules/orchestration/transaction
 import { TransactionRouting } from '../../src/modules/orchestration/transactions/transaction-routing';
 import { TransactionCreationService } from '../../src/modules/orchestration/transactions/transaction-creation.service';
 import type { FlowRulesService } from '../../src/modules/orchestration/flows/flow-rules.service';
-import { FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
+import { FakeAttempts, FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
+import type { AttemptsRepository } from '../../src/modules/orchestration/transactions/attempts.repository';
+import { ConnectionBreaker } from '../../src/modules/orchestration/transactions/connection-breaker';
 
 /**
  * The transactions service with the settlement job, on in-memory repositories and a fake processor (no
@@ -52,11 +54,6 @@ import { FakeRefunds, FakeTransactions } from './fake-orchestration-repositories
  * how an unanswered or unrecorded vendor call is left to settlement and settled once, and what another
  * tenant reaches. The state machine itself is specified in transaction-state.spec.ts.
  */
-
-/** No routing rules: every create names its connection (routing is tested end to end, test/routing.e2e-spec.ts). */
-const noRules = {
-  decide: () => Promise.resolve({ declined: false, ruleId: null, candidates: [] }),
-} as unknown as FlowRulesService;
 
 export const TENANT = '00000000-0000-4000-8000-00000000000a';
 export const OTHER = '00000000-0000-4000-8000-00000000000b';
@@ -87,14 +84,24 @@ export const approved = (captured = false): AuthorizeResult => ({
 
 export const SUCCEEDED: OperationResult = { status: 'succeeded', vendorId: 'v_1' };
 
-export function setup() {
+/** Connection ids of `setup({ candidates })`: the first is CONNECTION. */
+export const candidateId = (i: number): string =>
+  i === 0 ? CONNECTION : `00000000-0000-4000-8000-0000000000c${i + 1}`;
+
+/**
+ * `candidates`: that many connections, each with a processor of its own (`processors[i]`), that a route
+ * rule tries in order when a create names no connection.
+ */
+export function setup(options: { candidates?: number } = {}) {
   const clock = new Clock();
   const uow = new FakeUnitOfWork();
   const work = uow.asUnitOfWork();
   const transactions = new FakeTransactions();
   const refunds = new FakeRefunds();
-  const metrics = { transactionEntered: jest.fn() };
-  const processor = {
+  const metrics = { transactionEntered: jest.fn(), paymentAttempted: jest.fn() };
+  const attempts = new FakeAttempts();
+  transactions.attempts = attempts;
+  const processorMock = () => ({
     formulaId: 'stripe-card',
     authorize: jest.fn((_: AuthorizeRequest): Promise<AuthorizeResult> => Promise.resolve(approved())),
     capture: jest.fn((_: CaptureRequest): Promise<OperationResult> => Promise.resolve(SUCCEEDED)),
@@ -105,15 +112,21 @@ export function setup() {
     ),
     completeChallenge: jest.fn(),
     verifyCredentials: jest.fn(),
-  };
+  });
+  const processor = processorMock();
+  const count = options.candidates ?? 1;
+  const candidateProcessors = [processor, ...Array.from({ length: count - 1 }, processorMock)];
   const processors = {
-    for: () => processor as unknown as ProcessorPort,
+    for: (row: { id?: string }) =>
+      (candidateProcessors[Math.max(0, ids.indexOf(row.id ?? CONNECTION))] ??
+        processor) as unknown as ProcessorPort,
     notificationFormulas: () => [],
   } as unknown as ProcessorRegistry;
-  const usable: UsableConnection = {
+  const ids = Array.from({ length: count }, (_, i) => candidateId(i));
+  const usableAt = (id: string): UsableConnection => ({
     row: {
       tenantId: TENANT,
-      id: CONNECTION,
+      id,
       formulaId: 'stripe-card',
       method: 'card',
       displayName: 'Stripe',
@@ -126,12 +139,21 @@ export function setup() {
     } as ConnectionEntity,
     formula: findFormula('stripe-card')!,
     credentials: { key: 'ok' },
-  };
+  });
   const connections = {
     loadForPayment: jest.fn((tenantId: string, id: string) =>
-      Promise.resolve(tenantId === TENANT && id === CONNECTION ? usable : undefined),
+      Promise.resolve(tenantId === TENANT && ids.includes(id) ? usableAt(id) : undefined),
     ),
   } as unknown as ConnectionsService;
+  const rules = {
+    decide: () =>
+      Promise.resolve({
+        declined: false,
+        ruleId: count > 1 ? 'rule' : null,
+        candidates: count > 1 ? ids : [],
+      }),
+  } as unknown as FlowRulesService;
+  const breaker = new ConnectionBreaker();
   const token = {
     id: TOKEN,
     tenant_id: TENANT,
@@ -172,8 +194,21 @@ export function setup() {
   } as unknown as ApprovalLinks;
   const repository = transactions as unknown as TransactionsRepository;
   const refundsRepository = refunds as unknown as RefundsRepository;
-  const journal = new TransactionJournal(repository, refundsRepository, clock, metrics as unknown as Metrics);
-  const queries = new TransactionQueriesService(repository, refundsRepository, links, tokens);
+  const attemptsRepository = attempts as unknown as AttemptsRepository;
+  const journal = new TransactionJournal(
+    repository,
+    refundsRepository,
+    clock,
+    metrics as unknown as Metrics,
+    attemptsRepository,
+  );
+  const queries = new TransactionQueriesService(
+    repository,
+    refundsRepository,
+    links,
+    tokens,
+    attemptsRepository,
+  );
   const service = new TransactionsService(
     refundsRepository,
     journal,
@@ -192,7 +227,9 @@ export function setup() {
     clock,
     queries,
     work,
-    new TransactionRouting(noRules, connections),
+    new TransactionRouting(rules, connections),
+    breaker,
+    metrics as unknown as Metrics,
   );
   const approvals = new ApprovalsService(repository, journal, connections, processors, links, clock, work);
   const settlement = new SettlementService(
@@ -215,6 +252,9 @@ export function setup() {
     refunds,
     metrics,
     processor,
+    candidateProcessors,
+    attempts,
+    breaker,
     loadForUse,
     forgotten,
     issue,

@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly paymentAttemptsTotal = new Counter({
+    name: 'vault_payment_attempts_total',
+    help: "Authorization attempts by formula and outcome (`processing`: the vendor's answer is unknown)",
+    labelNames: ['formula', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   private readonly jobRunsTotal = new Counter({
     name: 'vault_job_runs_total',
     help: 'Runs of background jobs on this instance (a run another instance took is not counted)',
@@ -125,6 +132,11 @@ export class Metrics {
 
   transactionEntered(status: string): void {
     this.transactionsTotal.inc({ status });
+  }
+
+  /** An authorization attempt ended (or was left to settlement: `processing`). */
+  paymentAttempted(formula: string, outcome: string): void {
+    this.paymentAttemptsTotal.inc({ formula, outcome });
   }
 
   jobRan(job: string): void {

@@ -27,6 +27,7 @@ import { FingerprintGroups1795000000026 } from './1795000000026-FingerprintGroup
 import { AuditTree1795000000027 } from './1795000000027-AuditTree';
 import { TokenChildrenCascade1795000000028 } from './1795000000028-TokenChildrenCascade';
 import { FlowRules1795000000029 } from './1795000000029-FlowRules';
+import { TransactionAttempts1795000000030 } from './1795000000030-TransactionAttempts';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   AuditTree1795000000027,
   TokenChildrenCascade1795000000028,
   FlowRules1795000000029,
+  TransactionAttempts1795000000030,
 ];

@@ -6,6 +6,9 @@ import { FlowRulesController } from './flows/flow-rules.controller';
 import { FlowRulesRepository } from './flows/flow-rules.repository';
 import { FlowRulesService } from './flows/flow-rules.service';
 import { TransactionRouting } from './transactions/transaction-routing';
+import { AttemptsRepository } from './transactions/attempts.repository';
+import { ConnectionBreaker } from './transactions/connection-breaker';
+import { AttemptEntity } from './transactions/entities/attempt.entity';
 import { RefundEntity } from './transactions/entities/refund.entity';
 import { TransactionEntity } from './transactions/entities/transaction.entity';
 import { TokensModule } from '../tokens/tokens.module';
@@ -31,7 +34,13 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
 /** Payment orchestration: formulas, connections, routing rules, transactions, the approval page and settlement. */
 @Module({
   imports: [
-    DatabaseModule.forFeature([ConnectionEntity, TransactionEntity, RefundEntity, FlowRuleEntity]),
+    DatabaseModule.forFeature([
+      ConnectionEntity,
+      TransactionEntity,
+      RefundEntity,
+      FlowRuleEntity,
+      AttemptEntity,
+    ]),
     TokensModule,
   ],
   controllers: [
@@ -56,6 +65,8 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     FlowRulesRepository,
     FlowRulesService,
     TransactionRouting,
+    AttemptsRepository,
+    ConnectionBreaker,
     ApprovalsService,
     SettlementService,
     AdyenNotificationsService,

@@ -363,8 +363,17 @@ export class TokensRepository {
     return row?.cvc;
   }
 
-  /** Deletes the token's CVC in the change that used it (orchestration's authorization outcome). */
+  /**
+   * Deletes the token's CVC in the change that used it (orchestration's authorization outcome): a piece
+   * of the change's write statement, sent with the transaction's own writes.
+   */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_TOKEN] })
   async deleteCvc(change: Change, tenantId: string, tokenId: string): Promise<void> {
-    await change.manager.getRepository(TokenCvcEntity).delete({ tenantId, tokenId });
+    await change.write(({ p, name }) => ({
+      ctes: [
+        `${name('cvc_forgotten')} AS (DELETE FROM token_cvcs
+          WHERE tenant_id = ${p.add(tenantId)}::uuid AND token_id = ${p.add(tokenId)}::varchar)`,
+      ],
+    }));
   }
 }

@@ -171,6 +171,7 @@ export class ApprovalsService {
         this.processors.for(connection.row).completeChallenge({
           credentials: connection.credentials,
           reconciliationId: this.journal.reconciliationId(row.id),
+          attempt: row.attempt,
           connectionTransactionId: row.connection_transaction_id ?? '',
           intent: row.intent,
           approved,

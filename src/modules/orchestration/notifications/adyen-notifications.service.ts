@@ -27,7 +27,11 @@ interface Target {
   technicalCancel: boolean;
 }
 
-const REFERENCE = /^([0-9A-Za-z]{1,22})(?:\.([0-9A-Za-z]{1,22}))?$/;
+/**
+ * Our merchant references: the transaction's reconciliation id, `.a<n>` for its attempt n > 1 (an
+ * authorization, or the technical cancel of one), then `.cancel` or a refund's key.
+ */
+const REFERENCE = /^([0-9A-Za-z]{1,22})(?:\.a([2-5]))?(?:\.([0-9A-Za-z]{1,22}))?$/;
 
 /** Why a batch is refused: a fixed reason, never a value from the request. */
 const REFUSED = 'The notification could not be verified.';
@@ -97,7 +101,19 @@ export class AdyenNotificationsService {
       item.merchantAccountCode !== connection.credentials.merchant_account
     )
       return undefined;
-    const suffix = match[2] ?? null;
+    const suffix = match[3] ?? null;
+    // An authorization (or its technical cancel) names its attempt; the operations after the one
+    // that authorized (captures, cancels, refunds) name the transaction only.
+    const aboutAttempt = safeCode(item.eventCode) === 'AUTHORISATION' || suffix === 'cancel';
+    const attempt = match[2] ? Number(match[2]) : 1;
+    if (aboutAttempt ? attempt !== row.attempt : match[2] !== undefined) {
+      // An attempt the transaction has moved on from certainly moved no money: nothing to do.
+      this.logger.log(
+        { transaction_id: row.id },
+        'an Adyen notification about an earlier attempt is ignored',
+      );
+      return undefined;
+    }
     return {
       item,
       row,

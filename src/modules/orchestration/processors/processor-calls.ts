@@ -24,6 +24,44 @@ export class ProcessorUnavailable extends Error {
   }
 }
 
+/**
+ * Thrown by a vendor adapter when the call certainly did not reach the vendor, or the vendor refused it
+ * unprocessed: the connection could not be opened (refused, DNS, TLS) or the vendor answered HTTP 429.
+ * Nothing was done, so a payment may be tried at another connection (failover). Where that difference
+ * does not matter it is handled as the ProcessorUnavailable it also is (left to settlement: safe).
+ */
+export class ProcessorUnreachable extends ProcessorUnavailable {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ProcessorUnreachable';
+  }
+}
+
+/** Error codes of a network failure before anything was sent: the vendor cannot have acted. */
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Whether a network error (or its cause) says the connection was never opened: nothing was sent. */
+export function neverSent(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NOT_SENT.has(code)) return true;
+    e = (e as { cause?: unknown; detail?: unknown }).cause ?? (e as { detail?: unknown }).detail;
+  }
+  return false;
+}
+
 /** What an authorization that the processor did not answer (an error, a time-out) counts as. */
 export function processorFailure(
   connectionTransactionId: string | null,

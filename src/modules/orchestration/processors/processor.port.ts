@@ -65,7 +65,10 @@ export interface CardData {
 
 export interface AuthorizeRequest {
   credentials: Credentials;
+  /** The transaction's reconciliation id (its buyer's return URL is made of it). */
   reconciliationId: string;
+  /** Which attempt of the transaction this is (1 to 5): its vendor reference and idempotency key name it. */
+  attempt: number;
   amount: number;
   currency: string;
   country: string | null;
@@ -117,6 +120,8 @@ export interface VendorAction {
 export interface ChallengeRequest {
   credentials: Credentials;
   reconciliationId: string;
+  /** The attempt whose challenge this is (its vendor reference). */
+  attempt: number;
   connectionTransactionId: string;
   intent: 'authorize' | 'capture';
   approved: boolean;
@@ -127,6 +132,8 @@ export interface ChallengeRequest {
 export interface OperationRequest {
   credentials: Credentials;
   reconciliationId: string;
+  /** The transaction's last attempt, the one that authorized (or whose outcome is asked). */
+  attempt: number;
   connectionTransactionId: string;
   /** The card's last four digits, which sandbox processors use to pick an outcome. */
   cardLast4: string;
@@ -175,3 +182,16 @@ export interface VendorSettings {
 /** Where a vendor sends the buyer back after its 3-D Secure page: under PUBLIC_BASE_URL. */
 export const vendorReturnUrl = (publicBaseUrl: string, reconciliationId: string): string =>
   `${publicBaseUrl}/orchestration/approvals/return/${reconciliationId}`;
+
+/**
+ * The vendor's reference of an authorization attempt: the reconciliation id for the first, with `.a<n>`
+ * from the second on, so that a notification or a search names the attempt it is about.
+ */
+export const attemptReference = (request: { reconciliationId: string; attempt: number }): string =>
+  request.attempt > 1 ? `${request.reconciliationId}.a${request.attempt}` : request.reconciliationId;
+
+/** The idempotency key of an attempt's authorizing call: `<id>:authorize`, then `<id>:authorize:<n>`. */
+export const authorizeIdempotencyKey = (request: { reconciliationId: string; attempt: number }): string =>
+  request.attempt > 1
+    ? `${request.reconciliationId}:authorize:${request.attempt}`
+    : `${request.reconciliationId}:authorize`;

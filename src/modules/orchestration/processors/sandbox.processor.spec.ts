@@ -7,6 +7,7 @@ import { PROCESSOR_PROVIDERS, ProcessorRegistry } from './processor.registry';
 const request = (number: string, extra: Partial<AuthorizeRequest> = {}): AuthorizeRequest => ({
   credentials: { key: 'ok' },
   reconciliationId: 'abc',
+  attempt: 1,
   amount: 100,
   currency: 'USD',
   country: null,
@@ -89,6 +90,7 @@ describe('sandbox processors', () => {
     const op = {
       credentials: {},
       reconciliationId: 'r',
+      attempt: 1,
       connectionTransactionId: 'x',
       amount: 1,
       currency: 'USD',

@@ -12,6 +12,7 @@ import type {
   RefundRequest,
   VerificationResult,
 } from './processor.port';
+import { attemptReference } from './processor.port';
 
 const ALNUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const LOWER = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -143,7 +144,7 @@ export abstract class SandboxProcessor implements ProcessorPort {
     if (result.outcome === 'approved') result.captured = request.intent === 'capture';
     if (result.outcome !== 'challenge')
       this.remember(
-        request.reconciliationId,
+        attemptReference(request),
         'authorize',
         result.outcome === 'approved' ? 'succeeded' : 'failed',
       );
@@ -197,7 +198,10 @@ export abstract class SandboxProcessor implements ProcessorPort {
       const done = Date.now() - request.requestedAt.getTime() >= SANDBOX_ASYNC_MS;
       return Promise.resolve({ status: done ? 'succeeded' : 'pending' });
     }
-    const performed = this.performed.get(`${request.reconciliationId}:${request.operation}`);
+    // An authorization is remembered by its attempt; the operations after it by the transaction.
+    const reference =
+      request.operation === 'authorize' ? attemptReference(request) : request.reconciliationId;
+    const performed = this.performed.get(`${reference}:${request.operation}`);
     return Promise.resolve(performed ? { status: performed } : { status: 'not_found' });
   }
 

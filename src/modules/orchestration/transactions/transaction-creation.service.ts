@@ -8,8 +8,16 @@ import { partOf } from '../../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { TokensService, UsableToken } from '../../tokens/tokens.service';
-import { connectionDto } from '../connections/connections.service';
-import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
+import { connectionDto, UsableConnection } from '../connections/connections.service';
+import { Metrics } from '../../../common/metrics/metrics';
+import { AttemptOutcome } from './attempts.repository';
+import { ConnectionBreaker } from './connection-breaker';
+import {
+  processorFailure,
+  ProcessorUnavailable,
+  ProcessorUnreachable,
+  withTimeout,
+} from '../processors/processor-calls';
 import type { AuthorizeResult, CardData } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
@@ -22,9 +30,46 @@ import { NewTransaction, stateOf, TransactionRow } from './transactions.reposito
 import { TransactionRouting } from './transaction-routing';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
 
+const UNANSWERED = Symbol('unanswered');
+
+/** At most this many attempts per transaction. */
+export const MAX_ATTEMPTS = 5;
+
+/**
+ * Whether an attempt's outcome certainly moved no money, so that the next candidate may be tried:
+ * nothing reached the vendor (or it answered 429), a generic soft decline, or a processing error the
+ * vendor stated (docs/routing.md). Every other outcome ends the transaction.
+ */
+export function retryable(result: AuthorizeResult): boolean {
+  if (result.outcome === 'declined') return result.errorCode === 'declined';
+  return (
+    result.outcome === 'failed' &&
+    (result.errorCode === 'processor_unavailable' || result.errorCode === 'service_error')
+  );
+}
+
+/** What an attempt records of its vendor's answer. */
+export function attemptOutcome(result: AuthorizeResult): AttemptOutcome {
+  const status = (
+    {
+      approved: 'succeeded',
+      declined: 'declined',
+      failed: 'failed',
+      challenge: 'buyer_approval_pending',
+    } as const
+  )[result.outcome];
+  return {
+    status,
+    errorCode: result.errorCode,
+    authResponseCode: result.authResponseCode,
+    connectionTransactionId: result.connectionTransactionId,
+  };
+}
+
 /**
  * Creating transactions: the checks in their order (the body, the rules' early declines, the connection),
- * the authorization at the vendor, and the dry run of routing. The processor call happens outside any
+ * the authorization at the vendor, attempt after attempt while an attempt certainly moved no money and
+ * a candidate remains (failover), and the dry run of routing. The processor call happens outside any
  * database transaction: the row is committed as `processing` first (a crash leaves a record the
  * settlement job settles), the call is made holding no lock, and the outcome is written in a second
  * change with its audit row, each change `partOf` the request (the idempotency interceptor records the
@@ -43,6 +88,8 @@ export class TransactionCreationService {
     private readonly queries: TransactionQueriesService,
     private readonly work: UnitOfWork,
     private readonly routing: TransactionRouting,
+    private readonly breaker: ConnectionBreaker,
+    private readonly metrics: Metrics,
   ) {}
 
   async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
@@ -68,13 +115,16 @@ export class TransactionCreationService {
     if (Object.keys(errors).length || !token) throw new ValidationException(errors);
     const decision = await this.routing.decide(who.tenantId, body, token);
     if (decision.declined) return this.declinedByRule(origin, body, token, sessionId, decision.ruleId);
-    const connection = body.connection_id
-      ? await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id })
-      : (await this.routing.candidates(who.tenantId, decision, body))[0];
+    const candidates = body.connection_id
+      ? [await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id })]
+      : await this.routing.candidates(who.tenantId, decision, body);
+    let index = Math.max(this.breaker.next(candidates, 0, this.clock.now().getTime()), 0);
+    let connection = candidates[index];
 
     const id = randomUUID();
     const createdAt = this.clock.now();
     await this.work.transaction(partOf(origin), async (change) => {
+      // With its first attempt, `processing` before the vendor is called.
       await this.journal.insert(change, {
         ...this.newTransaction(who, id, body, token, sessionId),
         connectionId: connection.row.id,
@@ -86,13 +136,66 @@ export class TransactionCreationService {
 
     const paymentSource = body.payment_source ?? 'ecommerce';
     const cvc = paymentSource === 'ecommerce' ? token.cvc : undefined;
+    const cvcTokenId = cvc !== undefined ? token.id : undefined;
+    for (let attempt = 1; ; attempt++) {
+      const answer = await this.authorizeAt(connection, attempt, id, body, token, sessionId, cvc);
+      if (answer === UNANSWERED) return this.leftToSettlement(origin, id, cvcTokenId);
+      // Failover only after an outcome that certainly moved no money, to the next candidate.
+      const nextIndex =
+        retryable(answer) && attempt < MAX_ATTEMPTS
+          ? this.breaker.next(candidates, index + 1, this.clock.now().getTime())
+          : -1;
+      if (nextIndex < 0) return this.recordOutcome(origin, id, createdAt, answer, cvcTokenId);
+      const next = candidates[nextIndex];
+      const moved = await this.work.transaction(partOf(origin), async (change) => {
+        const row = await this.journal.nextAttempt(
+          change,
+          who.tenantId,
+          id,
+          attempt,
+          attemptOutcome(answer),
+          next.row.id,
+          this.clock.now(),
+        );
+        if (row)
+          this.journal.log(
+            change,
+            id,
+            'update',
+            `Attempt ${attempt} ${answer.outcome} (${answer.errorCode ?? 'no code'}); attempt ${attempt + 1} at another connection`,
+          );
+        return row;
+      });
+      // Settled meanwhile (the calls outlasted STUCK_AFTER_MS): its outcome stands.
+      if (!moved) return this.queries.get(who, id);
+      index = nextIndex;
+      connection = next;
+    }
+  }
+
+  /**
+   * One attempt's vendor call. UNANSWERED when the vendor may or may not have acted (the transaction stays
+   * `processing` for settlement); nothing reached it (refused connection, HTTP 429): `processor_unavailable`.
+   */
+  private async authorizeAt(
+    connection: UsableConnection,
+    attempt: number,
+    id: string,
+    body: CreateTransactionDto,
+    token: UsableToken,
+    sessionId: string | null,
+    cvc: string | undefined,
+  ): Promise<AuthorizeResult | typeof UNANSWERED> {
     const data = token.data as CardData;
+    const formula = connection.row.formulaId;
+    const cvvUnanswered = cvc === undefined ? 'not_provided' : 'unavailable';
     let result: AuthorizeResult;
     try {
       result = await withTimeout(
         this.processors.for(connection.row).authorize({
           credentials: connection.credentials,
           reconciliationId: this.journal.reconciliationId(id),
+          attempt,
           amount: body.amount,
           currency: body.currency,
           country: body.country ?? null,
@@ -103,7 +206,7 @@ export class TransactionCreationService {
             expiration_year: data.expiration_year,
           },
           ...(cvc !== undefined ? { cvc } : {}),
-          paymentSource,
+          paymentSource: body.payment_source ?? 'ecommerce',
           merchantInitiated: body.merchant_initiated ?? false,
           isSubsequentPayment: body.is_subsequent_payment ?? false,
           previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
@@ -112,18 +215,40 @@ export class TransactionCreationService {
         }),
       );
     } catch (error) {
-      if (error instanceof ProcessorUnavailable) {
+      if (error instanceof ProcessorUnreachable) {
+        this.logger.warn({ err: error, transaction_id: id, attempt }, 'the processor could not be reached');
+        result = { ...processorFailure(null, cvvUnanswered), errorCode: 'processor_unavailable' };
+      } else if (error instanceof ProcessorUnavailable) {
         // The vendor may have charged: the row stays `processing`, the settlement job asks the vendor.
         this.logger.warn(
-          { err: error, transaction_id: id },
+          { err: error, transaction_id: id, attempt },
           'authorization unanswered by the processor; left to settlement',
         );
-        return this.leftToSettlement(origin, id, cvc !== undefined ? token.id : undefined);
+        this.metrics.paymentAttempted(formula, 'processing');
+        return UNANSWERED;
+      } else {
+        this.logger.warn(
+          { err: error, transaction_id: id, attempt },
+          'authorization failed at the processor',
+        );
+        result = processorFailure(null, cvvUnanswered);
       }
-      this.logger.warn({ err: error, transaction_id: id }, 'authorization failed at the processor');
-      result = processorFailure(null, cvc === undefined ? 'not_provided' : 'unavailable');
     }
+    const now = this.clock.now().getTime();
+    this.breaker.record(connection.row.id, result.errorCode === 'processor_unavailable', now);
+    this.metrics.paymentAttempted(formula, attemptOutcome(result).status);
+    return result;
+  }
 
+  /** Writes the last attempt's outcome as the transaction's, with its audit row; answers the transaction. */
+  private async recordOutcome(
+    origin: RequestOrigin,
+    id: string,
+    createdAt: Date,
+    result: AuthorizeResult,
+    cvcTokenId: string | undefined,
+  ): Promise<TransactionDto> {
+    const who = origin.actor;
     try {
       // A challenge gets its buyer approval link (sealed with the tenant's key), made before the change.
       const approval =
@@ -145,7 +270,7 @@ export class TransactionCreationService {
             next.patch.approval === 'issue' ? approval : undefined,
           );
         // The CVC serves one authorization only (the token object does not change: no token event).
-        if (cvc !== undefined) await this.tokens.forgetCvc(change, who.tenantId, token.id);
+        if (cvcTokenId) await this.tokens.forgetCvc(change, who.tenantId, cvcTokenId);
         this.journal.log(change, id, 'create', `Transaction created: ${next.patch.status}`);
         return updated ?? row;
       });

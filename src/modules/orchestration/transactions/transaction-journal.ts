@@ -6,6 +6,8 @@ import { Metrics } from '../../../common/metrics/metrics';
 import type { Change } from '../../../common/unit-of-work/change';
 import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
+import { randomUUID } from 'node:crypto';
+import { AttemptOutcome, AttemptsRepository } from './attempts.repository';
 import { toReconciliationId } from './reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
 import type { Transition } from './transaction-state';
@@ -33,13 +35,39 @@ export class TransactionJournal {
     private readonly refunds: RefundsRepository,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
+    private readonly attempts: AttemptsRepository,
   ) {}
 
-  /** Records a new transaction, `processing` its authorization, and its `transaction:created` event. */
+  /**
+   * Records a new transaction, `processing` its authorization with its first attempt at its connection
+   * (one declined by a rule has neither), and its `transaction:created` event.
+   */
   async insert(change: Change, t: NewTransaction): Promise<TransactionRow> {
-    const row = await this.transactions.insert(change, t);
+    const first = t.connectionId && !t.declinedByRule;
+    const row = await this.transactions.insert(change, first ? { ...t, firstAttemptId: randomUUID() } : t);
     this.emit(change, 'transaction:created', row);
     this.counted(change, row);
+    return row;
+  }
+
+  /**
+   * Failover: records how attempt `from` ended and moves the transaction, still `processing`, to its next
+   * attempt at `connectionId` (`processing` too, before its vendor call). No event: attempts are not
+   * (the transaction's status does not change). Undefined when the transaction was settled meanwhile.
+   */
+  async nextAttempt(
+    change: Change,
+    tenantId: string,
+    id: string,
+    from: number,
+    outcome: AttemptOutcome,
+    connectionId: string,
+    now: Date,
+  ): Promise<TransactionRow | undefined> {
+    const row = await this.transactions.nextAttempt(change, tenantId, id, from, connectionId, now);
+    if (!row) return undefined;
+    await this.attempts.settle(change, tenantId, id, from, outcome, now);
+    await this.attempts.begin(change, tenantId, id, from + 1, connectionId, randomUUID(), now);
     return row;
   }
 
@@ -58,6 +86,8 @@ export class TransactionJournal {
   ): Promise<TransactionRow | undefined> {
     const row = await this.transactions.apply(change, tenantId, id, transition, now, approval);
     if (row) this.emit(change, 'transaction:updated', row);
+    // The last attempt shows the authorization's outcome (a later capture or void leaves it as it is).
+    if (row) await this.attempts.follow(change, row, now);
     // A transition may only change columns (a pending operation's progress): no status entered.
     if (row && row.status !== transition.from) this.counted(change, row);
     return row;
@@ -99,6 +129,7 @@ export class TransactionJournal {
     return {
       credentials: connection.credentials,
       reconciliationId: toReconciliationId(row.id),
+      attempt: row.attempt,
       connectionTransactionId: row.connection_transaction_id ?? '',
       cardLast4: row.payment_method.label,
     };

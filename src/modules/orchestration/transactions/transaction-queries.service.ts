@@ -6,11 +6,12 @@ import { TokensService } from '../../tokens/tokens.service';
 import { OrchestrationException } from '../orchestration.errors';
 import { ApprovalLinks } from './approval-links';
 import { RefundsRepository } from './refunds.repository';
-import { refundDto, transactionDto } from './transaction.mapper';
-import type { ListTransactionsQueryDto, RefundDto, TransactionDto } from './transaction.dto';
+import { AttemptsRepository } from './attempts.repository';
+import { attemptDto, refundDto, transactionDto } from './transaction.mapper';
+import type { AttemptDto, ListTransactionsQueryDto, RefundDto, TransactionDto } from './transaction.dto';
 import { TransactionRow, TransactionsRepository } from './transactions.repository';
 
-/** The read side of transactions and refunds: pages, one transaction, and the transaction object. */
+/** The read side of transactions, their refunds and attempts: pages, one transaction, and the transaction object. */
 @Injectable()
 export class TransactionQueriesService {
   constructor(
@@ -18,6 +19,7 @@ export class TransactionQueriesService {
     private readonly refunds: RefundsRepository,
     private readonly approvals: ApprovalLinks,
     private readonly tokens: TokensService,
+    private readonly attempts: AttemptsRepository,
   ) {}
 
   async get(who: Principal, id: string): Promise<TransactionDto> {
@@ -53,6 +55,12 @@ export class TransactionQueriesService {
     await this.find(who.tenantId, id);
     const { rows, total } = await this.refunds.list(who.tenantId, id, offsetOf(query));
     return offsetPage(rows.map(refundDto), total, query);
+  }
+
+  /** A transaction's attempts, in order (none for one a rule declined). */
+  async listAttempts(who: Principal, id: string): Promise<AttemptDto[]> {
+    await this.find(who.tenantId, id);
+    return (await this.attempts.list(who.tenantId, id)).map(attemptDto);
   }
 
   /**

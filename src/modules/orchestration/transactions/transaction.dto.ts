@@ -1,3 +1,4 @@
+import { ATTEMPT_STATUSES, type AttemptStatus } from './entities/attempt.entity';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   IsBoolean,
@@ -236,6 +237,24 @@ export class TransactionPageDto {
   pagination: OffsetPaginationDto;
   @ApiProperty({ type: [TransactionDto] })
   data: TransactionDto[];
+}
+
+/** One try of the transaction's authorization at one connection (docs/routing.md). */
+export class AttemptDto {
+  @ApiProperty({ enum: ['attempt'] })
+  type: 'attempt';
+  id: string;
+  /** 1 to 5, in the order they were made. */
+  number: number;
+  connection: ConnectionSummaryDto;
+  /** `processing`: in flight, or its outcome is unknown (settlement resolves it). */
+  @ApiProperty({ enum: ATTEMPT_STATUSES })
+  status: AttemptStatus;
+  error_code: string | null;
+  auth_response_code: string | null;
+  connection_transaction_id: string | null;
+  created_at: string;
+  updated_at: string;
 }
 
 export class RefundDto {

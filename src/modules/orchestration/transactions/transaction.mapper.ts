@@ -1,7 +1,8 @@
 import { toReconciliationId } from './reconciliation';
 import type { RefundRow } from './refunds.repository';
 import { intentOutcome } from './transaction-state';
-import type { RefundDto, TransactionDto } from './transaction.dto';
+import type { AttemptRow } from './attempts.repository';
+import type { AttemptDto, RefundDto, TransactionDto } from './transaction.dto';
 import type { TransactionRow } from './transactions.repository';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -78,5 +79,25 @@ export function refundDto(row: RefundRow): RefundDto {
     currency: row.currency,
     status: row.status,
     created_at: row.created_at.toISOString(),
+  };
+}
+
+export function attemptDto(row: AttemptRow): AttemptDto {
+  return {
+    type: 'attempt',
+    id: row.id,
+    number: row.number,
+    connection: {
+      id: row.connection_id,
+      connection_formula_id: row.c_formula_id,
+      display_name: row.c_display_name,
+      method: row.c_method,
+    },
+    status: row.status,
+    error_code: row.error_code,
+    auth_response_code: row.auth_response_code,
+    connection_transaction_id: row.connection_transaction_id,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
   };
 }

@@ -8,6 +8,7 @@ import { OffsetPaginationQueryDto } from '../../../common/pagination/offset-pagi
 import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
 import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import {
+  AttemptDto,
   CaptureTransactionDto,
   CreateRefundDto,
   CreateTransactionDto,
@@ -123,5 +124,20 @@ export class TransactionsController {
     @Query() query: OffsetPaginationQueryDto,
   ): Promise<OffsetPage<RefundDto>> {
     return this.queries.listRefunds(who, id, query);
+  }
+
+  @Get(':id/attempts')
+  @RequirePermissions('orchestration:transactions:read')
+  @Audited('transaction', 'read', { message: 'Transaction attempts listed' })
+  @ApiOperation({
+    operationId: 'listTransactionAttempts',
+    summary: "List a transaction's attempts, in order (a plain array)",
+    description:
+      'Each try of the authorization at one connection. A transaction made with `connection_id` has one; one a ' +
+      'rule declined has none.',
+  })
+  @ApiOkResponse({ type: [AttemptDto] })
+  listAttempts(@Principal() who: Principal, @TransactionId() id: string): Promise<AttemptDto[]> {
+    return this.queries.listAttempts(who, id);
   }
 }

@@ -41,6 +41,8 @@ export interface NewTransaction {
   createdAt: Date;
   /** Declined by a `decline-early` rule: recorded `authorization_declined` (`declined_by_rule`), nothing pending. */
   declinedByRule?: boolean;
+  /** The id of its first attempt (`processing` at its connection), written in the same statement. */
+  firstAttemptId?: string;
 }
 
 /** The buyer approval link of a transaction, as stored: its digest (for lookup) and itself, sealed. */
@@ -178,7 +180,14 @@ export class TransactionsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** Records a transaction as `processing` its authorization; answers it as stored. */
-  @GenerateSql({ change: true, params: [EXAMPLE] })
+  @GenerateSql(
+    { change: true, params: [EXAMPLE] },
+    {
+      name: 'insert with its first attempt',
+      change: true,
+      params: [{ ...EXAMPLE, firstAttemptId: '00000000-0000-4000-8000-000000000007' }],
+    },
+  )
   async insert(change: Change, t: NewTransaction): Promise<TransactionRow> {
     const p = new SqlParams();
     // Each column with the SQL of its value; parameters numbered as the statement always had them.
@@ -214,7 +223,16 @@ export class TransactionsRepository {
       created_at: now,
       updated_at: now,
     });
-    const rows = await change.query<TransactionRow>(returningRow(insert), p.values);
+    // The first attempt in the same statement: `processing` at the transaction's connection.
+    const sql = t.firstAttemptId
+      ? `WITH written AS (${insert} RETURNING *),
+          first_attempt AS (INSERT INTO transaction_attempts
+            (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+            SELECT tenant_id, ${p.add(t.firstAttemptId)}::uuid, id, 1, connection_id, 'processing', created_at, created_at
+              FROM written)
+        ${selectWithConnection('written')}`
+      : returningRow(insert);
+    const rows = await change.query<TransactionRow>(sql, p.values);
     return rows[0];
   }
 
@@ -352,6 +370,27 @@ export class TransactionsRepository {
       returningRow(`UPDATE transactions SET ${sets.join(', ')}
         WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`),
       p.values,
+    );
+    return rows[0];
+  }
+
+  /**
+   * Moves a transaction still `processing` its authorization at attempt `from` to its next attempt, at
+   * `connectionId`. Answers the transaction, or nothing when it is no longer there (settled meanwhile).
+   */
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION, 1, '00000000-0000-4000-8000-000000000003', AT] })
+  async nextAttempt(
+    change: Change,
+    tenantId: string,
+    id: string,
+    from: number,
+    connectionId: string,
+    now: Date,
+  ): Promise<TransactionRow | undefined> {
+    const rows = await change.query<TransactionRow>(
+      returningRow(`UPDATE transactions SET connection_id = $4, attempt = attempt + 1, pending_since = $5, updated_at = $5
+        WHERE tenant_id = $1 AND id = $2 AND attempt = $3 AND status = 'processing' AND pending_operation = 'authorize'`),
+      [tenantId, id, from, connectionId, now],
     );
     return rows[0];
   }

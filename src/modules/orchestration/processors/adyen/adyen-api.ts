@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { ProcessorUnavailable } from '../processor-calls';
+import { neverSent, ProcessorUnavailable, ProcessorUnreachable } from '../processor-calls';
 import type { Credentials } from '../processor.port';
 
 /** How long one call to Adyen may take before its outcome counts as unknown (left to settlement). */
@@ -43,9 +43,10 @@ export class AdyenConfigurationError extends Error {}
 
 /**
  * One JSON POST to Adyen's Checkout API with the merchant's API key (`X-API-Key`) and, when given, an
- * `Idempotency-Key`. A 2xx or a 4xx other than 429 is Adyen's answer; anything else (no answer in
- * time, a dropped connection, a 429 or a 5xx: Adyen may or may not have acted) is ProcessorUnavailable,
- * so that the operation is left to settlement rather than counted as failed. Nothing sent or received
+ * `Idempotency-Key`. A 2xx or a 4xx other than 429 is Adyen's answer; no connection at all or a 429
+ * (nothing was done) is ProcessorUnreachable; anything else (no answer in time, a dropped connection, a
+ * 5xx: Adyen may or may not have acted) is ProcessorUnavailable, so that the operation is left to
+ * settlement rather than counted as failed. Nothing sent or received
  * is logged here, and errors carry no part of the request.
  */
 export async function adyenPost<T>(
@@ -71,12 +72,15 @@ export async function adyenPost<T>(
     });
     status = response.statusCode;
     text = await response.body.text();
-  } catch {
-    throw new ProcessorUnavailable(
-      `Adyen did not answer ${path.replace(/\/payments\/[^/]+/, '/payments/…')}`,
-    );
+  } catch (error) {
+    const where = path.replace(/\/payments\/[^/]+/, '/payments/…');
+    // The connection was never opened: Adyen cannot have acted.
+    if (neverSent(error)) throw new ProcessorUnreachable(`Adyen could not be reached for ${where}`);
+    throw new ProcessorUnavailable(`Adyen did not answer ${where}`);
   }
-  if (status >= 500 || status === 429) throw new ProcessorUnavailable(`Adyen answered ${status}`);
+  // A 429 is refused unprocessed; a 5xx may or may not have been acted on.
+  if (status === 429) throw new ProcessorUnreachable('Adyen answered 429');
+  if (status >= 500) throw new ProcessorUnavailable(`Adyen answered ${status}`);
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : {};

@@ -25,19 +25,37 @@ export function cvvCode(cvcResult: string | undefined, cvcSent: boolean): CvvCod
 }
 
 /**
- * Adyen's refusal reason code as our `error_code` (Adyen's documented codes: 6 Expired Card, 12 Not
- * enough balance, 24 CVC Declined; every other refusal is a plain decline).
+ * Adyen's refusal reason code as our `error_code`. `declined` is a generic refusal only (2, `Refused`):
+ * the one decline another connection may retry. Fraud, blocked or restricted cards, not permitted and
+ * invalid numbers get their own codes; any other reason is `refused_<code>`. All but `declined` are hard
+ * (docs/routing.md).
  */
 export function refusalCode(code: string | undefined): string {
   switch (code) {
+    case undefined:
+    case '2':
+      return 'declined';
     case '6':
       return 'expired_card';
     case '12':
       return 'insufficient_funds';
     case '24':
       return 'incorrect_cvv';
+    case '14':
+    case '20':
+    case '22':
+    case '31':
+      return 'fraudulent';
+    case '5':
+    case '25':
+      return 'card_blocked';
+    case '8':
+      return 'invalid_card_number';
+    case '10':
+    case '23':
+      return 'not_permitted';
     default:
-      return 'declined';
+      return /^[0-9]{1,3}$/.test(code) ? `refused_${code}` : 'refused';
   }
 }
 

@@ -14,7 +14,7 @@ import type {
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
-import { vendorReturnUrl } from '../processor.port';
+import { attemptReference, authorizeIdempotencyKey, vendorReturnUrl } from '../processor.port';
 import {
   ADYEN_TIMEOUT_MS,
   AdyenConfigurationError,
@@ -123,7 +123,7 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
     const cvcSent = request.cvc !== undefined;
     const body: Record<string, unknown> = {
       amount: { value: request.amount, currency: request.currency },
-      reference: request.reconciliationId,
+      reference: attemptReference(request),
       returnUrl: vendorReturnUrl(this.settings.publicBaseUrl, request.reconciliationId),
       paymentMethod: {
         type: 'scheme',
@@ -149,7 +149,7 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
       request.credentials,
       '/payments',
       body,
-      `${request.reconciliationId}:authorize`,
+      authorizeIdempotencyKey(request),
     );
     if (!answer.ok) return authorizeRefused(answer.error, cvcSent);
     return authorizeResult(answer.body, { cvcSent, capture: request.intent === 'capture' });
@@ -177,7 +177,7 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
     );
     if (!answer.ok) return { ...authorizeRefused(answer.error, false), connectionTransactionId: null };
     // A redirect result of another payment of the merchant account says nothing about this one.
-    if (answer.body.merchantReference && answer.body.merchantReference !== request.reconciliationId)
+    if (answer.body.merchantReference && answer.body.merchantReference !== attemptReference(request))
       return { ...declined, outcome: 'failed', errorCode: 'reference_mismatch' };
     const result = authorizeResult(answer.body, { cvcSent: false, capture: request.intent === 'capture' });
     if (result.outcome === 'challenge') return declined;
@@ -247,10 +247,10 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
       request,
       '/cancels',
       {
-        paymentReference: request.reconciliationId,
-        reference: adyenTechnicalCancelReference(request.reconciliationId),
+        paymentReference: attemptReference(request),
+        reference: adyenTechnicalCancelReference(attemptReference(request)),
       },
-      `${request.reconciliationId}:technical-cancel`,
+      `${attemptReference(request)}:technical-cancel`,
     );
   }
 

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { ProcessorUnavailable } from '../processor-calls';
+import { neverSent, ProcessorUnavailable, ProcessorUnreachable } from '../processor-calls';
 import type {
   AuthorizeRequest,
   AuthorizeResult,
@@ -15,7 +15,7 @@ import type {
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
-import { vendorReturnUrl } from '../processor.port';
+import { attemptReference, authorizeIdempotencyKey, vendorReturnUrl } from '../processor.port';
 
 /** How long one call to Stripe may take before its outcome counts as unknown (left to settlement). */
 export const STRIPE_TIMEOUT_MS = 20_000;
@@ -32,11 +32,46 @@ function cvvCode(charge: Stripe.Charge | null, cvcSent: boolean): CvvCode {
 }
 
 /** Stripe's decline (its `code`, or `decline_code` for `card_declined`) as our `error_code`. */
+/**
+ * Stripe's refusal as our `error_code`. `declined` is a generic refusal only (`generic_decline`,
+ * `do_not_honor`, or a card_declined without a reason): the one decline another connection may retry.
+ * Fraud, lost or stolen, blocked, not permitted and invalid numbers get their own codes; any other reason
+ * is Stripe's decline code itself. All but `declined` are hard (docs/routing.md).
+ */
 function declineCode(code: string | undefined, decline: string | undefined): string {
   if (code === 'incorrect_cvc' || decline === 'incorrect_cvc') return 'incorrect_cvv';
   if (code === 'expired_card' || decline === 'expired_card') return 'expired_card';
-  if (decline === 'insufficient_funds') return 'insufficient_funds';
-  return 'declined';
+  if (code === 'incorrect_number' || code === 'invalid_number') return 'invalid_card_number';
+  switch (decline) {
+    case undefined:
+    case 'generic_decline':
+    case 'do_not_honor':
+      return 'declined';
+    case 'insufficient_funds':
+      return 'insufficient_funds';
+    case 'fraudulent':
+    case 'merchant_blacklist':
+    case 'security_violation':
+      return 'fraudulent';
+    case 'lost_card':
+    case 'stolen_card':
+      return 'lost_or_stolen';
+    case 'pickup_card':
+    case 'restricted_card':
+    case 'card_blocked':
+      return 'card_blocked';
+    case 'transaction_not_allowed':
+    case 'not_permitted':
+    case 'card_not_supported':
+    case 'service_not_allowed':
+      return 'not_permitted';
+    case 'incorrect_number':
+    case 'invalid_number':
+    case 'invalid_account':
+      return 'invalid_card_number';
+    default:
+      return /^[a-z_]{1,60}$/.test(decline) ? decline : 'declined_other';
+  }
 }
 
 const latestCharge = (intent: Stripe.PaymentIntent): Stripe.Charge | null =>
@@ -116,8 +151,10 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
       ...(request.cvc !== undefined ? { cvc: request.cvc } : {}),
     };
     const cvcSent = request.cvc !== undefined;
-    const metadata = { reconciliation_id: request.reconciliationId };
-    const idempotencyKey = `${request.reconciliationId}:authorize`;
+    // The attempt's own reference and key: an attempt retried is answered by Stripe from its first run,
+    // and the next attempt is a new payment (docs/routing.md).
+    const metadata = { reconciliation_id: attemptReference(request) };
+    const idempotencyKey = authorizeIdempotencyKey(request);
     // A 3-D Secure challenge sends the buyer to the issuer, then back here (the approval page's return).
     const returnUrl = vendorReturnUrl(this.settings.publicBaseUrl, request.reconciliationId);
     try {
@@ -253,7 +290,7 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
       intent = await stripe.paymentIntents.retrieve(request.connectionTransactionId);
     } else {
       const found = await stripe.paymentIntents.search({
-        query: `metadata['reconciliation_id']:'${request.reconciliationId}'`,
+        query: `metadata['reconciliation_id']:'${attemptReference(request)}'`,
       });
       intent = found.data[0];
     }
@@ -389,6 +426,11 @@ function unanswered(error: unknown): Stripe.errors.StripeError {
     !(error instanceof Stripe.errors.StripeConnectionError)
   )
     return error;
+  // Nothing reached Stripe (no connection), or Stripe refused the call unprocessed (429).
+  if (error instanceof Stripe.errors.StripeConnectionError && neverSent(error.detail))
+    throw new ProcessorUnreachable('Stripe: no connection');
+  if (error instanceof Stripe.errors.StripeError && error.statusCode === 429)
+    throw new ProcessorUnreachable('Stripe: 429');
   const status = error instanceof Stripe.errors.StripeError ? (error.statusCode ?? error.type) : 'no answer';
   throw new ProcessorUnavailable(`Stripe: ${status}`);
 }

@@ -126,6 +126,10 @@ export class TransactionEntity {
   @Column({ name: 'voided_at', type: 'timestamptz', nullable: true })
   voidedAt: Date | null;
 
+  /** The number of its last attempt (1 to 5): the attempt `connection_id` and the vendor fields are of. */
+  @Column({ type: 'int', default: 1 })
+  attempt: number;
+
   @Column({ name: 'created_by', type: 'uuid', nullable: true })
   createdBy: string | null;
 

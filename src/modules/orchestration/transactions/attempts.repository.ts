@@ -1,0 +1,149 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Change } from '../../../common/unit-of-work/change';
+import { GenerateSql } from '../../../database/generate-sql';
+import { columnsOf, type RowOf } from '../../../database/table';
+import { AttemptEntity, type AttemptStatus } from './entities/attempt.entity';
+import type { TransactionStatus } from './transaction.dto';
+
+export type { AttemptStatus };
+
+/** An attempt with the connection summary the attempts list shows. */
+export type AttemptRow = RowOf<AttemptEntity> & {
+  c_formula_id: string;
+  c_display_name: string;
+  c_method: string;
+};
+
+/** What an attempt's vendor answered. */
+export interface AttemptOutcome {
+  status: AttemptStatus;
+  errorCode: string | null;
+  authResponseCode: string | null;
+  connectionTransactionId: string | null;
+}
+
+/** The attempt status a transaction's authorization outcome gives its last attempt (others: none). */
+const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptStatus>> = {
+  authorization_succeeded: 'succeeded',
+  capture_succeeded: 'succeeded',
+  authorization_declined: 'declined',
+  authorization_failed: 'failed',
+  buyer_approval_pending: 'buyer_approval_pending',
+};
+
+/** Examples for the SQL snapshots (`@GenerateSql`). */
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const TRANSACTION = '00000000-0000-4000-8000-000000000002';
+const CONNECTION = '00000000-0000-4000-8000-000000000003';
+const ATTEMPT = '00000000-0000-4000-8000-000000000007';
+const AT = new Date('2026-01-02T03:04:05.000Z');
+
+/**
+ * Attempts: every statement on `transaction_attempts`. Their writes are pieces of the change's one write
+ * statement (no round trip of their own); reads on the pool.
+ */
+@Injectable()
+export class AttemptsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Records an attempt as `processing`, before its vendor call. */
+  @GenerateSql({ change: true, params: [TENANT, TRANSACTION, 1, CONNECTION, ATTEMPT, AT] })
+  async begin(
+    change: Change,
+    tenantId: string,
+    transactionId: string,
+    number: number,
+    connectionId: string,
+    id: string,
+    now: Date,
+  ): Promise<void> {
+    await change.write(({ p, name }) => ({
+      ctes: [
+        `${name('attempt')} AS (INSERT INTO transaction_attempts
+           (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+         VALUES (${p.add(tenantId)}::uuid, ${p.add(id)}::uuid, ${p.add(transactionId)}::uuid, ${p.add(number)}::int,
+                 ${p.add(connectionId)}::uuid, 'processing', ${p.add(now)}::timestamptz, ${p.add(now)}::timestamptz))`,
+      ],
+    }));
+  }
+
+  /** Records what the vendor answered an attempt that is still `processing` or awaiting the buyer. */
+  @GenerateSql({
+    change: true,
+    params: [
+      TENANT,
+      TRANSACTION,
+      1,
+      { status: 'declined', errorCode: 'declined', authResponseCode: '05', connectionTransactionId: 'pi_1' },
+      AT,
+    ],
+  })
+  async settle(
+    change: Change,
+    tenantId: string,
+    transactionId: string,
+    number: number,
+    outcome: AttemptOutcome,
+    now: Date,
+  ): Promise<void> {
+    await change.write(({ p, name }) => ({
+      ctes: [
+        `${name('attempt')} AS (UPDATE transaction_attempts
+            SET status = ${p.add(outcome.status)}, error_code = ${p.add(outcome.errorCode)},
+                auth_response_code = ${p.add(outcome.authResponseCode)},
+                connection_transaction_id = ${p.add(outcome.connectionTransactionId)},
+                updated_at = ${p.add(now)}::timestamptz
+          WHERE tenant_id = ${p.add(tenantId)}::uuid AND transaction_id = ${p.add(transactionId)}::uuid
+            AND number = ${p.add(number)}::int AND status IN ('processing', 'buyer_approval_pending'))`,
+      ],
+    }));
+  }
+
+  /**
+   * The last attempt follows its transaction's authorization outcome (an answer, a completed challenge,
+   * a settlement): nothing when the status entered is not one (a capture, a void).
+   */
+  async follow(
+    change: Change,
+    row: {
+      tenant_id: string;
+      id: string;
+      attempt: number;
+      status: TransactionStatus;
+      error_code: string | null;
+      auth_response_code: string | null;
+      connection_transaction_id: string | null;
+      connection_id: string | null;
+    },
+    now: Date,
+  ): Promise<void> {
+    const status = ATTEMPT_STATUS_OF[row.status];
+    if (!status || !row.connection_id) return;
+    await this.settle(
+      change,
+      row.tenant_id,
+      row.id,
+      row.attempt,
+      {
+        status,
+        errorCode: row.error_code,
+        authResponseCode: row.auth_response_code,
+        connectionTransactionId: row.connection_transaction_id,
+      },
+      now,
+    );
+  }
+
+  /** A transaction's attempts in order, with their connections. */
+  @GenerateSql({ params: [TENANT, TRANSACTION] })
+  list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {
+    return this.dataSource.query<AttemptRow[]>(
+      `SELECT ${columnsOf(AttemptEntity, 'a')}, c.formula_id AS c_formula_id, c.display_name AS c_display_name,
+              c.method AS c_method
+         FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id
+        WHERE a.tenant_id = $1 AND a.transaction_id = $2 ORDER BY a.number`,
+      [tenantId, transactionId],
+    );
+  }
+}
