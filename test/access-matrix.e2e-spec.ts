@@ -110,6 +110,7 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   voidTransaction: ['token:use'],
   createRefund: ['orchestration:transaction:refund'],
   listRefunds: ['orchestration:transactions:read'],
+  listTransactionAttempts: ['orchestration:transactions:read'],
   listFlowRules: ['orchestration:flows:read'],
   getFlowRule: ['orchestration:flows:read'],
   createFlowRule: ['orchestration:flows:update'],

@@ -163,6 +163,7 @@ describe('Basis Theory idioms: enrichments and dates', () => {
       'transaction',
       'proxy',
       'webhook',
+      'flow_rule',
     ]);
     expectProblem(
       await request(t.http).get('/logs').set('BT-API-KEY', managementKey).query({ entity_type: 'cards' }),

@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
 
 const ALL_MANAGEMENT = [
+  'orchestration:flows:read',
+  'orchestration:flows:update',
   'log:read',
   'tenant:read',
   'application:create',

@@ -63,6 +63,8 @@ export class FakeStripe {
   failNext = 0;
   /** The next N POSTs are neither performed nor answered: to Stripe, as if they never arrived. */
   stallNext = 0;
+  /** The next N POSTs answer 429 (rate limited) without doing anything, as Stripe does. */
+  rateLimitNext = 0;
   private readonly idempotent = new Map<string, { status: number; body: Json }>();
   private server!: Server;
 
@@ -79,6 +81,19 @@ export class FakeStripe {
   async close(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private port = 0;
+
+  /** Stops listening (connections are refused) until `resume`, which listens on the same port again. */
+  async pause(): Promise<void> {
+    this.port = (this.server.address() as AddressInfo).port;
+    await this.close();
+  }
+
+  async resume(): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server.listen(this.port, '127.0.0.1', resolve));
   }
 
   posts(path?: RegExp): RecordedRequest[] {
@@ -112,6 +127,12 @@ export class FakeStripe {
     if (this.failNext > 0) {
       this.failNext--;
       return send(500, { error: { type: 'api_error', message: 'Something went wrong' } });
+    }
+    if (recorded.method === 'POST' && this.rateLimitNext > 0) {
+      this.rateLimitNext--;
+      return send(429, {
+        error: { type: 'rate_limit_error', code: 'rate_limit', message: 'Too many requests' },
+      });
     }
     if (recorded.method === 'POST' && this.stallNext > 0) {
       this.stallNext--;
