@@ -93,6 +93,7 @@ describe('metrics', () => {
         ['http_request_duration_seconds', 'histogram'],
         ['vault_tokens_created_total', 'counter'],
         ['vault_transactions_total', 'counter'],
+        ['vault_payment_attempts_total', 'counter'],
         ['vault_job_runs_total', 'counter'],
         ['vault_job_failures_total', 'counter'],
         ['vault_webhook_deliveries_total', 'counter'],
@@ -193,6 +194,10 @@ describe('metrics', () => {
         sample(before, 'vault_transactions_total', { status });
       expect(delta('processing')).toBe(1);
       expect(delta('authorization_succeeded')).toBe(1);
+      // Its one attempt, by formula and outcome.
+      const attempts = (text: string) =>
+        sample(text, 'vault_payment_attempts_total', { formula: 'stripe-card', outcome: 'succeeded' });
+      expect(attempts(after) - attempts(before)).toBe(1);
 
       await request(t.http)
         .post(`/orchestration/transactions/${tx.body.id}/capture`)

@@ -41,8 +41,22 @@ export function ruleDto(row: FlowRuleRow): FlowRuleDto {
     action: row.action,
     description: row.description,
     position: row.position,
-    conditions: row.conditions,
-    outcome: row.outcome,
+    // Keys in the documented order (jsonb keeps its own).
+    conditions: row.conditions.map(({ name, operator, value }) => ({
+      name,
+      operator,
+      value:
+        name === 'amount'
+          ? (({ currency, min, max }) => ({
+              currency,
+              ...(min !== undefined ? { min } : {}),
+              ...(max !== undefined ? { max } : {}),
+            }))(value as { currency: string; min?: number; max?: number })
+          : name === 'metadata'
+            ? { key: (value as { key: string }).key, value: (value as { value: string }).value }
+            : value,
+    })),
+    outcome: { type: row.outcome.type, result: row.outcome.result },
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
