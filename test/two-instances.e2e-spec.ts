@@ -8,6 +8,7 @@ import { RetentionJob } from '../src/common/jobs/retention.job';
 const independent = require('../examples/verify-audit/verify-audit');
 
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
+import { newConnection } from './support/orchestration';
 
 /** Two instances of the service on one database. */
 describe('two instances on one database', () => {
@@ -161,5 +162,93 @@ describe('two instances on one database', () => {
         ),
       ).toBe(true);
     }
+  });
+
+  it('routing: payments on one instance never see a half-applied reorder made on the other', async () => {
+    const tenant = await newTenant(a, 'two-instances-routing');
+    const key = (
+      await newApplication(a, tenant.managementKey, {
+        type: 'private',
+        permissions: [
+          'token:create',
+          'token:use',
+          'orchestration:connections:create',
+          'orchestration:connections:update',
+          'orchestration:connection_formulas',
+          'orchestration:flows:read',
+          'orchestration:flows:update',
+        ],
+      })
+    ).key;
+    const connections = await Promise.all(
+      ['stripe-card', 'braintree-card', 'nmi-card'].map((formula) =>
+        newConnection(a, key, { formulaId: formula, currencies: ['USD'], countries: ['US'] }),
+      ),
+    );
+    const rules: { id: string; connection: string }[] = [];
+    for (const connection of connections) {
+      const rule = await request(a.http)
+        .post('/orchestration/flows/card-transaction/actions/route-transaction/rules')
+        .set('BT-API-KEY', key)
+        .send({ description: 'all', conditions: [], outcome: { type: 'list', result: [connection.id] } })
+        .expect(201);
+      rules.push({ id: rule.body.id as string, connection: connection.id });
+    }
+    const token = (
+      await request(b.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .send({
+          type: 'card',
+          data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
+        })
+        .expect(201)
+    ).body.id as string;
+    // On a: the rules rotate, each move renumbering the others. On b: dry runs and lists meanwhile.
+    let moving = true;
+    const mover = (async () => {
+      for (let i = 0; moving && i < 60; i++) {
+        const rule = rules[i % rules.length];
+        await request(a.http)
+          .put(`/orchestration/flows/card-transaction/actions/route-transaction/rules/${rule.id}`)
+          .set('BT-API-KEY', key)
+          .send({
+            description: 'all',
+            conditions: [],
+            outcome: { type: 'list', result: [rule.connection] },
+            position: 3 - (i % 3),
+          })
+          .expect(200);
+      }
+    })();
+    const seen: { rule: string; connections: string[] }[] = [];
+    const orders: number[][] = [];
+    for (let i = 0; i < 40; i++) {
+      const [evaluated, listed] = await Promise.all([
+        request(b.http)
+          .post('/orchestration/flows/card-transaction/evaluate')
+          .set('BT-API-KEY', key)
+          .send({ amount: 100, currency: 'USD', token })
+          .expect(200),
+        request(b.http)
+          .get('/orchestration/flows/card-transaction/actions/route-transaction/rules')
+          .set('BT-API-KEY', key)
+          .expect(200),
+      ]);
+      seen.push({
+        rule: evaluated.body.rule_id,
+        connections: (evaluated.body.connections as { id: string }[]).map((c) => c.id),
+      });
+      orders.push((listed.body as { position: number }[]).map((r) => r.position));
+    }
+    moving = false;
+    await mover;
+    // Every answer is one rule's whole decision, and every list a whole order 1..3.
+    for (const answer of seen) {
+      const rule = rules.find((r) => r.id === answer.rule);
+      expect(rule).toBeDefined();
+      expect(answer.connections).toEqual([rule!.connection]);
+    }
+    for (const order of orders) expect(order).toEqual([1, 2, 3]);
   });
 });
