@@ -51,7 +51,7 @@ export function ruleDto(row: FlowRuleRow): FlowRuleDto {
               currency,
               ...(min !== undefined ? { min } : {}),
               ...(max !== undefined ? { max } : {}),
-            }))(value as { currency: string; min?: number; max?: number })
+            }))(value)
           : name === 'metadata'
             ? { key: (value as { key: string }).key, value: (value as { value: string }).value }
             : value,
@@ -175,24 +175,21 @@ export class FlowRulesService {
 
   /**
    * What the rules decide for a transaction: the first `decline-early` rule that matches declines it;
-   * else the first matching `route-transaction` rule gives its connections, in order. One read of the
-   * tenant's rules, committed as a whole: a concurrent reorder is seen before or after, never halfway.
+   * else (when `route`: the payment names no connection) the first matching `route-transaction` rule
+   * gives its connections, in order. One read of the rules it needs, committed as a whole: a concurrent
+   * reorder is seen before or after, never halfway.
    */
-  async decide(tenantId: string, facts: TransactionFacts): Promise<RoutingDecision> {
-    const rows = await this.rules.listFlow(tenantId);
+  async decide(tenantId: string, facts: TransactionFacts, route = true): Promise<RoutingDecision> {
+    const rows = route
+      ? await this.rules.listFlow(tenantId)
+      : await this.rules.list(tenantId, 'decline-early');
     const first = (action: FlowAction) =>
       rows.find((row) => row.action === action && matches(row.conditions, facts));
     const decline = first('decline-early');
     if (decline) return { declined: true, ruleId: decline.id };
-    const route = first('route-transaction');
-    if (!route || route.outcome.type !== 'list') return { declined: false, ruleId: null, candidates: [] };
-    return { declined: false, ruleId: route.id, candidates: route.outcome.result };
-  }
-
-  /** Whether a `decline-early` rule declines the transaction (for creates with `connection_id`). */
-  async declinedBy(tenantId: string, facts: TransactionFacts): Promise<string | null> {
-    const decision = await this.decide(tenantId, facts);
-    return decision.declined ? decision.ruleId : null;
+    const chosen = route ? first('route-transaction') : undefined;
+    if (!chosen || chosen.outcome.type !== 'list') return { declined: false, ruleId: null, candidates: [] };
+    return { declined: false, ruleId: chosen.id, candidates: chosen.outcome.result };
   }
 
   /** The body checked, every error named by its path; connection ids must be the tenant's. */

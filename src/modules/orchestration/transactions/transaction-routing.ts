@@ -25,9 +25,9 @@ export class TransactionRouting {
     private readonly connections: ConnectionsService,
   ) {}
 
-  /** What the rules decide for this request and card. */
+  /** What the rules decide for this request and card (with `connection_id`, the early declines only). */
   decide(tenantId: string, body: CreateTransactionDto, token: UsableToken): Promise<RoutingDecision> {
-    return this.flows.decide(tenantId, factsOf(body, token));
+    return this.flows.decide(tenantId, factsOf(body, token), body.connection_id === undefined);
   }
 
   /**
