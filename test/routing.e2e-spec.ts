@@ -420,6 +420,39 @@ describe('routing rules', () => {
       expect(await count()).toBe(before);
     });
 
+    it("keeps the candidates that accept the payment's country", async () => {
+      const german = (
+        await newConnection(t, key, { currencies: ['USD'], countries: ['DE'], formulaId: 'adyen-card' })
+      ).id;
+      await createRule(route([stripe, german])).expect(201);
+      const de = await pay({
+        amount: 100,
+        currency: 'USD',
+        country: 'DE',
+        token: await cardToken('4242424242424242'),
+      });
+      expect(de.status).toBe(201);
+      expect(de.body.connection.id).toBe(german);
+      const us = await pay({
+        amount: 100,
+        currency: 'USD',
+        country: 'US',
+        token: await cardToken('4242424242424242'),
+      });
+      expect(us.body.connection.id).toBe(stripe);
+      const evaluated = await request(t.http)
+        .post(EVALUATE)
+        .set('BT-API-KEY', key)
+        .send({ amount: 100, currency: 'USD', country: 'FR', token: await cardToken('4242424242424242') })
+        .expect(200);
+      expect(evaluated.body.connections).toEqual([]);
+      const attempts = await request(t.http)
+        .get(`/orchestration/transactions/${de.body.id}/attempts`)
+        .set('BT-API-KEY', key)
+        .expect(200);
+      expect(attempts.body.map((a: { connection: { id: string } }) => a.connection.id)).toEqual([german]);
+    });
+
     it('an inactive connection is skipped, and a deleted one too', async () => {
       const spare = (
         await newConnection(t, key, { currencies: ['USD'], countries: ['US'], formulaId: 'nmi-card' })
@@ -485,6 +518,12 @@ describe('routing rules', () => {
           .get(`/orchestration/transactions/${res.body.id}`)
           .set('BT-API-KEY', key);
         expect(got.body.status).toBe('authorization_declined');
+        // No vendor was called: no attempt.
+        const attempts = await request(t.http)
+          .get(`/orchestration/transactions/${res.body.id}/attempts`)
+          .set('BT-API-KEY', key)
+          .expect(200);
+        expect(attempts.body).toEqual([]);
       }
       // Another card is routed as usual.
       const paid = await pay({

@@ -121,6 +121,13 @@ describe('TransactionCreationService: failover (fakes, no database)', () => {
             expect(['declined', 'failed']).toContain(attempt.status);
             expect(['declined', 'service_error', 'processor_unavailable']).toContain(attempt.error_code);
           }
+          // Attempts are not events: the transaction's creation, then its outcome when one was recorded.
+          const events = s.uow.events.map((e) => e.type);
+          expect(events).toEqual(
+            last.status === 'processing'
+              ? ['transaction:created']
+              : ['transaction:created', 'transaction:updated'],
+          );
           const unreached = behaviours[calls[calls.length - 1].candidate];
           if (unreached === 'refused' || unreached === 'rate_limited') {
             expect(tx.status).toBe('authorization_failed');
@@ -192,12 +199,17 @@ describe('TransactionCreationService: failover (fakes, no database)', () => {
     }
   });
 
-  it('with connection_id: that connection only, one attempt, no failover', async () => {
+  it('with connection_id: that connection only, one attempt, no failover; its attempts count for the breaker', async () => {
     const s = setup({ candidates: 2 });
     s.candidateProcessors[0].authorize.mockRejectedValue(new ProcessorUnreachable('refused'));
     const tx = await s.creation.create(origin(), body());
     expect(tx).toMatchObject({ status: 'authorization_failed', error_code: 'processor_unavailable' });
     expect(s.candidateProcessors[1].authorize).not.toHaveBeenCalled();
     expect(await s.attempts.list(TENANT, tx.id)).toHaveLength(1);
+    for (let i = 0; i < 4; i++) await s.creation.create(origin(), body());
+    // Five with connection_id found nothing listening: a routed payment now starts at the second.
+    const routed = await s.creation.create(origin(), body({ connection_id: undefined }));
+    expect(routed.connection?.id).toBe(candidateId(1));
+    expect(s.candidateProcessors[0].authorize).toHaveBeenCalledTimes(5);
   });
 });

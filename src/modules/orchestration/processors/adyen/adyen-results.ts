@@ -27,10 +27,13 @@ export function cvvCode(cvcResult: string | undefined, cvcSent: boolean): CvvCod
 /**
  * Adyen's refusal reason code as our `error_code`. `declined` is a generic refusal only (2, `Refused`):
  * the one decline another connection may retry. Fraud, blocked or restricted cards, not permitted and
- * invalid numbers get their own codes; any other reason is `refused_<code>`. All but `declined` are hard
+ * invalid numbers get their own codes (lost or stolen from the issuer's raw code, 41 or 43); any other
+ * reason is `refused_<code>`. All but `declined` are hard
  * (docs/routing.md).
  */
-export function refusalCode(code: string | undefined): string {
+export function refusalCode(code: string | undefined, raw?: string | null): string {
+  // A lost or stolen card shows in the issuer's raw code only (ISO 8583 41 and 43).
+  if (raw === '41' || raw === '43') return 'lost_or_stolen';
   switch (code) {
     case undefined:
     case '2':
@@ -110,7 +113,7 @@ export function authorizeResult(
     case 'Authorised':
       return { ...base, captured: options.capture };
     case 'Refused': {
-      const errorCode = refusalCode(response.refusalReasonCode);
+      const errorCode = refusalCode(response.refusalReasonCode, rawCode(additional));
       return {
         ...base,
         outcome: 'declined',

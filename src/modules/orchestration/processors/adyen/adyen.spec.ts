@@ -1,7 +1,7 @@
 import { AdyenProcessor } from './adyen.processor';
 import { ADYEN_TEST_BASE_URL, AdyenConfigurationError, adyenBaseUrl } from './adyen-api';
 import { adyenSignature, verifyAdyenSignature } from './adyen-hmac';
-import { authorizeRefused, authorizeResult, cvvCode, serviceErrorCode } from './adyen-results';
+import { authorizeRefused, authorizeResult, cvvCode, refusalCode, serviceErrorCode } from './adyen-results';
 
 describe('adyen-card: signatures', () => {
   // Adyen's documented example of a notification item and its HMAC key.
@@ -160,5 +160,34 @@ describe('adyen-card: connection fields', () => {
     );
     // Pointed elsewhere by VENDOR_BASE_URLS, the prefix is not used.
     expect(processor('live', 'http://127.0.0.1:4010').checkFields(new Map())).toEqual({});
+  });
+});
+
+describe('adyen-card: refusal reason codes', () => {
+  it.each([
+    ['2', 'declined'],
+    [undefined, 'declined'],
+    ['6', 'expired_card'],
+    ['12', 'insufficient_funds'],
+    ['24', 'incorrect_cvv'],
+    ['14', 'fraudulent'],
+    ['20', 'fraudulent'],
+    ['22', 'fraudulent'],
+    ['31', 'fraudulent'],
+    ['5', 'card_blocked'],
+    ['25', 'card_blocked'],
+    ['8', 'invalid_card_number'],
+    ['10', 'not_permitted'],
+    ['23', 'not_permitted'],
+    ['27', 'refused_27'],
+    ['x; drop', 'refused'],
+  ])('%s -> %s (only a generic refusal is soft)', (code, expected) => {
+    expect(refusalCode(code)).toBe(expected);
+  });
+
+  it("a lost or stolen card, told by the issuer's raw code", () => {
+    expect(refusalCode('2', '41')).toBe('lost_or_stolen');
+    expect(refusalCode('2', '43')).toBe('lost_or_stolen');
+    expect(refusalCode('2', '05')).toBe('declined');
   });
 });

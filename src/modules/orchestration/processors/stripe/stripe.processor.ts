@@ -38,7 +38,7 @@ function cvvCode(charge: Stripe.Charge | null, cvcSent: boolean): CvvCode {
  * Fraud, lost or stolen, blocked, not permitted and invalid numbers get their own codes; any other reason
  * is Stripe's decline code itself. All but `declined` are hard (docs/routing.md).
  */
-function declineCode(code: string | undefined, decline: string | undefined): string {
+export function declineCode(code: string | undefined, decline: string | undefined): string {
   if (code === 'incorrect_cvc' || decline === 'incorrect_cvc') return 'incorrect_cvv';
   if (code === 'expired_card' || decline === 'expired_card') return 'expired_card';
   if (code === 'incorrect_number' || code === 'invalid_number') return 'invalid_card_number';
