@@ -125,14 +125,16 @@ describe('failover across a server crash', () => {
       expect(await y).toBe('cut off');
 
       const db = recorder.app.get(DataSource);
-      const state = async () =>
-        (await db.query(
+      const state = () =>
+        db.query<
+          { id: string; status: string; attempt: number; connection_id: string; attempts: unknown[] }[]
+        >(
           `SELECT t.id, t.status, t.attempt, t.connection_id,
                   (SELECT json_agg(json_build_array(a.number, a.connection_id, a.status) ORDER BY a.number)
                      FROM transaction_attempts a WHERE a.tenant_id = t.tenant_id AND a.transaction_id = t.id) AS attempts
              FROM transactions t WHERE t.tenant_id = $1 ORDER BY t.created_at`,
           [tenant.tenantId],
-        )) as { id: string; status: string; attempt: number; connection_id: string; attempts: unknown[] }[];
+        );
       const [yRow, xRow] = await state();
       expect(yRow).toMatchObject({
         status: 'processing',
