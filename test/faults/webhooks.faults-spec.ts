@@ -61,10 +61,17 @@ describe('webhook delivery across a server crash', () => {
 
       const [first, again] = of(inFlight);
       expect(again.headers['webhook-id']).toBe(first.headers['webhook-id']);
-      const rows: { status: string; attempts: number }[] = await db.query(
-        'SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY seq',
-        [tenant.tenantId, hook.id],
-      );
+      // The server records a delivery once the receiver has answered: a moment after the receiver saw it.
+      const deliveries = (): Promise<{ status: string; attempts: number }[]> =>
+        db.query(
+          'SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY seq',
+          [tenant.tenantId, hook.id],
+        );
+      let rows = await deliveries();
+      for (let i = 0; i < 100 && rows.some((r) => r.status !== 'succeeded'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        rows = await deliveries();
+      }
       expect(rows).toEqual([
         { status: 'succeeded', attempts: 2 },
         { status: 'succeeded', attempts: 1 },
