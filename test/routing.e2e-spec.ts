@@ -421,18 +421,18 @@ describe('routing rules', () => {
     });
 
     it("keeps the candidates that accept the payment's country", async () => {
-      const german = (
-        await newConnection(t, key, { currencies: ['USD'], countries: ['DE'], formulaId: 'adyen-card' })
+      const dutch = (
+        await newConnection(t, key, { currencies: ['USD'], countries: ['NL'], formulaId: 'adyen-card' })
       ).id;
-      await createRule(route([stripe, german])).expect(201);
-      const de = await pay({
+      await createRule(route([stripe, dutch])).expect(201);
+      const nl = await pay({
         amount: 100,
         currency: 'USD',
-        country: 'DE',
+        country: 'NL',
         token: await cardToken('4242424242424242'),
       });
-      expect(de.status).toBe(201);
-      expect(de.body.connection.id).toBe(german);
+      expect(nl.status).toBe(201);
+      expect(nl.body.connection.id).toBe(dutch);
       const us = await pay({
         amount: 100,
         currency: 'USD',
@@ -447,10 +447,10 @@ describe('routing rules', () => {
         .expect(200);
       expect(evaluated.body.connections).toEqual([]);
       const attempts = await request(t.http)
-        .get(`/orchestration/transactions/${de.body.id}/attempts`)
+        .get(`/orchestration/transactions/${nl.body.id}/attempts`)
         .set('BT-API-KEY', key)
         .expect(200);
-      expect(attempts.body.map((a: { connection: { id: string } }) => a.connection.id)).toEqual([german]);
+      expect(attempts.body.map((a: { connection: { id: string } }) => a.connection.id)).toEqual([dutch]);
     });
 
     it('an inactive connection is skipped, and a deleted one too', async () => {

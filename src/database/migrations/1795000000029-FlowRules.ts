@@ -7,6 +7,7 @@ const PERMISSIONS = ['orchestration:flows:read', 'orchestration:flows:update'];
  * Routing rules (`flow_rules`): which connections a transaction without `connection_id` tries, and which
  * transactions are declined before any vendor is called. Positions are 1..n per tenant, flow and action;
  * their unique key is checked at commit, so that moving a rule renumbers the others in one transaction.
+ * A change of the rules is announced on `vault_changes`, as keys' are: instances keep the rules in memory.
  * A transaction declined by a rule has no connection: `transactions.connection_id` becomes nullable.
  */
 export class FlowRules1795000000029 implements MigrationInterface {
@@ -28,6 +29,10 @@ export class FlowRules1795000000029 implements MigrationInterface {
         PRIMARY KEY (tenant_id, id),
         CONSTRAINT flow_rules_position_key UNIQUE (tenant_id, flow, action, position) DEFERRABLE INITIALLY DEFERRED
       )`);
+    // Instances keep each tenant's rules in memory: every change announces itself (migration 20's function).
+    await q.query(`
+      CREATE TRIGGER flow_rules_changes AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON flow_rules
+        FOR EACH STATEMENT EXECUTE FUNCTION notify_changes()`);
     await q.query(`ALTER TABLE transactions ALTER COLUMN connection_id DROP NOT NULL`);
     await grantToBootstrapApplications(q, PERMISSIONS);
   }

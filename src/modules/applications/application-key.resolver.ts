@@ -37,7 +37,10 @@ export class ApplicationKeyResolver implements PrincipalResolver, OnModuleInit {
 
   onModuleInit(): void {
     this.resolvers.register(['public', 'private', 'management'], this);
-    this.changes.onChange(() => this.invalidate());
+    // Routing rules are cached elsewhere (FlowRulesService); every other change may concern keys.
+    this.changes.onChange((table) => {
+      if (table !== 'flow_rules') this.invalidate();
+    });
   }
 
   /** Forgets every cached key (a change committed here, or announced by the database). */

@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../../common/auth/principal';
 import { ValidationException } from '../../../common/errors/domain.exception';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
+import { ChangeNotifications } from '../../../database/change-notifications';
 import { partOf } from '../../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
@@ -23,6 +24,9 @@ import type { FlowRuleDto, FlowRuleRequestDto } from './flow-rule.dto';
 import { FlowRuleRow, FlowRulesRepository, RuleValues } from './flow-rules.repository';
 
 export const MAX_RULES = 100;
+/** How many tenants' rules an instance keeps in memory, and for how long at most (a bound if a notice were lost). */
+const CACHE_SIZE = 10_000;
+const CACHE_TTL_MS = 30_000;
 const MAX_CONDITIONS = 10;
 const MAX_CONNECTIONS = 5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -70,16 +74,52 @@ export function actionOf(action: string): FlowAction {
 
 /**
  * Routing rules of the `card-transaction` flow (docs/routing.md): their CRUD, positions kept 1..n in
- * one change per write, and the decision they make for a transaction.
+ * one change per write, and the decision they make for a transaction. Each tenant's rules are kept in
+ * memory while the instance listens for changes (ChangeNotifications, as keys are): a change on any
+ * instance empties every instance's cache when it commits (this instance's at once), and nothing is
+ * served from memory while the listening connection is down (nor with the embedded database). What is
+ * kept is one committed read of all the tenant's rules: a payment never sees half a reorder.
  */
 @Injectable()
-export class FlowRulesService {
+export class FlowRulesService implements OnModuleInit {
+  private readonly cache = new Map<string, { rows: FlowRuleRow[]; until: number }>();
+  /** Counts changes: a read that overlapped one is not kept (it may have read the old rules). */
+  private generation = 0;
+
   constructor(
     private readonly rules: FlowRulesRepository,
     private readonly connections: ConnectionsRepository,
     private readonly clock: Clock,
     private readonly work: UnitOfWork,
+    private readonly changes: ChangeNotifications,
   ) {}
+
+  onModuleInit(): void {
+    this.changes.onChange((table) => {
+      if (table === undefined || table === 'flow_rules') this.invalidate();
+    });
+  }
+
+  /** Forgets every tenant's rules (a change committed here, or announced by the database). */
+  invalidate(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  /** The tenant's rules of both actions, in position order: from memory while that is safe. */
+  private async tenantRules(tenantId: string): Promise<FlowRuleRow[]> {
+    if (!this.changes.listening) return this.rules.listFlow(tenantId);
+    const now = Date.now();
+    const cached = this.cache.get(tenantId);
+    if (cached && cached.until > now) return cached.rows;
+    const generation = this.generation;
+    const rows = await this.rules.listFlow(tenantId);
+    if (this.changes.listening && generation === this.generation) {
+      if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(tenantId, { rows, until: now + CACHE_TTL_MS });
+    }
+    return rows;
+  }
 
   async list(who: Principal, action: FlowAction): Promise<FlowRuleDto[]> {
     return (await this.rules.list(who.tenantId, action)).map(ruleDto);
@@ -116,6 +156,7 @@ export class FlowRulesService {
         operation: 'create',
         message: `Rule created: ${action} at position ${position}`,
       });
+      change.afterCommit(() => this.invalidate());
       return ruleDto(row);
     });
   }
@@ -154,6 +195,7 @@ export class FlowRulesService {
         message:
           to === position ? 'Rule updated' : `Rule updated and moved from position ${position} to ${to}`,
       });
+      change.afterCommit(() => this.invalidate());
       return ruleDto(row);
     });
   }
@@ -170,14 +212,15 @@ export class FlowRulesService {
         operation: 'delete',
         message: `Rule deleted from position ${position}`,
       });
+      change.afterCommit(() => this.invalidate());
     });
   }
 
   /**
    * What the rules decide for a transaction: the first `decline-early` rule that matches declines it;
    * else (when `route`: the payment names no connection) the first matching `route-transaction` rule
-   * gives its connections, in order. One read of the rules it needs, committed as a whole: a concurrent
-   * reorder is seen before or after, never halfway.
+   * gives its connections, in order. One committed read of the tenant's rules (or its copy in memory):
+   * a concurrent reorder is seen before or after, never halfway.
    */
   async decide(tenantId: string, facts: TransactionFacts, route = true): Promise<RoutingDecision> {
     const rows = route
