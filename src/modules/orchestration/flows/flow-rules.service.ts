@@ -223,9 +223,7 @@ export class FlowRulesService implements OnModuleInit {
    * a concurrent reorder is seen before or after, never halfway.
    */
   async decide(tenantId: string, facts: TransactionFacts, route = true): Promise<RoutingDecision> {
-    const rows = route
-      ? await this.rules.listFlow(tenantId)
-      : await this.rules.list(tenantId, 'decline-early');
+    const rows = await this.tenantRules(tenantId);
     const first = (action: FlowAction) =>
       rows.find((row) => row.action === action && matches(row.conditions, facts));
     const decline = first('decline-early');
