@@ -6,7 +6,17 @@ import { SqlParams } from '../../../database/sql';
 import { insertSql, type RowOf } from '../../../database/table';
 import type { TransactionStatus } from './transaction.dto';
 import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
-import type { TransactionPatch, TransactionState, Transition } from './transaction-state';
+import { assignments } from './transaction-assignments';
+import type { TransactionState, Transition } from './transaction-state';
+import {
+  AT,
+  CAPTURE_BEGUN,
+  CONNECTION,
+  EXAMPLE,
+  NOTIFIED,
+  TENANT,
+  TRANSACTION,
+} from './transactions.examples';
 
 /** A transaction as stored, with the connection summary every transaction object shows. */
 export type TransactionRow = RowOf<TransactionEntity> & {
@@ -17,52 +27,8 @@ export type TransactionRow = RowOf<TransactionEntity> & {
 };
 
 export type { PaymentMethodSummary };
-
-/** A transaction as a create request records it, before its processor is asked. */
-export interface NewTransaction {
-  id: string;
-  tenantId: string;
-  /** Null when a rule declines the transaction before any connection is chosen. */
-  connectionId: string | null;
-  tokenId: string;
-  intent: 'authorize' | 'capture';
-  amount: number;
-  currency: string;
-  country: string | null;
-  externalIdentifier: string | null;
-  metadata: Record<string, string> | null;
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
-  merchantInitiated: boolean;
-  isSubsequentPayment: boolean;
-  previousSchemeTransactionId: string | null;
-  threeDSessionId: string | null;
-  paymentMethod: PaymentMethodSummary;
-  createdBy: string | null;
-  createdAt: Date;
-  /** Declined by a `decline-early` rule: recorded `authorization_declined` (`declined_by_rule`), nothing pending. */
-  declinedByRule?: boolean;
-  /** The id of its first attempt (`processing` at its connection), written in the same statement. */
-  firstAttemptId?: string;
-}
-
-/** The buyer approval link of a transaction, as stored: its digest (for lookup) and itself, sealed. */
-export interface IssuedApproval {
-  tokenDigest: Buffer;
-  sealedToken: Buffer;
-  expiresAt: Date;
-  /** The vendor's 3-D Secure page, sealed, when the vendor gave one the approval page must keep. */
-  sealedVendorAction: Buffer | null;
-}
-
-/**
- * Vendors that confirm operations by notification: their operations are left to the notifications
- * until `waitingSince` (now less VENDOR_NOTIFICATION_TIMEOUT_SECONDS), so that the settlement job's
- * batches are not filled by operations it cannot settle yet.
- */
-export interface NotifiedVendors {
-  formulas: string[];
-  waitingSince: Date;
-}
+export type { IssuedApproval, NewTransaction, NotifiedVendors } from './transaction-types';
+import type { IssuedApproval, NewTransaction, NotifiedVendors } from './transaction-types';
 
 export interface TransactionFilters {
   status?: TransactionStatus;
@@ -92,84 +58,6 @@ export function stateOf(row: TransactionRow): TransactionState {
     previousStatus: row.previous_status,
   };
 }
-
-/** The SET list of a patch: every column it names, `pending_*` and `previous_status` cleared unless set. */
-function assignments(patch: TransactionPatch, approval: IssuedApproval | undefined, p: SqlParams): string[] {
-  const set = (column: string, value: unknown) => `${column} = ${p.add(value)}`;
-  const out = [
-    set('status', patch.status),
-    set('pending_operation', patch.pending?.operation ?? null),
-    set('pending_since', patch.pending?.since ?? null),
-    set('pending_amount', patch.pending?.amount ?? null),
-    set('previous_status', patch.previousStatus ?? null),
-  ];
-  const optional: [string, unknown][] = [
-    ['connection_transaction_id', patch.connectionTransactionId],
-    ['scheme_transaction_id', patch.schemeTransactionId],
-    ['auth_response_code', patch.authResponseCode],
-    ['cvv_response_code', patch.cvvResponseCode],
-    ['error_code', patch.errorCode],
-    [
-      'three_d_secure',
-      patch.threeDSecure === undefined ? undefined : patch.threeDSecure && JSON.stringify(patch.threeDSecure),
-    ],
-    ['authorized_amount', patch.authorizedAmount],
-    ['authorized_at', patch.authorizedAt],
-    ['captured_amount', patch.capturedAmount],
-    ['captured_at', patch.capturedAt],
-    ['voided_at', patch.voidedAt],
-  ];
-  for (const [column, value] of optional) if (value !== undefined) out.push(set(column, value));
-  if (patch.approval === 'clear') out.push(set('approval_token', null), set('vendor_action', null));
-  if (patch.approval === 'issue') {
-    if (!approval) throw new Error('a transition that issues an approval needs the approval link');
-    out.push(
-      set('approval_token_hash', approval.tokenDigest),
-      set('approval_token', approval.sealedToken),
-      set('approval_expires_at', approval.expiresAt),
-      set('vendor_action', approval.sealedVendorAction),
-    );
-  }
-  return out;
-}
-
-/** Examples for the SQL snapshots (`@GenerateSql`). */
-const TENANT = '00000000-0000-4000-8000-000000000001';
-const TRANSACTION = '00000000-0000-4000-8000-000000000002';
-const CONNECTION = '00000000-0000-4000-8000-000000000003';
-const AT = new Date('2026-01-02T03:04:05.000Z');
-const NOTIFIED: NotifiedVendors = {
-  formulas: ['adyen-card'],
-  waitingSince: new Date('2026-01-02T02:04:05.000Z'),
-};
-const EXAMPLE: NewTransaction = {
-  id: TRANSACTION,
-  tenantId: TENANT,
-  connectionId: CONNECTION,
-  tokenId: '00000000-0000-4000-8000-000000000004',
-  intent: 'authorize',
-  amount: 1200,
-  currency: 'USD',
-  country: 'US',
-  externalIdentifier: 'order-1',
-  metadata: { order: '1' },
-  paymentSource: 'ecommerce',
-  merchantInitiated: false,
-  isSubsequentPayment: false,
-  previousSchemeTransactionId: null,
-  threeDSessionId: null,
-  paymentMethod: { scheme: 'visa', label: '4242', expiration_date: '12/2031', fingerprint: 'fp' },
-  createdBy: '00000000-0000-4000-8000-000000000005',
-  createdAt: AT,
-};
-const CAPTURE_BEGUN: Transition = {
-  from: 'authorization_succeeded',
-  patch: {
-    status: 'processing',
-    pending: { operation: 'capture', since: AT, amount: 1200 },
-    previousStatus: 'authorization_succeeded',
-  },
-};
 
 /**
  * Transactions: every statement on the `transactions` table. Writes, and the reads a change makes under

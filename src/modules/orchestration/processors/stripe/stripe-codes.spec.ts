@@ -1,5 +1,5 @@
 import { neverSent } from '../processor-calls';
-import { declineCode } from './stripe.processor';
+import { declineCode } from './stripe-results';
 
 describe('stripe-card: refusal codes', () => {
   it.each([
