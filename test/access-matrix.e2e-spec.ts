@@ -236,6 +236,7 @@ const ALIASES: Operation[] = (
       'listConnectionFormulas',
     ],
     ['updateConnectionByPost', 'post', '/orchestration/connections/{id}', 'updateConnection'],
+    ['listConnectionsByPut', 'put', '/orchestration/connections', 'listConnections'],
   ] as const
 ).map(([id, method, path, standsFor]) => {
   const original = OPERATIONS.find((op) => op.id === standsFor)!;

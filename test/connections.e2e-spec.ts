@@ -123,6 +123,9 @@ describe('connection formulas and connections', () => {
     expect(Array.isArray(list.body)).toBe(true);
     expect(list.body.map((c: { id: string }) => c.id)).toContain(res.body.id);
     expect(list.body.every((c: { method: string }) => c.method === 'card')).toBe(true);
+    // The interface document labels the list PUT: it answers the same.
+    const put = await request(t.http).put('/orchestration/connections').set('BT-API-KEY', key).expect(200);
+    expect(put.body).toEqual(list.body);
   });
 
   it('fails verification for a credential containing "invalid", and stays failed when the secret is kept', async () => {
@@ -307,6 +310,11 @@ describe('connection formulas and connections', () => {
       .set('BT-API-KEY', theirKey)
       .expect(200);
     expect(theirs.body).toEqual([]);
+    const theirsByPut = await request(t.http)
+      .put('/orchestration/connections')
+      .set('BT-API-KEY', theirKey)
+      .expect(200);
+    expect(theirsByPut.body).toEqual([]);
     await request(t.http).get(`/orchestration/connections/${mine.id}`).set('BT-API-KEY', key).expect(200);
   });
 

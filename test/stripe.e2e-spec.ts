@@ -175,6 +175,51 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     });
   });
 
+  it('who starts the payment: off_session for a merchant-initiated one, setup_future_usage for a first stored-card one', async () => {
+    const fields = async (extra: Record<string, unknown>, cvc?: string) => {
+      const before = fake.posts(/^\/v1\/payment_intents$/).length;
+      const tx = await pay('4242424242424242', extra, cvc);
+      const post = fake.posts(/^\/v1\/payment_intents$/)[before];
+      const { off_session, setup_future_usage, return_url } = post.body;
+      return { tx, sent: { off_session, setup_future_usage, return_url: return_url !== undefined } };
+    };
+    // A renewal: the buyer is not there. No return URL (nothing to redirect), no setup_future_usage.
+    const renewal = await fields(
+      {
+        payment_source: 'recurring',
+        merchant_initiated: true,
+        is_subsequent_payment: true,
+        previous_scheme_transaction_id: '123456789012345',
+      },
+      undefined,
+    );
+    expect(renewal.sent).toEqual({ off_session: 'true', setup_future_usage: undefined, return_url: false });
+    // The scheme's transaction id of the payment, for the next one.
+    expect(renewal.tx.scheme_transaction_id).toMatch(/^[0-9]{15}$/);
+    // The first payment of a subscription, the buyer present: Stripe keeps the card for later.
+    const first = await fields({ payment_source: 'recurring' });
+    expect(first.sent).toEqual({
+      off_session: undefined,
+      setup_future_usage: 'off_session',
+      return_url: true,
+    });
+    const onFile = await fields({ payment_source: 'card_on_file' });
+    expect(onFile.sent).toEqual({
+      off_session: undefined,
+      setup_future_usage: 'off_session',
+      return_url: true,
+    });
+    // A later customer-initiated one, and a plain ecommerce payment: neither.
+    const later = await fields({
+      payment_source: 'card_on_file',
+      is_subsequent_payment: true,
+      previous_scheme_transaction_id: first.tx.scheme_transaction_id,
+    });
+    expect(later.sent).toEqual({ off_session: undefined, setup_future_usage: undefined, return_url: true });
+    const plain = await fields({});
+    expect(plain.sent).toEqual({ off_session: undefined, setup_future_usage: undefined, return_url: true });
+  });
+
   it('captures (partially), then refunds (partially, then the rest)', async () => {
     const tx = await pay('4242424242424242');
     fake.requests.length = 0;

@@ -44,6 +44,15 @@ export class ConnectionsController {
     return this.connections.list(who);
   }
 
+  /** The interface document labels listing connections PUT: it answers the list, as GET does. */
+  @Put()
+  @RequirePermissions('orchestration:connections:update')
+  @Audited('connection', 'read')
+  @ApiExcludeEndpoint()
+  listByPut(@Principal() who: Principal): Promise<ConnectionDto[]> {
+    return this.connections.list(who);
+  }
+
   @Get(':id')
   @RequirePermissions('orchestration:connections:update')
   @Audited('connection', 'read')

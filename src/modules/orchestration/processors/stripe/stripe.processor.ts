@@ -18,6 +18,26 @@ import type {
 } from '../processor.port';
 import { attemptReference, authorizeIdempotencyKey, vendorReturnUrl } from '../processor.port';
 
+/**
+ * Who starts the payment, as Stripe takes it. A merchant-initiated payment is `off_session` (the buyer is
+ * not there to authenticate: no return URL). A customer-initiated card-on-file or recurring payment
+ * that is not a subsequent one asks to keep the card for later off-session payments
+ * (`setup_future_usage`). Stripe takes no earlier network transaction id with raw card data (none of
+ * the PaymentIntent parameters of the `stripe` package carries one), so `previous_scheme_transaction_id`
+ * does not reach Stripe (docs/vendors.md).
+ */
+function merchantInitiation(
+  request: AuthorizeRequest,
+  returnUrl: string,
+): Pick<Stripe.PaymentIntentCreateParams, 'off_session' | 'setup_future_usage' | 'return_url'> {
+  if (request.merchantInitiated) return { off_session: true };
+  const stored = request.paymentSource === 'card_on_file' || request.paymentSource === 'recurring';
+  return {
+    return_url: returnUrl,
+    ...(stored && !request.isSubsequentPayment ? { setup_future_usage: 'off_session' as const } : {}),
+  };
+}
+
 /** How long one call to Stripe may take before its outcome counts as unknown (left to settlement). */
 export const STRIPE_TIMEOUT_MS = 20_000;
 
@@ -121,7 +141,7 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
           amount: request.amount,
           currency: request.currency.toLowerCase(),
           payment_method_data: { type: 'card', card } as Stripe.PaymentIntentCreateParams.PaymentMethodData,
-          return_url: returnUrl,
+          ...merchantInitiation(request, returnUrl),
           confirm: true,
           capture_method: request.intent === 'authorize' ? 'manual' : 'automatic',
           metadata,
