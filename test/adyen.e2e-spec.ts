@@ -178,6 +178,32 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
     expect(JSON.stringify(formula.body)).not.toContain(API_KEY);
   });
 
+  it('three_d_secure_data goes to Adyen as mpiData (Prism checks it against the document); the transaction shows it frictionless', async () => {
+    const tx = await pay(ADYEN_CARDS.visa, {
+      three_d_secure_data: {
+        version: '2.2.0',
+        eci: '05',
+        cavv: 'AAIBBYNoEwAAACcKhAJkdQAAAAA=',
+        directory_response: 'y',
+        authentication_response: 'Y',
+        ds_transaction_id: 'c4e59ceb-a382-4d6a-bc87-385d591fa09d',
+      },
+    });
+    expect(tx).toMatchObject({
+      status: 'authorization_succeeded',
+      three_d_secure: { version: '2.2.0', status: 'complete', method: 'frictionless' },
+    });
+    const [post] = fake.posts(/^\/payments$/);
+    expect(post.body.mpiData).toEqual({
+      cavv: 'AAIBBYNoEwAAACcKhAJkdQAAAAA=',
+      eci: '05',
+      threeDSVersion: '2.2.0',
+      dsTransID: 'c4e59ceb-a382-4d6a-bc87-385d591fa09d',
+      directoryResponse: 'Y',
+      authenticationResponse: 'Y',
+    });
+  });
+
   it('authorize: one POST /payments with raw card data, manual capture, our reference and an Idempotency-Key', async () => {
     const tx = await pay(ADYEN_CARDS.visa);
     expect(tx).toMatchObject({

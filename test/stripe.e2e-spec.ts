@@ -220,6 +220,31 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     expect(plain.sent).toEqual({ off_session: undefined, setup_future_usage: undefined, return_url: true });
   });
 
+  it('three_d_secure_data goes to Stripe as payment_method_options[card][three_d_secure]', async () => {
+    const tx = await pay('4242424242424242', {
+      three_d_secure_data: {
+        version: '2.1.0',
+        eci: '05',
+        cavv: 'AJkBByEyYgAAAASwgmEodQAAAAA=',
+        authentication_response: 'Y',
+        ds_transaction_id: 'f25084f0-5b16-4c0a-ae5d-b24808a95e4b',
+      },
+    });
+    expect(tx.three_d_secure).toEqual({ version: '2.1.0', status: 'complete', method: 'frictionless' });
+    const post = fake.posts(/^\/v1\/payment_intents$/).at(-1)!;
+    expect(post.body.payment_method_options).toEqual({
+      card: {
+        three_d_secure: {
+          version: '2.1.0',
+          electronic_commerce_indicator: '05',
+          cryptogram: 'AJkBByEyYgAAAASwgmEodQAAAAA=',
+          transaction_id: 'f25084f0-5b16-4c0a-ae5d-b24808a95e4b',
+          ares_trans_status: 'Y',
+        },
+      },
+    });
+  });
+
   it('captures (partially), then refunds (partially, then the rest)', async () => {
     const tx = await pay('4242424242424242');
     fake.requests.length = 0;

@@ -176,6 +176,71 @@ describe('transactions', () => {
     expect(recurring).toMatchObject({ status: 'authorization_succeeded', cvv_response_code: 'not_provided' });
   });
 
+  it('3-D Secure data from elsewhere: the sandbox takes it as a session; checked field by field; refused where the formula has no pass-through', async () => {
+    const data = { version: '2.2.0', eci: '05', cavv: 'AAABAWFlmQAAAABjRWWZEEFgFz+=' };
+    const frictionless = await payWith('4000000000003220', { three_d_secure_data: data });
+    expect(frictionless).toMatchObject({
+      status: 'authorization_succeeded',
+      three_d_secure: { version: '2.2.0', status: 'complete', method: 'frictionless' },
+    });
+    const token = (
+      await request(t.http)
+        .post('/tokenize')
+        .set('BT-API-KEY', key)
+        .send({
+          type: 'card',
+          data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
+        })
+        .expect(201)
+    ).body.id as string;
+    const refused = await pay({
+      amount: 100,
+      currency: 'USD',
+      connection_id: stripe,
+      token,
+      three_d_secure_data: {
+        version: '3',
+        eci: '5',
+        cavv: '',
+        directory_response: 'YY',
+        ds_transaction_id: 'x',
+        extra: 1,
+      },
+    });
+    expectProblem(refused, 400);
+    expect(Object.keys(refused.body.errors).sort()).toEqual([
+      'three_d_secure_data',
+      'three_d_secure_data.cavv',
+      'three_d_secure_data.directory_response',
+      'three_d_secure_data.ds_transaction_id',
+      'three_d_secure_data.eci',
+      'three_d_secure_data.version',
+    ]);
+    expectProblem(
+      await pay({ amount: 100, currency: 'USD', connection_id: stripe, token, three_d_secure_data: 'x' }),
+      400,
+    );
+    // nmi-card has no 3-D Secure pass-through.
+    const nmi = (
+      await newConnection(t, key, { formulaId: 'nmi-card', currencies: ['USD'], countries: ['US'] })
+    ).id;
+    const noPassThrough = await pay({
+      amount: 100,
+      currency: 'USD',
+      connection_id: nmi,
+      token,
+      three_d_secure_data: data,
+    });
+    expectProblem(noPassThrough, 400);
+    expect(Object.keys(noPassThrough.body.errors)).toEqual(['three_d_secure_data']);
+    expect(JSON.stringify(noPassThrough.body)).not.toContain(data.cavv);
+    // The cryptogram is stored nowhere.
+    const dump =
+      JSON.stringify(await db.query('SELECT * FROM transactions')) +
+      JSON.stringify(await db.query('SELECT * FROM audit_logs ORDER BY pos DESC LIMIT 50'));
+    expect(dump).not.toContain(data.cavv);
+  });
+
   it('3-D Secure: a session id counts as frictionless; 4000000000003063 fails with error data', async () => {
     const frictionless = await payWith('4000000000003220', { three_d_session_id: { id: 'tds_123' } });
     expect(frictionless).toMatchObject({

@@ -1381,6 +1381,24 @@ export interface components {
             three_d_session_id?: string | {
                 id?: string;
             };
+            /**
+             * @description A 3-D Secure authentication the buyer passed elsewhere, forwarded to the vendor (formulas with
+             *     `three_d_secure_pass_through` only): `{version, eci, cavv, directory_response?,
+             *     authentication_response?, ds_transaction_id?}`. Never stored, never logged.
+             */
+            three_d_secure_data?: {
+                /** @example 2.2.0 */
+                version?: string;
+                /** @example 05 */
+                eci?: string;
+                cavv?: string;
+                /** @example Y */
+                directory_response?: string;
+                /** @example Y */
+                authentication_response?: string;
+                /** Format: uuid */
+                ds_transaction_id?: string;
+            };
             /** @description In the currency's smallest unit; 0 only where the connection supports zero-amount authorization. */
             amount: number;
             /**

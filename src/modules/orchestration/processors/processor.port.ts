@@ -82,7 +82,19 @@ export interface AuthorizeRequest {
   previousSchemeTransactionId: string | null;
   /** A 3-D Secure authentication completed elsewhere. */
   threeDSessionId: string | null;
+  /** The result of a 3-D Secure authentication made elsewhere, forwarded as it is (never stored, never logged). */
+  threeDSecureData?: ThreeDSecureData;
   threeDSecureEnabled: boolean;
+}
+
+/** `three_d_secure_data`: a 3-D Secure authentication the buyer passed elsewhere. */
+export interface ThreeDSecureData {
+  version: string;
+  eci: string;
+  cavv: string;
+  directoryResponse?: string;
+  authenticationResponse?: string;
+  dsTransactionId?: string;
 }
 
 export interface ThreeDSecureResult {

@@ -89,9 +89,14 @@ export abstract class SandboxProcessor implements ProcessorPort {
       authResponseCode: '00',
       cvvResponseCode: cvv,
       errorCode: null,
-      threeDSecure: request.threeDSessionId
-        ? { version: '2.2.0', status: 'complete', method: 'frictionless' }
-        : null,
+      threeDSecure:
+        (request.threeDSessionId ?? request.threeDSecureData)
+          ? {
+              version: request.threeDSecureData?.version ?? '2.2.0',
+              status: 'complete',
+              method: 'frictionless',
+            }
+          : null,
     };
     let result: AuthorizeResult = base;
     if (behaviour.decline) {
@@ -138,7 +143,7 @@ export abstract class SandboxProcessor implements ProcessorPort {
           },
         },
       };
-    } else if (behaviour.challenge && !request.threeDSessionId) {
+    } else if (behaviour.challenge && !(request.threeDSessionId ?? request.threeDSecureData)) {
       result = { ...base, outcome: 'challenge', authResponseCode: null, schemeTransactionId: null };
     }
     if (result.outcome === 'approved') result.captured = request.intent === 'capture';

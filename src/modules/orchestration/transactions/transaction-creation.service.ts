@@ -18,10 +18,10 @@ import {
   ProcessorUnreachable,
   withTimeout,
 } from '../processors/processor-calls';
-import type { AuthorizeResult, CardData } from '../processors/processor.port';
+import type { AuthorizeResult, CardData, ThreeDSecureData } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
-import { checkMetadata, paymentMethodOf, threeDSessionId } from './transaction-checks';
+import { checkMetadata, paymentMethodOf, threeDSecureData, threeDSessionId } from './transaction-checks';
 import { TransactionJournal } from './transaction-journal';
 import { TransactionQueriesService } from './transaction-queries.service';
 import { transition } from './transaction-state';
@@ -111,6 +111,7 @@ export class TransactionCreationService {
     if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
       addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
     checkMetadata(body.metadata, errors);
+    const threeDSecure = threeDSecureData(body.three_d_secure_data, errors);
     const token = await this.cardToken(who, body.token, errors);
     if (Object.keys(errors).length || !token) throw new ValidationException(errors);
     const decision = await this.routing.decide(who.tenantId, body, token);
@@ -138,7 +139,16 @@ export class TransactionCreationService {
     const cvc = paymentSource === 'ecommerce' ? token.cvc : undefined;
     const cvcTokenId = cvc !== undefined ? token.id : undefined;
     for (let attempt = 1; ; attempt++) {
-      const answer = await this.authorizeAt(connection, attempt, id, body, token, sessionId, cvc);
+      const answer = await this.authorizeAt(
+        connection,
+        attempt,
+        id,
+        body,
+        token,
+        sessionId,
+        cvc,
+        threeDSecure,
+      );
       if (answer === UNANSWERED) return this.leftToSettlement(origin, id, cvcTokenId);
       // Failover only after an outcome that certainly moved no money, to the next candidate.
       const nextIndex =
@@ -185,6 +195,7 @@ export class TransactionCreationService {
     token: UsableToken,
     sessionId: string | null,
     cvc: string | undefined,
+    threeDSecure: ThreeDSecureData | null,
   ): Promise<AuthorizeResult | typeof UNANSWERED> {
     const data = token.data as CardData;
     const formula = connection.row.formulaId;
@@ -211,9 +222,16 @@ export class TransactionCreationService {
           isSubsequentPayment: body.is_subsequent_payment ?? false,
           previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
           threeDSessionId: sessionId,
+          ...(threeDSecure ? { threeDSecureData: threeDSecure } : {}),
           threeDSecureEnabled: connection.row.threeDSecureEnabled,
         }),
       );
+      // Authenticated elsewhere: the transaction says so, whatever the vendor answered of it.
+      if (threeDSecure && !result.threeDSecure && result.outcome !== 'failed')
+        result = {
+          ...result,
+          threeDSecure: { version: threeDSecure.version, status: 'complete', method: 'frictionless' },
+        };
     } catch (error) {
       if (error instanceof ProcessorUnreachable) {
         this.logger.warn({ err: error, transaction_id: id, attempt }, 'the processor could not be reached');
@@ -325,6 +343,7 @@ export class TransactionCreationService {
       addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
     checkMetadata(body.metadata, errors);
     threeDSessionId(body.three_d_session_id);
+    threeDSecureData(body.three_d_secure_data, errors);
     const token = await this.cardToken(who, body.token, errors);
     if (Object.keys(errors).length || !token) throw new ValidationException(errors);
     const decision = await this.routing.decide(who.tenantId, body, token);

@@ -109,6 +109,26 @@ export class CreateTransactionDto {
     oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } } }],
   })
   three_d_session_id?: unknown;
+
+  /**
+   * A 3-D Secure authentication the buyer passed elsewhere, forwarded to the vendor (formulas with
+   * `three_d_secure_pass_through` only): `{version, eci, cavv, directory_response?,
+   * authentication_response?, ds_transaction_id?}`. Never stored, never logged.
+   */
+  @IsOptional()
+  @ApiPropertyOptional({
+    type: 'object',
+    properties: {
+      version: { type: 'string', example: '2.2.0' },
+      eci: { type: 'string', example: '05' },
+      cavv: { type: 'string' },
+      directory_response: { type: 'string', example: 'Y' },
+      authentication_response: { type: 'string', example: 'Y' },
+      ds_transaction_id: { type: 'string', format: 'uuid' },
+    },
+    required: ['version', 'eci', 'cavv'],
+  })
+  three_d_secure_data?: unknown;
 }
 
 export class CaptureTransactionDto {

@@ -11,6 +11,7 @@ import type {
   ProcessorPort,
   RefundRequest,
   VendorHooks,
+  ThreeDSecureData,
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
@@ -52,6 +53,20 @@ export const adyenRefundReference = (reconciliationId: string, refundId: string)
   `${reconciliationId}.${toReconciliationId(refundId)}`;
 
 /** The merchant reference of a technical cancel (a cancel by our reference, without Adyen's). */
+/** `three_d_secure_data` as Adyen's `mpiData`. */
+function adyenMpiData(data: ThreeDSecureData): Record<string, string> {
+  return {
+    cavv: data.cavv,
+    eci: data.eci,
+    threeDSVersion: data.version,
+    ...(data.dsTransactionId ? { dsTransID: data.dsTransactionId } : {}),
+    ...(data.directoryResponse ? { directoryResponse: data.directoryResponse.toUpperCase() } : {}),
+    ...(data.authenticationResponse
+      ? { authenticationResponse: data.authenticationResponse.toUpperCase() }
+      : {}),
+  };
+}
+
 export const adyenTechnicalCancelReference = (reconciliationId: string): string =>
   `${reconciliationId}.cancel`;
 
@@ -144,6 +159,8 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
         ? { threeDSRequestData: { nativeThreeDS: 'disabled' } }
         : { attemptAuthentication: 'never' },
       ...(request.country ? { countryCode: request.country } : {}),
+      // A 3-D Secure authentication made elsewhere (Adyen's ThreeDSecureData).
+      ...(request.threeDSecureData ? { mpiData: adyenMpiData(request.threeDSecureData) } : {}),
     };
     const answer = await this.call<AdyenPaymentResponse>(
       request.credentials,

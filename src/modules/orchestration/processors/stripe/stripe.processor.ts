@@ -12,6 +12,7 @@ import type {
   PollRequest,
   ProcessorPort,
   RefundRequest,
+  ThreeDSecureData,
   VendorHooks,
   VendorSettings,
   VerificationResult,
@@ -36,6 +37,20 @@ function merchantInitiation(
     return_url: returnUrl,
     ...(stored && !request.isSubsequentPayment ? { setup_future_usage: 'off_session' as const } : {}),
   };
+}
+
+/** A 3-D Secure authentication made elsewhere, as Stripe takes it (`payment_method_options[card][three_d_secure]`). */
+function stripeThreeDSecure(
+  data: ThreeDSecureData,
+): Stripe.PaymentIntentCreateParams.PaymentMethodOptions.Card.ThreeDSecure {
+  const status = data.directoryResponse ?? data.authenticationResponse;
+  return {
+    version: data.version,
+    electronic_commerce_indicator: data.eci,
+    cryptogram: data.cavv,
+    ...(data.dsTransactionId ? { transaction_id: data.dsTransactionId } : {}),
+    ...(status ? { ares_trans_status: status.toUpperCase() } : {}),
+  } as Stripe.PaymentIntentCreateParams.PaymentMethodOptions.Card.ThreeDSecure;
 }
 
 /** How long one call to Stripe may take before its outcome counts as unknown (left to settlement). */
@@ -142,6 +157,13 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
           currency: request.currency.toLowerCase(),
           payment_method_data: { type: 'card', card } as Stripe.PaymentIntentCreateParams.PaymentMethodData,
           ...merchantInitiation(request, returnUrl),
+          ...(request.threeDSecureData
+            ? {
+                payment_method_options: {
+                  card: { three_d_secure: stripeThreeDSecure(request.threeDSecureData) },
+                },
+              }
+            : {}),
           confirm: true,
           capture_method: request.intent === 'authorize' ? 'manual' : 'automatic',
           metadata,
