@@ -6,11 +6,11 @@ import type {
   RefundStatus,
 } from '../../src/modules/orchestration/transactions/refunds.repository';
 import type { Transition } from '../../src/modules/orchestration/transactions/transaction-state';
-import type {
-  AttemptOutcome,
-  AttemptRow,
+import {
+  type AttemptOutcome,
+  type AttemptRow,
+  followingOutcome,
 } from '../../src/modules/orchestration/transactions/attempts.repository';
-import type { TransactionStatus } from '../../src/modules/orchestration/transactions/transaction.dto';
 import type {
   IssuedApproval,
   NewTransaction,
@@ -231,14 +231,6 @@ export class FakeRefunds {
   }
 }
 
-const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptOutcome['status']>> = {
-  authorization_succeeded: 'succeeded',
-  capture_succeeded: 'succeeded',
-  authorization_declined: 'declined',
-  authorization_failed: 'failed',
-  buyer_approval_pending: 'buyer_approval_pending',
-};
-
 /** The `transaction_attempts` table as the repository writes it (a settled attempt stays settled). */
 export class FakeAttempts {
   readonly rows: AttemptRow[] = [];
@@ -300,21 +292,10 @@ export class FakeAttempts {
   }
 
   follow(change: Change, row: TransactionRow, now: Date): Promise<void> {
-    const status = ATTEMPT_STATUS_OF[row.status];
-    if (!status || !row.connection_id) return Promise.resolve();
-    return this.settle(
-      change,
-      row.tenant_id,
-      row.id,
-      row.attempt,
-      {
-        status,
-        errorCode: row.error_code,
-        authResponseCode: row.auth_response_code,
-        connectionTransactionId: row.connection_transaction_id,
-      },
-      now,
-    );
+    const outcome = followingOutcome(row);
+    return outcome
+      ? this.settle(change, row.tenant_id, row.id, row.attempt, outcome, now)
+      : Promise.resolve();
   }
 
   list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {

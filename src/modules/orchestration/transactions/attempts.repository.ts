@@ -32,6 +32,30 @@ const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptStatus>> = {
   buyer_approval_pending: 'buyer_approval_pending',
 };
 
+/** What the last attempt is followed from: its transaction as stored. */
+export interface FollowedTransaction {
+  tenant_id: string;
+  id: string;
+  attempt: number;
+  status: TransactionStatus;
+  error_code: string | null;
+  auth_response_code: string | null;
+  connection_transaction_id: string | null;
+  connection_id: string | null;
+}
+
+/** The outcome the last attempt takes from its transaction, or none (not an authorization outcome). */
+export function followingOutcome(row: FollowedTransaction): AttemptOutcome | undefined {
+  const status = ATTEMPT_STATUS_OF[row.status];
+  if (!status || !row.connection_id) return undefined;
+  return {
+    status,
+    errorCode: row.error_code,
+    authResponseCode: row.auth_response_code,
+    connectionTransactionId: row.connection_transaction_id,
+  };
+}
+
 /** Examples for the SQL snapshots (`@GenerateSql`). */
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const TRANSACTION = '00000000-0000-4000-8000-000000000002';
@@ -104,35 +128,9 @@ export class AttemptsRepository {
    * The last attempt follows its transaction's authorization outcome (an answer, a completed challenge,
    * a settlement): nothing when the status entered is not one (a capture, a void).
    */
-  async follow(
-    change: Change,
-    row: {
-      tenant_id: string;
-      id: string;
-      attempt: number;
-      status: TransactionStatus;
-      error_code: string | null;
-      auth_response_code: string | null;
-      connection_transaction_id: string | null;
-      connection_id: string | null;
-    },
-    now: Date,
-  ): Promise<void> {
-    const status = ATTEMPT_STATUS_OF[row.status];
-    if (!status || !row.connection_id) return;
-    await this.settle(
-      change,
-      row.tenant_id,
-      row.id,
-      row.attempt,
-      {
-        status,
-        errorCode: row.error_code,
-        authResponseCode: row.auth_response_code,
-        connectionTransactionId: row.connection_transaction_id,
-      },
-      now,
-    );
+  async follow(change: Change, row: FollowedTransaction, now: Date): Promise<void> {
+    const outcome = followingOutcome(row);
+    if (outcome) await this.settle(change, row.tenant_id, row.id, row.attempt, outcome, now);
   }
 
   /** A transaction's attempts in order, with their connections. */

@@ -10,8 +10,8 @@ import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { connectionDto, UsableConnection } from '../connections/connections.service';
 import { Metrics } from '../../../common/metrics/metrics';
-import { AttemptOutcome } from './attempts.repository';
 import { ConnectionBreaker } from './connection-breaker';
+import { attemptOutcome, MAX_ATTEMPTS, retryable } from './failover';
 import {
   processorFailure,
   ProcessorUnavailable,
@@ -31,40 +31,6 @@ import { TransactionRouting } from './transaction-routing';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
 
 const UNANSWERED = Symbol('unanswered');
-
-/** At most this many attempts per transaction. */
-export const MAX_ATTEMPTS = 5;
-
-/**
- * Whether an attempt's outcome certainly moved no money, so that the next candidate may be tried:
- * nothing reached the vendor (or it answered 429), a generic soft decline, or a processing error the
- * vendor stated (docs/routing.md). Every other outcome ends the transaction.
- */
-export function retryable(result: AuthorizeResult): boolean {
-  if (result.outcome === 'declined') return result.errorCode === 'declined';
-  return (
-    result.outcome === 'failed' &&
-    (result.errorCode === 'processor_unavailable' || result.errorCode === 'service_error')
-  );
-}
-
-/** What an attempt records of its vendor's answer. */
-export function attemptOutcome(result: AuthorizeResult): AttemptOutcome {
-  const status = (
-    {
-      approved: 'succeeded',
-      declined: 'declined',
-      failed: 'failed',
-      challenge: 'buyer_approval_pending',
-    } as const
-  )[result.outcome];
-  return {
-    status,
-    errorCode: result.errorCode,
-    authResponseCode: result.authResponseCode,
-    connectionTransactionId: result.connectionTransactionId,
-  };
-}
 
 /**
  * Creating transactions: the checks in their order (the body, the rules' early declines, the connection),
