@@ -176,6 +176,8 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
         previousSchemeTransactionId: null,
         threeDSessionId: null,
         paymentMethod: { scheme: 'visa', label: '4242', expiration_date: '12/31', fingerprint: 'f' },
+        buyer: null,
+        storePaymentMethod: false,
         createdBy: tenant,
         createdAt: longAgo,
       }),

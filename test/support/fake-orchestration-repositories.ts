@@ -16,6 +16,11 @@ import type {
   NewTransaction,
   TransactionRow,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
+import type {
+  BuyerRow,
+  PaymentMethodRow,
+  StoredCardRow,
+} from '../../src/modules/orchestration/buyers/buyers.repository';
 
 /** The `transactions` table as the repository reads and writes it (conditional transitions included). */
 export class FakeTransactions {
@@ -66,6 +71,10 @@ export class FakeTransactions {
       approval_token: null,
       approval_expires_at: null,
       vendor_action: null,
+      buyer_id: t.buyer?.id ?? null,
+      buyer_external_identifier: t.buyer?.externalIdentifier ?? null,
+      buyer_display_name: t.buyer?.displayName ?? null,
+      store_payment_method: t.storePaymentMethod,
       authorized_at: null,
       captured_at: null,
       voided_at: null,
@@ -305,5 +314,85 @@ export class FakeAttempts {
         .sort((a, b) => a.number - b.number)
         .map((a) => ({ ...a })),
     );
+  }
+}
+
+/**
+ * The `buyers` and `buyer_payment_methods` tables as transactions read and write them: buyers by id, and
+ * stored cards (fingerprints given by `fingerprints`, token id to fingerprint) with their last use.
+ */
+export class FakeBuyers {
+  readonly buyers = new Map<string, BuyerRow>();
+  readonly stored = new Map<string, StoredCardRow>();
+
+  constructor(private readonly fingerprints: Map<string, string>) {}
+
+  addBuyer(tenantId: string, id: string, externalIdentifier: string | null = null): BuyerRow {
+    const at = new Date('2026-01-01T00:00:00Z');
+    const row = {
+      tenant_id: tenantId,
+      id,
+      external_identifier: externalIdentifier,
+      display_name: null,
+      created_at: at,
+      updated_at: at,
+    };
+    this.buyers.set(id, row);
+    return row;
+  }
+
+  store(tenantId: string, buyerId: string, tokenId: string, at: Date): void {
+    const fingerprint = this.fingerprints.get(tokenId) ?? tokenId;
+    this.stored.set(tokenId, {
+      tenant_id: tenantId,
+      token_id: tokenId,
+      buyer_id: buyerId,
+      fingerprint,
+      created_at: at,
+      last_used_at: null,
+    });
+  }
+
+  find(tenantId: string, id: string): Promise<BuyerRow | undefined> {
+    const row = this.buyers.get(id);
+    return Promise.resolve(row?.tenant_id === tenantId ? row : undefined);
+  }
+
+  findStored(tenantId: string, tokenId: string): Promise<StoredCardRow | undefined> {
+    const row = this.stored.get(tokenId);
+    return Promise.resolve(row?.tenant_id === tenantId ? row : undefined);
+  }
+
+  listMethods(tenantId: string, buyerId: string): Promise<PaymentMethodRow[]> {
+    const at = (row: StoredCardRow) => (row.last_used_at ?? row.created_at).getTime();
+    const rows = [...this.stored.values()]
+      .filter((row) => row.tenant_id === tenantId && row.buyer_id === buyerId)
+      .sort((a, b) => at(b) - at(a));
+    return Promise.resolve(rows.map((row) => ({ ...row, card_brand: 'visa', mask: null })));
+  }
+
+  used(
+    _change: Change,
+    tenantId: string,
+    tokenId: string,
+    buyerId: string | null,
+    store: boolean,
+    now: Date,
+  ): Promise<void> {
+    const fingerprint = this.fingerprints.get(tokenId) ?? tokenId;
+    for (const row of this.stored.values())
+      if (
+        row.tenant_id === tenantId &&
+        (row.token_id === tokenId || (row.buyer_id === buyerId && row.fingerprint === fingerprint))
+      )
+        row.last_used_at = now;
+    const taken = [...this.stored.values()].some(
+      (row) => row.token_id === tokenId || (row.buyer_id === buyerId && row.fingerprint === fingerprint),
+    );
+    if (store && buyerId && this.buyers.has(buyerId) && !taken) {
+      this.store(tenantId, buyerId, tokenId, now);
+      this.stored.get(tokenId)!.last_used_at = now;
+    }
+    return Promise.resolve();
   }
 }

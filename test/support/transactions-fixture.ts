@@ -44,7 +44,10 @@ import { TransactionsService } from '../../src/modules/orchestration/transaction
 import { TransactionRouting } from '../../src/modules/orchestration/transactions/transaction-routing';
 import { TransactionCreationService } from '../../src/modules/orchestration/transactions/transaction-creation.service';
 import type { FlowRulesService } from '../../src/modules/orchestration/flows/flow-rules.service';
-import { FakeAttempts, FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
+import { FakeAttempts, FakeBuyers, FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
+import type { BuyersRepository } from '../../src/modules/orchestration/buyers/buyers.repository';
+import { BuyersService } from '../../src/modules/orchestration/buyers/buyers.service';
+import { ChargedCards } from '../../src/modules/orchestration/transactions/charged-card';
 import type { AttemptsRepository } from '../../src/modules/orchestration/transactions/attempts.repository';
 import { ConnectionBreaker } from '../../src/modules/orchestration/transactions/connection-breaker';
 
@@ -176,7 +179,10 @@ export function setup(options: { candidates?: number } = {}) {
       forgotten.push({ change, tokenId });
       return Promise.resolve();
     }),
+    comparable: jest.fn(() => Promise.resolve(true)),
   } as unknown as TokensService;
+  const buyers = new FakeBuyers(new Map([[TOKEN, 'fp-token']]));
+  const buyersRepository = buyers as unknown as BuyersRepository;
   const issue = jest.fn((_tenantId: string, _id: string, createdAt: Date) =>
     Promise.resolve({
       tokenDigest: Buffer.from('digest'),
@@ -201,6 +207,7 @@ export function setup(options: { candidates?: number } = {}) {
     clock,
     metrics as unknown as Metrics,
     attemptsRepository,
+    buyersRepository,
   );
   const queries = new TransactionQueriesService(
     repository,
@@ -230,6 +237,7 @@ export function setup(options: { candidates?: number } = {}) {
     new TransactionRouting(rules, connections),
     breaker,
     metrics as unknown as Metrics,
+    new ChargedCards(tokens, new BuyersService(buyersRepository, tokens, clock, work), work),
   );
   const approvals = new ApprovalsService(repository, journal, connections, processors, links, clock, work);
   const settlement = new SettlementService(
@@ -254,6 +262,7 @@ export function setup(options: { candidates?: number } = {}) {
     processor,
     candidateProcessors,
     attempts,
+    buyers,
     breaker,
     loadForUse,
     forgotten,

@@ -9,6 +9,7 @@ export const ENTITY_TYPES = {
   proxy: 'Proxy',
   webhook: 'Webhook',
   flow_rule: 'Flow rule',
+  buyer: 'Buyer',
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
@@ -28,6 +29,7 @@ export const LOG_ENTITY_TYPES = {
   proxy: 'Proxy',
   webhook: 'Webhook',
   flow_rule: 'Flow rule',
+  buyer: 'Buyer',
 } as const;
 export type LogEntityType = keyof typeof LOG_ENTITY_TYPES;
 

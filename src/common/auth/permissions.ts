@@ -90,6 +90,18 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     description: 'Create, update, reorder and delete routing rules',
     application_types: ['private', 'management'],
   },
+  {
+    type: 'orchestration:buyers:read',
+    description: 'List and get buyers and their stored cards, and name a buyer in a transaction',
+    application_types: ['private'],
+  },
+  { type: 'orchestration:buyers:create', description: 'Create buyers', application_types: ['private'] },
+  {
+    type: 'orchestration:buyers:update',
+    description: 'Update buyers, and store and remove their cards',
+    application_types: ['private'],
+  },
+  { type: 'orchestration:buyers:delete', description: 'Delete buyers', application_types: ['private'] },
   { type: 'proxy:create', description: 'Create pre-configured proxies', application_types: ['management'] },
   {
     type: 'proxy:read',
@@ -134,6 +146,10 @@ export type Permission =
   | 'orchestration:transaction:refund'
   | 'orchestration:flows:read'
   | 'orchestration:flows:update'
+  | 'orchestration:buyers:read'
+  | 'orchestration:buyers:create'
+  | 'orchestration:buyers:update'
+  | 'orchestration:buyers:delete'
   | 'proxy:create'
   | 'proxy:read'
   | 'proxy:update'

@@ -28,6 +28,7 @@ import { AuditTree1795000000027 } from './1795000000027-AuditTree';
 import { TokenChildrenCascade1795000000028 } from './1795000000028-TokenChildrenCascade';
 import { FlowRules1795000000029 } from './1795000000029-FlowRules';
 import { TransactionAttempts1795000000030 } from './1795000000030-TransactionAttempts';
+import { Buyers1795000000031 } from './1795000000031-Buyers';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -61,4 +62,5 @@ export const MIGRATIONS = [
   TokenChildrenCascade1795000000028,
   FlowRules1795000000029,
   TransactionAttempts1795000000030,
+  Buyers1795000000031,
 ];

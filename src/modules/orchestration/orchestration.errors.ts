@@ -31,6 +31,22 @@ export class OrchestrationException extends DomainException<OrchestrationErrorCo
     return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Rule not found');
   }
 
+  static buyerNotFound(): OrchestrationException {
+    return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Buyer not found');
+  }
+
+  static paymentMethodNotFound(): OrchestrationException {
+    return new OrchestrationException(
+      OrchestrationErrorCode.NotFound,
+      'No such payment method stored for the buyer',
+    );
+  }
+
+  /** 409: the write conflicts with what is stored (`detail` says what, never echoing a value). */
+  static conflict(detail: string): OrchestrationException {
+    return new OrchestrationException(OrchestrationErrorCode.Conflict, detail);
+  }
+
   static connectionNotFound(): OrchestrationException {
     return new OrchestrationException(OrchestrationErrorCode.NotFound, 'Connection not found');
   }

@@ -1,4 +1,10 @@
 import { Module } from '@nestjs/common';
+import { BuyersController } from './buyers/buyers.controller';
+import { BuyersRepository } from './buyers/buyers.repository';
+import { BuyersService } from './buyers/buyers.service';
+import { ChargedCards } from './transactions/charged-card';
+import { BuyerEntity } from './buyers/entities/buyer.entity';
+import { BuyerPaymentMethodEntity } from './buyers/entities/buyer-payment-method.entity';
 import { DatabaseModule } from '../../database/database.module';
 import { ConnectionEntity } from './connections/entities/connection.entity';
 import { FlowRuleEntity } from './flows/entities/flow-rule.entity';
@@ -31,7 +37,7 @@ import { TransactionsService } from './transactions/transactions.service';
 import { TransactionCreationService } from './transactions/transaction-creation.service';
 import { TransactionQueriesService } from './transactions/transaction-queries.service';
 
-/** Payment orchestration: formulas, connections, routing rules, transactions, the approval page and settlement. */
+/** Payment orchestration: formulas, connections, routing rules, buyers and their stored cards, transactions, the approval page and settlement. */
 @Module({
   imports: [
     DatabaseModule.forFeature([
@@ -40,6 +46,8 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
       RefundEntity,
       FlowRuleEntity,
       AttemptEntity,
+      BuyerEntity,
+      BuyerPaymentMethodEntity,
     ]),
     TokensModule,
   ],
@@ -48,6 +56,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ConnectionsController,
     TransactionsController,
     FlowRulesController,
+    BuyersController,
     ApprovalsController,
     AdyenNotificationsController,
   ],
@@ -67,6 +76,9 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     TransactionRouting,
     AttemptsRepository,
     ConnectionBreaker,
+    BuyersRepository,
+    BuyersService,
+    ChargedCards,
     ApprovalsService,
     SettlementService,
     AdyenNotificationsService,

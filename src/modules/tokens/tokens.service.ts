@@ -31,6 +31,8 @@ import { revealedOf, TokenReads } from './token-reads';
 
 export type { CursorTokenPage, TokenDto } from './token-answer';
 export type { TokenRow } from './tokens.repository';
+export { CardEnumerationRefused } from './enumeration/card-enumeration.service';
+export { normalizeTokenId } from './data/token-id';
 
 /** A token's clear data, for the orchestration module that charges it (never returned to a client). */
 export interface UsableToken extends TokenRow {
@@ -244,6 +246,28 @@ export class TokensService {
     const { data: _sealed, ...row } = found;
     const cvc = await this.tokens.findLiveCvc(row.tenant_id, row.id, this.clock.now());
     return { ...row, data, cvc: cvc ? openCvc(keys, row, cvc) : undefined };
+  }
+
+  /** The token if the caller may use it (`token:use` through its rules), without its data; else undefined. */
+  async usableRow(who: Principal, id: string): Promise<TokenRow | undefined> {
+    const accessible = await this.accessible(who, normalizeTokenId(id), 'token:use');
+    if (!accessible) return undefined;
+    const { data: _sealed, ...row } = accessible.row;
+    return row;
+  }
+
+  /**
+   * Whether the caller may be told if this token's card is the same as another's (a stored card found by
+   * fingerprint): that tells as much as its fingerprint, so the card enumeration guard counts it, in
+   * `change`, as a read that shows it would. False past the limit; `fingerprintRefused` then records it.
+   */
+  async comparable(who: Principal, row: TokenRow, change: Change): Promise<boolean> {
+    return (await this.enumeration.showable(who, [row], change)).has(row.id);
+  }
+
+  /** A comparison refused by the card enumeration guard: its audit row and metric, once the change rolled back. */
+  fingerprintRefused(who: Principal): Promise<void> {
+    return this.enumeration.refused(who, 'Card comparison refused: card enumeration suspected');
   }
 
   /**

@@ -9,6 +9,9 @@ import type { PaymentMethodSummary } from './transactions.repository';
 
 const SCHEMES: Record<string, string> = { 'american-express': 'amex', 'diners-club': 'diners-club' };
 
+/** The scheme a transaction or stored card shows for a token's card brand. */
+export const schemeOf = (brand: string | null): string | null => (brand ? (SCHEMES[brand] ?? brand) : null);
+
 /** What the connection refuses of a payment request (inactive, currency, country, unsupported features). */
 export function checkAgainstConnection(
   connection: UsableConnection,
@@ -129,7 +132,7 @@ export function threeDSessionId(value: unknown): string | null {
 export function paymentMethodOf(token: UsableToken): PaymentMethodSummary {
   const mask = token.mask as { number: string; expiration_month: number; expiration_year: number };
   return {
-    scheme: token.card_brand ? (SCHEMES[token.card_brand] ?? token.card_brand) : null,
+    scheme: schemeOf(token.card_brand),
     label: mask.number.slice(-4),
     expiration_date: `${String(mask.expiration_month).padStart(2, '0')}/${String(mask.expiration_year % 100).padStart(2, '0')}`,
     fingerprint: token.fingerprint,

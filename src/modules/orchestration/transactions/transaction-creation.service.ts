@@ -28,6 +28,7 @@ import { transition } from './transaction-state';
 import type { CreateTransactionDto, TransactionDto } from './transaction.dto';
 import { NewTransaction, stateOf, TransactionRow } from './transactions.repository';
 import { TransactionRouting } from './transaction-routing';
+import { ChargedCard, ChargedCards } from './charged-card';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
 
 const UNANSWERED = Symbol('unanswered');
@@ -56,6 +57,7 @@ export class TransactionCreationService {
     private readonly routing: TransactionRouting,
     private readonly breaker: ConnectionBreaker,
     private readonly metrics: Metrics,
+    private readonly cards: ChargedCards,
   ) {}
 
   async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
@@ -78,10 +80,13 @@ export class TransactionCreationService {
       addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
     checkMetadata(body.metadata, errors);
     const threeDSecure = threeDSecureData(body.three_d_secure_data, errors);
-    const token = await this.cardToken(who, body.token, errors);
-    if (Object.keys(errors).length || !token) throw new ValidationException(errors);
+    const card = await this.cards.resolve(who, body, errors);
+    if (Object.keys(errors).length || !card) throw new ValidationException(errors);
+    const token = card.token;
+    body = { ...body, token: token.id, payment_source: card.paymentSource };
+    if (body.store && card.buyer && !card.stored) await this.cards.countStoring(who, card);
     const decision = await this.routing.decide(who.tenantId, body, token);
-    if (decision.declined) return this.declinedByRule(origin, body, token, sessionId, decision.ruleId);
+    if (decision.declined) return this.declinedByRule(origin, body, card, sessionId, decision.ruleId);
     const candidates = body.connection_id
       ? [await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id })]
       : await this.routing.candidates(who.tenantId, decision, body);
@@ -93,7 +98,7 @@ export class TransactionCreationService {
     await this.work.transaction(partOf(origin), async (change) => {
       // With its first attempt, `processing` before the vendor is called.
       await this.journal.insert(change, {
-        ...this.newTransaction(who, id, body, token, sessionId),
+        ...this.newTransaction(who, id, body, card, sessionId),
         connectionId: connection.row.id,
         createdAt,
       });
@@ -278,7 +283,7 @@ export class TransactionCreationService {
   private async declinedByRule(
     origin: RequestOrigin,
     body: CreateTransactionDto,
-    token: UsableToken,
+    card: ChargedCard,
     sessionId: string | null,
     ruleId: string,
   ): Promise<TransactionDto> {
@@ -286,7 +291,7 @@ export class TransactionCreationService {
     const id = randomUUID();
     const row = await this.work.transaction(partOf(origin), async (change) => {
       const row = await this.journal.insert(change, {
-        ...this.newTransaction(who, id, body, token, sessionId),
+        ...this.newTransaction(who, id, body, card, sessionId),
         connectionId: null,
         declinedByRule: true,
       });
@@ -310,9 +315,10 @@ export class TransactionCreationService {
     checkMetadata(body.metadata, errors);
     threeDSessionId(body.three_d_session_id);
     threeDSecureData(body.three_d_secure_data, errors);
-    const token = await this.cardToken(who, body.token, errors);
-    if (Object.keys(errors).length || !token) throw new ValidationException(errors);
-    const decision = await this.routing.decide(who.tenantId, body, token);
+    const card = await this.cards.resolve(who, body, errors);
+    if (Object.keys(errors).length || !card) throw new ValidationException(errors);
+    body = { ...body, payment_source: card.paymentSource };
+    const decision = await this.routing.decide(who.tenantId, body, card.token);
     if (decision.declined) return { declined: true, rule_id: decision.ruleId, connections: [] };
     const usable = await this.routing.usable(who.tenantId, decision.candidates, body);
     return {
@@ -327,7 +333,7 @@ export class TransactionCreationService {
     who: Principal,
     id: string,
     body: CreateTransactionDto,
-    token: UsableToken,
+    { token, buyer }: ChargedCard,
     sessionId: string | null,
   ): Omit<NewTransaction, 'connectionId'> {
     return {
@@ -346,6 +352,10 @@ export class TransactionCreationService {
       previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
       threeDSessionId: sessionId,
       paymentMethod: paymentMethodOf(token),
+      buyer: buyer
+        ? { id: buyer.id, externalIdentifier: buyer.external_identifier, displayName: buyer.display_name }
+        : null,
+      storePaymentMethod: !!(body.store && buyer),
       createdBy: who.applicationId,
       createdAt: this.clock.now(),
     };
@@ -367,19 +377,5 @@ export class TransactionCreationService {
       this.journal.log(change, id, 'update', 'Processor did not answer: processing, left to settlement');
     });
     return this.queries.get(who, id);
-  }
-
-  /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */
-  private async cardToken(who: Principal, id: string, errors: FieldErrors): Promise<UsableToken | undefined> {
-    const token = await this.usableToken(who, id);
-    if (!token) addFieldError(errors, 'token', 'no such token');
-    else if (token.type !== 'card') addFieldError(errors, 'token', 'the token must be of type card');
-    else return token;
-    return undefined;
-  }
-
-  /** The token if the caller may use it; absent, expired or out of the caller's reach: undefined. */
-  private usableToken(who: Principal, id: string): Promise<UsableToken | undefined> {
-    return this.tokens.loadForUse(who, id);
   }
 }

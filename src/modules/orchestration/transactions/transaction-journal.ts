@@ -8,9 +8,11 @@ import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
 import { randomUUID } from 'node:crypto';
 import { AttemptOutcome, AttemptsRepository } from './attempts.repository';
+import { BuyersRepository } from '../buyers/buyers.repository';
 import { toReconciliationId } from './reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
 import type { Transition } from './transaction-state';
+import type { TransactionStatus } from './transaction.dto';
 import { transactionDto } from './transaction.mapper';
 import {
   IssuedApproval,
@@ -18,6 +20,14 @@ import {
   TransactionsRepository,
   TransactionRow,
 } from './transactions.repository';
+
+/** The statuses an authorization leaves, and those it enters when it succeeds. */
+const AWAITING_AUTHORIZATION = new Set<TransactionStatus>(['processing', 'buyer_approval_pending']);
+const AUTHORIZED = new Set<TransactionStatus>([
+  'authorization_succeeded',
+  'capture_pending',
+  'capture_succeeded',
+]);
 
 /**
  * What requests, the approval page and the settlement job all do to a transaction: every write that
@@ -36,6 +46,7 @@ export class TransactionJournal {
     private readonly clock: Clock,
     private readonly metrics: Metrics,
     private readonly attempts: AttemptsRepository,
+    private readonly buyers: BuyersRepository,
   ) {}
 
   /**
@@ -90,6 +101,16 @@ export class TransactionJournal {
     if (row) await this.attempts.follow(change, row, now);
     // A transition may only change columns (a pending operation's progress): no status entered.
     if (row && row.status !== transition.from) this.counted(change, row);
+    // An authorization that succeeded: its card stored for its buyer if asked, and marked used.
+    if (row && AWAITING_AUTHORIZATION.has(transition.from) && AUTHORIZED.has(row.status))
+      await this.buyers.used(
+        change,
+        row.tenant_id,
+        row.token_id,
+        row.buyer_id,
+        row.store_payment_method,
+        now,
+      );
     return row;
   }
 

@@ -33,6 +33,7 @@ export class TransactionQueriesService {
         status: query.status,
         connectionId: query.connection_id,
         externalIdentifier: query.external_identifier,
+        buyerId: query.buyer_id,
       },
       offsetOf(query),
     );

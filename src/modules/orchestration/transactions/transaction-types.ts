@@ -19,6 +19,9 @@ export interface NewTransaction {
   previousSchemeTransactionId: string | null;
   threeDSessionId: string | null;
   paymentMethod: PaymentMethodSummary;
+  /** The buyer it is made for, as the buyer is now (kept as it is), and whether to store its card once authorized. */
+  buyer: { id: string; externalIdentifier: string | null; displayName: string | null } | null;
+  storePaymentMethod: boolean;
   createdBy: string | null;
   createdAt: Date;
   /** Declined by a `decline-early` rule: recorded `authorization_declined` (`declined_by_rule`), nothing pending. */

@@ -56,11 +56,29 @@ export class CreateTransactionDto {
   @Matches(/^[A-Z]{3}$/, { message: 'currency must be a 3-letter ISO 4217 code in upper case' })
   currency: string;
 
-  /** A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. */
-  @ApiProperty({ pattern: TOKEN_ID_PATTERN.source })
+  /**
+   * A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. Without
+   * it, `buyer_id` names the buyer whose first stored card is charged.
+   */
+  @ApiPropertyOptional({ pattern: TOKEN_ID_PATTERN.source })
+  @IsOptional()
   @IsString()
   @Matches(TOKEN_ID_PATTERN, { message: 'token must be a token id: 1 to 400 letters, digits, _ and -' })
-  token: string;
+  token?: string;
+
+  /**
+   * The buyer the payment is for (needs `orchestration:buyers:read`). Without `token`, its first stored
+   * card (most recently used) is charged and `payment_source` defaults to `card_on_file`; with `token`,
+   * the token must be stored for the buyer unless `store` is true.
+   */
+  @IsOptional()
+  @IsUUID()
+  buyer_id?: string;
+
+  /** Store the card for `buyer_id` once the authorization succeeds (no duplicate of a card it has). */
+  @IsOptional()
+  @IsBoolean()
+  store?: boolean;
 
   /** ISO 3166-1 alpha-2, one of the connection's accepted countries. @example "US" */
   @IsOptional()
@@ -163,6 +181,23 @@ export class ListTransactionsQueryDto extends OffsetPaginationQueryDto {
   @IsString()
   @MaxLength(200)
   external_identifier?: string;
+
+  /** Only the transactions made for this buyer (a deleted buyer's too). */
+  @IsOptional()
+  @IsUUID()
+  buyer_id?: string;
+}
+
+/** The buyer a transaction was made for, as it was then. */
+export class TransactionBuyerDto {
+  @ApiProperty({ format: 'uuid' })
+  id: string;
+
+  @ApiProperty({ type: String, nullable: true })
+  external_identifier: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  display_name: string | null;
 }
 
 export class PaymentMethodDto {
@@ -235,6 +270,9 @@ export class TransactionDto {
   is_subsequent_payment: boolean;
   previous_scheme_transaction_id: string | null;
   payment_method: PaymentMethodDto;
+  /** The buyer it was made for, as the buyer was then; null without one. */
+  @ApiProperty({ type: TransactionBuyerDto, nullable: true })
+  buyer: TransactionBuyerDto | null;
   /** The connection of the last attempt; null when a rule declined the transaction before any. */
   @ApiProperty({ type: ConnectionSummaryDto, nullable: true })
   connection: ConnectionSummaryDto | null;

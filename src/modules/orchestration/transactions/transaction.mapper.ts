@@ -47,6 +47,13 @@ export function transactionDto(
       ...(readable ? { fingerprint: row.payment_method.fingerprint } : {}),
       approval_url: approvalUrl,
     },
+    buyer: row.buyer_id
+      ? {
+          id: row.buyer_id,
+          external_identifier: row.buyer_external_identifier,
+          display_name: row.buyer_display_name,
+        }
+      : null,
     connection: row.connection_id
       ? {
           id: row.connection_id,

@@ -27,6 +27,8 @@ export const EXAMPLE: NewTransaction = {
   previousSchemeTransactionId: null,
   threeDSessionId: null,
   paymentMethod: { scheme: 'visa', label: '4242', expiration_date: '12/2031', fingerprint: 'fp' },
+  buyer: null,
+  storePaymentMethod: false,
   createdBy: '00000000-0000-4000-8000-000000000005',
   createdAt: AT,
 };

@@ -34,6 +34,7 @@ export interface TransactionFilters {
   status?: TransactionStatus;
   connectionId?: string;
   externalIdentifier?: string;
+  buyerId?: string;
 }
 
 /** Transactions of `from` (the table, or rows a write returned) with their connection summary. */
@@ -107,6 +108,10 @@ export class TransactionsRepository {
       previous_scheme_transaction_id: p.add(t.previousSchemeTransactionId),
       three_d_session_id: p.add(t.threeDSessionId),
       payment_method: p.add(JSON.stringify(t.paymentMethod)),
+      buyer_id: p.add(t.buyer?.id ?? null),
+      buyer_external_identifier: p.add(t.buyer?.externalIdentifier ?? null),
+      buyer_display_name: p.add(t.buyer?.displayName ?? null),
+      store_payment_method: p.add(t.storePaymentMethod),
       created_by: p.add(t.createdBy),
       created_at: now,
       updated_at: now,
@@ -204,6 +209,7 @@ export class TransactionsRepository {
     if (filters.connectionId) where.push(`t.connection_id = ${p.add(filters.connectionId)}`);
     if (filters.externalIdentifier)
       where.push(`t.external_identifier = ${p.add(filters.externalIdentifier)}`);
+    if (filters.buyerId) where.push(`t.buyer_id = ${p.add(filters.buyerId)}`);
     const countParams = [...p.values];
     const rows = await this.dataSource.query<TransactionRow[]>(
       `${SELECT_TRANSACTION} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(page.take)} OFFSET ${p.add(page.skip)}`,

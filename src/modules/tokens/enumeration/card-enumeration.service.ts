@@ -27,14 +27,12 @@ const refusal = (message: string): AuditEntry => ({
 
 /** The refusal: a 429 that names neither the numbers nor their digits. */
 export class CardEnumerationRefused extends ProblemException {
-  constructor() {
-    super(
-      429,
-      'Too many distinct card numbers sharing their first six and last four digits were tokenized in this tenant ' +
-        'within 24 hours by keys that receive fingerprints; nothing was created. A bulk import that needs no ' +
-        'fingerprints uses a key without token:read.',
-      { code: CARD_ENUMERATION_CODE },
-    );
+  constructor(
+    detail = 'Too many distinct card numbers sharing their first six and last four digits were tokenized in this ' +
+      'tenant within 24 hours by keys that receive fingerprints; nothing was created. A bulk import that needs ' +
+      'no fingerprints uses a key without token:read.',
+  ) {
+    super(429, detail, { code: CARD_ENUMERATION_CODE });
   }
 }
 
@@ -95,10 +93,10 @@ export class CardEnumerationGuard {
    * Records a refusal once the change it refused has rolled back: the metric, and one `refuse` audit row
    * (no number, no digits) in a change of its own, which answers no request (no idempotency record).
    */
-  async refused(who: Principal): Promise<void> {
+  async refused(who: Principal, message = 'Tokenize refused: card enumeration suspected'): Promise<void> {
     this.metrics.cardEnumerationRefused();
     await this.work.statement({ actor: who }, async (change) => {
-      change.audit(refusal('Tokenize refused: card enumeration suspected'));
+      change.audit(refusal(message));
     });
   }
 

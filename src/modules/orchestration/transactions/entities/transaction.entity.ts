@@ -130,6 +130,20 @@ export class TransactionEntity {
   @Column({ type: 'int', default: 1 })
   attempt: number;
 
+  /** The buyer it was made for, as the buyer was then (its name fields are a copy: they outlive the buyer). */
+  @Column({ name: 'buyer_id', type: 'uuid', nullable: true })
+  buyerId: string | null;
+
+  @Column({ name: 'buyer_external_identifier', type: 'varchar', length: 200, nullable: true })
+  buyerExternalIdentifier: string | null;
+
+  @Column({ name: 'buyer_display_name', type: 'varchar', length: 200, nullable: true })
+  buyerDisplayName: string | null;
+
+  /** `store: true`: its card is stored for its buyer once the authorization succeeds. */
+  @Column({ name: 'store_payment_method', type: 'boolean', default: false })
+  storePaymentMethod: boolean;
+
   @Column({ name: 'created_by', type: 'uuid', nullable: true })
   createdBy: string | null;
 

@@ -1,0 +1,257 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../../../common/auth/principal';
+import { ValidationException } from '../../../common/errors/domain.exception';
+import type { EventType } from '../../../common/events/event-outbox';
+import { Clock } from '../../../common/jobs/clock';
+import { offsetOf, offsetPage } from '../../../common/pagination/offset-pagination';
+import { type Change, partOf } from '../../../common/unit-of-work/change';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
+import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
+import { CardEnumerationRefused, normalizeTokenId, TokensService } from '../../tokens/tokens.service';
+import { OrchestrationException } from '../orchestration.errors';
+import { schemeOf } from '../transactions/transaction-checks';
+import type {
+  BuyerDto,
+  BuyerPageDto,
+  BuyerRequestDto,
+  ListBuyersQueryDto,
+  StoredPaymentMethodDto,
+  StorePaymentMethodDto,
+} from './buyer.dto';
+import { BuyerRow, BuyersRepository, BuyerValues, PaymentMethodRow } from './buyers.repository';
+
+export function buyerDto(row: BuyerRow): BuyerDto {
+  return {
+    type: 'buyer',
+    id: row.id,
+    external_identifier: row.external_identifier,
+    display_name: row.display_name,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** A stored card as answered: its details from its token's mask; `expired` once its expiry month has passed. */
+export function paymentMethodDto(row: PaymentMethodRow, now: Date): StoredPaymentMethodDto {
+  const month = Number(row.mask?.expiration_month ?? 0);
+  const year = Number(row.mask?.expiration_year ?? 0);
+  const expired = year * 12 + month < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
+  return {
+    type: 'payment-method',
+    id: row.token_id,
+    method: 'card',
+    buyer_id: row.buyer_id,
+    scheme: schemeOf(row.card_brand),
+    label: String(row.mask?.number ?? '').slice(-4),
+    expiration_date: `${String(month).padStart(2, '0')}/${String(year % 100).padStart(2, '0')}`,
+    status: expired ? 'expired' : 'active',
+    created_at: row.created_at.toISOString(),
+    last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
+  };
+}
+
+/** A unique key of `buyers` refused the write (a concurrent request took the external identifier). */
+const takenIdentifier = (error: unknown): boolean => {
+  const e = error as {
+    code?: string;
+    constraint?: string;
+    driverError?: { code?: string; constraint?: string };
+  };
+  const pg = e.driverError ?? e;
+  return pg.code === '23505' && pg.constraint === 'buyers_external_identifier_key';
+};
+
+const identifierTaken = (): OrchestrationException =>
+  OrchestrationException.conflict('Another buyer of the tenant has this external_identifier.');
+
+/**
+ * Buyers and the cards stored for them (docs/buyers.md). Each write is one change with its audit row
+ * (`buyer`) and its webhook event (`buyer:*`, data the buyer as GET answers it). Storing a card tells
+ * the caller whether the buyer already has that card (the answer is the stored one), which says as much
+ * as the card's fingerprint: the card enumeration guard counts it as it counts a read that shows one.
+ */
+@Injectable()
+export class BuyersService {
+  constructor(
+    private readonly buyers: BuyersRepository,
+    private readonly tokens: TokensService,
+    private readonly clock: Clock,
+    private readonly work: UnitOfWork,
+  ) {}
+
+  async create(origin: RequestOrigin, body: BuyerRequestDto): Promise<BuyerDto> {
+    return this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.buyers.insert(
+        change,
+        origin.actor.tenantId,
+        randomUUID(),
+        valuesOf(body),
+        this.clock.now(),
+      );
+      if (!row) throw identifierTaken();
+      this.record(change, 'buyer:created', row, 'create', 'Buyer created');
+      return buyerDto(row);
+    });
+  }
+
+  async list(who: Principal, query: ListBuyersQueryDto): Promise<BuyerPageDto> {
+    const { rows, total } = await this.buyers.page(
+      who.tenantId,
+      { externalIdentifier: query.external_identifier, search: query.search },
+      offsetOf(query),
+    );
+    return offsetPage(rows.map(buyerDto), total, query);
+  }
+
+  async get(who: Principal, id: string): Promise<BuyerDto> {
+    return buyerDto(await this.found(who.tenantId, id));
+  }
+
+  async update(origin: RequestOrigin, id: string, body: BuyerRequestDto): Promise<BuyerDto> {
+    try {
+      return await this.work.transaction(partOf(origin), async (change) => {
+        const row = await this.buyers.update(
+          change,
+          origin.actor.tenantId,
+          id,
+          valuesOf(body),
+          this.clock.now(),
+        );
+        if (!row) throw OrchestrationException.buyerNotFound();
+        this.record(change, 'buyer:updated', row, 'update', 'Buyer updated');
+        return buyerDto(row);
+      });
+    } catch (error) {
+      throw takenIdentifier(error) ? identifierTaken() : error;
+    }
+  }
+
+  /** Deletes the buyer and detaches its stored cards (their tokens stay; its transactions keep showing it). */
+  async delete(origin: RequestOrigin, id: string): Promise<void> {
+    await this.work.transaction(partOf(origin), async (change) => {
+      const row = await this.buyers.delete(change, origin.actor.tenantId, id);
+      if (!row) throw OrchestrationException.buyerNotFound();
+      this.record(change, 'buyer:deleted', row, 'delete', 'Buyer deleted');
+    });
+  }
+
+  /**
+   * Stores a card token for the buyer: `created` false when the buyer already had it, or a card of the
+   * same fingerprint (the answer is that one). A token stored for another buyer is a 409.
+   */
+  async attach(
+    origin: RequestOrigin,
+    buyerId: string,
+    body: StorePaymentMethodDto,
+  ): Promise<{ created: boolean; method: StoredPaymentMethodDto }> {
+    const who = origin.actor;
+    await this.found(who.tenantId, buyerId);
+    const token = await this.tokens.usableRow(who, body.token);
+    if (!token) throw ValidationException.field('token', 'no such token');
+    if (token.type !== 'card') throw ValidationException.field('token', 'the token must be of type card');
+    try {
+      return await this.work.transaction(partOf(origin), async (change) => {
+        if (!(await this.tokens.comparable(who, token, change)))
+          throw new CardEnumerationRefused(
+            'Too many distinct card numbers sharing their first six and last four digits were compared with ' +
+              'stored cards in this tenant within 24 hours; nothing was stored.',
+          );
+        const now = this.clock.now();
+        const created = await this.buyers.attach(
+          change,
+          who.tenantId,
+          buyerId,
+          token.id,
+          token.fingerprint,
+          now,
+        );
+        if (!created) {
+          const stored = await this.buyers.findStored(who.tenantId, token.id, change);
+          if (stored && stored.buyer_id !== buyerId)
+            throw OrchestrationException.conflict('The token is stored for another buyer.');
+        }
+        const row = await this.buyers.findMethod(
+          change,
+          who.tenantId,
+          buyerId,
+          now,
+          token.id,
+          token.fingerprint,
+        );
+        // Not written and nothing to answer: the buyer was deleted meanwhile.
+        if (!row) throw OrchestrationException.buyerNotFound();
+        if (created)
+          change.audit({
+            entityType: 'buyer',
+            entityId: buyerId,
+            operation: 'update',
+            message: 'Payment method stored',
+          });
+        return { created, method: paymentMethodDto(row, now) };
+      });
+    } catch (error) {
+      if (error instanceof CardEnumerationRefused) await this.tokens.fingerprintRefused(who);
+      throw error;
+    }
+  }
+
+  async listMethods(who: Principal, buyerId: string): Promise<StoredPaymentMethodDto[]> {
+    await this.found(who.tenantId, buyerId);
+    const now = this.clock.now();
+    return (await this.buyers.listMethods(who.tenantId, buyerId, now)).map((row) =>
+      paymentMethodDto(row, now),
+    );
+  }
+
+  async detach(origin: RequestOrigin, buyerId: string, tokenId: string): Promise<void> {
+    const tenantId = origin.actor.tenantId;
+    await this.found(tenantId, buyerId);
+    await this.work.transaction(partOf(origin), async (change) => {
+      if (!(await this.buyers.detach(change, tenantId, buyerId, normalizeTokenId(tokenId))))
+        throw OrchestrationException.paymentMethodNotFound();
+      change.audit({
+        entityType: 'buyer',
+        entityId: buyerId,
+        operation: 'update',
+        message: 'Payment method removed',
+      });
+    });
+  }
+
+  /** The buyer, or undefined (another tenant's is never told apart from none). */
+  find(tenantId: string, id: string): Promise<BuyerRow | undefined> {
+    return this.buyers.find(tenantId, id);
+  }
+
+  /** The buyer a stored token belongs to, if it is stored. */
+  async ownerOf(tenantId: string, tokenId: string): Promise<string | undefined> {
+    return (await this.buyers.findStored(tenantId, tokenId))?.buyer_id;
+  }
+
+  /** The token of the buyer's first stored card in list order (most recently used), if it has one. */
+  async firstCard(tenantId: string, buyerId: string): Promise<string | undefined> {
+    return (await this.buyers.listMethods(tenantId, buyerId, this.clock.now()))[0]?.token_id;
+  }
+
+  private async found(tenantId: string, id: string): Promise<BuyerRow> {
+    const row = await this.buyers.find(tenantId, id);
+    if (!row) throw OrchestrationException.buyerNotFound();
+    return row;
+  }
+
+  private record(
+    change: Change,
+    type: EventType,
+    row: BuyerRow,
+    operation: 'create' | 'update' | 'delete',
+    message: string,
+  ): void {
+    change.audit({ entityType: 'buyer', entityId: row.id, operation, message });
+    change.emit({ tenantId: row.tenant_id, type, entityId: row.id, data: buyerDto(row) });
+  }
+}
+
+function valuesOf(body: BuyerRequestDto): BuyerValues {
+  return { externalIdentifier: body.external_identifier, displayName: body.display_name };
+}
