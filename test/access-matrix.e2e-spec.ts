@@ -51,6 +51,10 @@ const CATALOG: Record<string, Kind[]> = {
   'orchestration:transaction:refund': ['private'],
   'orchestration:flows:read': ['private', 'management'],
   'orchestration:flows:update': ['private', 'management'],
+  'orchestration:buyers:read': ['private'],
+  'orchestration:buyers:create': ['private'],
+  'orchestration:buyers:update': ['private'],
+  'orchestration:buyers:delete': ['private'],
   'proxy:create': ['management'],
   'proxy:read': ['management'],
   'proxy:update': ['management'],
@@ -117,6 +121,14 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   updateFlowRule: ['orchestration:flows:update'],
   deleteFlowRule: ['orchestration:flows:update'],
   evaluateFlow: ['orchestration:flows:read'],
+  createBuyer: ['orchestration:buyers:create'],
+  listBuyers: ['orchestration:buyers:read'],
+  getBuyer: ['orchestration:buyers:read'],
+  updateBuyer: ['orchestration:buyers:update'],
+  deleteBuyer: ['orchestration:buyers:delete'],
+  storeBuyerPaymentMethod: ['orchestration:buyers:update'],
+  listBuyerPaymentMethods: ['orchestration:buyers:read'],
+  deleteBuyerPaymentMethod: ['orchestration:buyers:update'],
   createProxy: ['proxy:create'],
   listProxies: ['proxy:read'],
   getProxy: ['proxy:read'],
@@ -276,6 +288,9 @@ interface Refs {
   deliveryId: string;
   /** A route-transaction rule of tenant A (it matches only JPY: no payment of this file uses it). */
   ruleId: string;
+  /** A buyer of tenant A, and the card token stored for it (the same card as `tokenId`). */
+  buyerId: string;
+  storedTokenId: string;
   /** Tenant A's oldest audit log row, and two sizes of its checkpoints. */
   logId: string;
   firstSize: number;
@@ -495,6 +510,12 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       };
     case 'evaluateFlow':
       return { amount: 1299, currency: 'USD', token: r.tokenId };
+    case 'createBuyer':
+    case 'updateBuyer':
+      return { display_name: 'access matrix buyer' };
+    case 'storeBuyerPaymentMethod':
+      // Stored for the buyer already: the control's success is the 200 that answers the stored card.
+      return { token: r.storedTokenId };
     case 'createProxy':
     case 'updateProxy':
       return { name: 'access matrix proxy', destination_url: PROXY_DESTINATION };
@@ -526,11 +547,14 @@ function fillPath(path: string, r: Refs): string {
                 ? r.logId
                 : path.startsWith('/orchestration/flows/')
                   ? r.ruleId
-                  : undefined;
+                  : path.startsWith('/orchestration/buyers/')
+                    ? r.buyerId
+                    : undefined;
   const filled = path
     .replace('{action}', 'route-transaction')
     .replace('{keyId}', r.keyId)
     .replace('{deliveryId}', r.deliveryId)
+    .replace('{token_id}', r.storedTokenId)
     .replace('{id}', () => {
       if (!id) throw new Error(`no resource to fill {id} of ${path}`);
       return id;
@@ -578,6 +602,18 @@ describe('access matrix: every keyed operation × every caller that must be refu
     const status = await call('get', `/orchestration/connections/${connection.id}`, key).expect(200);
     expect(status.body.status).toBe('available');
     return { tokenId, connectionId: connection.id, transactionId: await pay(key, connection.id, tokenId) };
+  };
+
+  /** A buyer with a card token stored for it. */
+  const storedCard = async (key: string) => {
+    const buyerId = (
+      await call('post', '/orchestration/buyers', key, { display_name: 'matrix buyer' }).expect(201)
+    ).body.id as string;
+    const storedTokenId = await tokenize(key);
+    await call('post', `/orchestration/buyers/${buyerId}/payment-methods`, key, {
+      token: storedTokenId,
+    }).expect(201);
+    return { buyerId, storedTokenId };
   };
 
   beforeAll(async () => {
@@ -779,6 +815,9 @@ describe('access matrix: every keyed operation × every caller that must be refu
       bodyFor('createFlowRule', { connectionId: main.connectionId } as Refs),
     ).expect(201);
     resource(rule.body.id, 'rule id');
+    const buyer = await storedCard(aFull.private.key);
+    resource(buyer.buyerId, 'buyer id');
+    resource(buyer.storedTokenId, 'stored card token id');
     ids.set(proxy.body.key, "tenant A's proxy key");
     const webhook = await call('post', '/webhooks', aFull.management.key, WEBHOOK_BODY).expect(201);
     resource(webhook.body.id, 'webhook id');
@@ -852,6 +891,7 @@ describe('access matrix: every keyed operation × every caller that must be refu
           webhookId: webhook.body.id,
           deliveryId,
           ruleId: rule.body.id,
+          ...buyer,
           logId: oldestLog.id,
           firstSize,
           secondSize,
@@ -947,17 +987,22 @@ describe('access matrix: every keyed operation × every caller that must be refu
           ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
           : path.startsWith('/orchestration/flows/')
             ? [[`/orchestration/flows/card-transaction/actions/route-transaction/rules/${r.ruleId}`, pvt]]
-            : path.startsWith('/proxies/')
-              ? [[`/proxies/${r.proxyId}`, mgt]]
-              : path.startsWith('/webhooks/')
-                ? [
-                    [`/webhooks/${r.webhookId}`, mgt],
-                    [`/webhooks/${r.webhookId}/deliveries`, mgt],
-                  ]
-                : [
-                    [`/orchestration/transactions/${r.transactionId}`, pvt],
-                    [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
-                  ];
+            : path.startsWith('/orchestration/buyers/')
+              ? [
+                  [`/orchestration/buyers/${r.buyerId}`, pvt],
+                  [`/orchestration/buyers/${r.buyerId}/payment-methods`, pvt],
+                ]
+              : path.startsWith('/proxies/')
+                ? [[`/proxies/${r.proxyId}`, mgt]]
+                : path.startsWith('/webhooks/')
+                  ? [
+                      [`/webhooks/${r.webhookId}`, mgt],
+                      [`/webhooks/${r.webhookId}/deliveries`, mgt],
+                    ]
+                  : [
+                      [`/orchestration/transactions/${r.transactionId}`, pvt],
+                      [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
+                    ];
     return Promise.all(
       reads.map(async ([p, key]) => {
         const res = await call('get', p, key);
@@ -1032,6 +1077,23 @@ describe('access matrix: every keyed operation × every caller that must be refu
       verdict(
         'POST /orchestration/transactions',
         "tenant B private key, tenant A's token",
+        res,
+        400,
+        JSON.stringify(body),
+      );
+    });
+
+    it("POST /orchestration/transactions for tenant A's buyer → 400, nothing charged", async () => {
+      const body = {
+        amount: 1299,
+        currency: 'USD',
+        connection_id: w.b.connectionId,
+        buyer_id: w.a.refs.buyerId,
+      };
+      const res = await call('post', '/orchestration/transactions', w.b.full.private.key, body);
+      verdict(
+        'POST /orchestration/transactions',
+        "tenant B private key, tenant A's buyer",
         res,
         400,
         JSON.stringify(body),
@@ -1246,6 +1308,10 @@ describe('access matrix: every keyed operation × every caller that must be refu
           break;
         case 'deleteWebhook':
           r.webhookId = (await call('post', '/webhooks', admin, WEBHOOK_BODY).expect(201)).body.id;
+          break;
+        case 'deleteBuyer':
+        case 'deleteBuyerPaymentMethod':
+          Object.assign(r, await storedCard(pvt));
           break;
       }
       return r;

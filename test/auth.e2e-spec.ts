@@ -127,8 +127,9 @@ describe('API keys and permissions', () => {
         permissions: ['token:create'],
       });
       const all = await request(t.http).get('/permissions').set('BT-API-KEY', pub.key).expect(200);
-      // The catalog of docs/permissions.md: 19, plus proxy:*, webhook:* and orchestration:flows:*.
-      expect(all.body).toHaveLength(29);
+      // The catalog of docs/permissions.md: 19, plus proxy:*, webhook:*, orchestration:flows:* and
+      // orchestration:buyers:*.
+      expect(all.body).toHaveLength(33);
       expect(all.body).toContainEqual({
         type: 'token:create',
         description: expect.any(String),

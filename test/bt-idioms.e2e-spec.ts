@@ -164,6 +164,7 @@ describe('Basis Theory idioms: enrichments and dates', () => {
       'proxy',
       'webhook',
       'flow_rule',
+      'buyer',
     ]);
     expectProblem(
       await request(t.http).get('/logs').set('BT-API-KEY', managementKey).query({ entity_type: 'cards' }),

@@ -554,6 +554,7 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Proxy', value: 'proxy' },
         { displayName: 'Webhook', value: 'webhook' },
         { displayName: 'Flow rule', value: 'flow_rule' },
+        { displayName: 'Buyer', value: 'buyer' },
       ]);
     });
 
@@ -697,6 +698,9 @@ describe('Basis Theory Node SDK against the service', () => {
         'transaction:created',
         'transaction:updated',
         'connection:updated',
+        'buyer:created',
+        'buyer:updated',
+        'buyer:deleted',
         'application:created',
         'application:updated',
         'application:deleted',

@@ -267,6 +267,7 @@ describe('audit logs', () => {
       { display_name: 'Proxy', value: 'proxy' },
       { display_name: 'Webhook', value: 'webhook' },
       { display_name: 'Flow rule', value: 'flow_rule' },
+      { display_name: 'Buyer', value: 'buyer' },
     ]);
   });
 

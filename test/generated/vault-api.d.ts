@@ -699,6 +699,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orchestration/buyers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List buyers, newest first
+         * @description `search` matches the start of the display name or of the external identifier, in any case.
+         */
+        get: operations["listBuyers"];
+        put?: never;
+        /**
+         * Create a buyer
+         * @description `external_identifier` is unique in the tenant: a second buyer with it is a 409.
+         */
+        post: operations["createBuyer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/buyers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a buyer */
+        get: operations["getBuyer"];
+        /**
+         * Update a buyer
+         * @description A field left out keeps its value; `null` clears it. A taken `external_identifier` is a 409.
+         */
+        put: operations["updateBuyer"];
+        post?: never;
+        /**
+         * Delete a buyer
+         * @description Its stored cards are removed from it (the tokens stay); its transactions keep showing it.
+         */
+        delete: operations["deleteBuyer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/buyers/{id}/payment-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The buyer's stored cards (a plain array), most recently used first
+         * @description Never used: most recently added first. This order is the one a transaction with `buyer_id` and no `token` charges the first of.
+         */
+        get: operations["listBuyerPaymentMethods"];
+        put?: never;
+        /**
+         * Store a card token for the buyer
+         * @description Needs `token:use` on the card token. 201 with the stored card; 200 with the one already stored when the buyer has this card (the same fingerprint). A token stored for another buyer is a 409. Counted by the card enumeration guard as a read that shows the fingerprint would be.
+         */
+        post: operations["storeBuyerPaymentMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/buyers/{id}/payment-methods/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a stored card from the buyer (the token stays) */
+        delete: operations["deleteBuyerPaymentMethod"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/proxies": {
         parameters: {
             query?: never;
@@ -1217,7 +1307,7 @@ export interface components {
              */
             actor_type: "application" | "buyer" | "anonymous" | "system";
             /** @enum {string} */
-            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule";
+            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer";
             /** @enum {string} */
             operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal" | "refuse";
             id: string;
@@ -1363,8 +1453,11 @@ export interface components {
             three_d_secure_enabled: boolean;
         };
         CreateTransactionDto: {
-            /** @description A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. */
-            token: string;
+            /**
+             * @description A card token of the tenant, by id; `token:use` is checked on it through the caller's rules. Without
+             *     it, `buyer_id` names the buyer whose first stored card is charged.
+             */
+            token?: string;
             /**
              * @description `authorize` (default; capture later) or `capture` (at once).
              * @example authorize
@@ -1413,6 +1506,15 @@ export interface components {
              */
             currency: string;
             /**
+             * Format: uuid
+             * @description The buyer the payment is for (needs `orchestration:buyers:read`). Without `token`, its first stored
+             *     card (most recently used) is charged and `payment_source` defaults to `card_on_file`; with `token`,
+             *     the token must be stored for the buyer unless `store` is true.
+             */
+            buyer_id?: string;
+            /** @description Store the card for `buyer_id` once the authorization succeeds (no duplicate of a card it has). */
+            store?: boolean;
+            /**
              * @description ISO 3166-1 alpha-2, one of the connection's accepted countries.
              * @example US
              */
@@ -1424,6 +1526,12 @@ export interface components {
             metadata?: Record<string, never>;
             /** @description Required with `is_subsequent_payment`. */
             previous_scheme_transaction_id?: string;
+        };
+        TransactionBuyerDto: {
+            /** Format: uuid */
+            id: string;
+            external_identifier: string | null;
+            display_name: string | null;
         };
         ConnectionSummaryDto: {
             id: string;
@@ -1480,6 +1588,8 @@ export interface components {
             intent_outcome: "pending" | "succeeded" | "failed";
             /** @enum {string} */
             payment_source: "ecommerce" | "card_on_file" | "recurring";
+            /** @description The buyer it was made for, as the buyer was then; null without one. */
+            buyer: components["schemas"]["TransactionBuyerDto"] | null;
             /** @description The connection of the last attempt; null when a rule declined the transaction before any. */
             connection: components["schemas"]["ConnectionSummaryDto"] | null;
             /** @enum {string|null} */
@@ -1620,6 +1730,72 @@ export interface components {
             connections: components["schemas"]["ConnectionDto"][];
             declined: boolean;
         };
+        BuyerRequestDto: {
+            /**
+             * @description The merchant's own id of the buyer, 1 to 200 characters, unique in the tenant.
+             * @example customer-8231
+             */
+            external_identifier?: string | null;
+            /**
+             * @description 1 to 200 characters.
+             * @example Ada Lovelace
+             */
+            display_name?: string | null;
+        };
+        BuyerDto: {
+            /** @enum {string} */
+            type: "buyer";
+            /** Format: uuid */
+            id: string;
+            external_identifier: string | null;
+            display_name: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        BuyerPageDto: {
+            pagination: components["schemas"]["OffsetPaginationDto"];
+            data: components["schemas"]["BuyerDto"][];
+        };
+        StorePaymentMethodDto: {
+            /** @description A card token the key may use (`token:use`). */
+            token: string;
+        };
+        StoredPaymentMethodDto: {
+            /** @enum {string} */
+            type: "payment-method";
+            /** @enum {string} */
+            method: "card";
+            /** Format: uuid */
+            buyer_id: string;
+            /** @example visa */
+            scheme: string | null;
+            /**
+             * @description `expired` once the card's expiry month has passed.
+             * @enum {string}
+             */
+            status: "active" | "expired";
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description The last successful transaction with the card; null until the first.
+             */
+            last_used_at: string | null;
+            /** @description The card token's id. */
+            id: string;
+            /**
+             * @description The card's last four digits.
+             * @example 4242
+             */
+            label: string;
+            /**
+             * @description MM/YY.
+             * @example 12/30
+             */
+            expiration_date: string;
+        };
         CreateProxyDto: {
             /** @example Card processor */
             name: string;
@@ -1683,7 +1859,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -1749,7 +1925,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -3889,7 +4065,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
-                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule";
+                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer";
                 /** @description Only logs of this entity (a token id may be 400 characters long). */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
@@ -4729,6 +4905,8 @@ export interface operations {
                 status?: "processing" | "buyer_approval_pending" | "authorization_succeeded" | "authorization_failed" | "authorization_declined" | "capture_pending" | "capture_succeeded" | "authorization_void_pending" | "authorization_voided";
                 connection_id?: string;
                 external_identifier?: string;
+                /** @description Only the transactions made for this buyer (a deleted buyer's too). */
+                buyer_id?: string;
                 /** @description Page number, from 1. */
                 page?: number;
                 /** @description Results per page, 1 to 100. */
@@ -5903,6 +6081,674 @@ export interface operations {
             };
             /** @description The idempotency key was used with a different request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listBuyers: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page, 1 to 100. */
+                size?: number;
+                /** @description Only the buyer with this external identifier. */
+                external_identifier?: string;
+                /** @description Buyers whose display name or external identifier starts with this text (case-insensitive). */
+                search?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuyerPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createBuyer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BuyerRequestDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuyerDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:create. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getBuyer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuyerDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    updateBuyer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BuyerRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuyerDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteBuyer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:delete. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listBuyerPaymentMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPaymentMethodDto"][];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    storeBuyerPaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StorePaymentMethodDto"];
+            };
+        };
+        responses: {
+            /** @description The buyer already had this card */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPaymentMethodDto"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPaymentMethodDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteBuyerPaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

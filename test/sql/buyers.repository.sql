@@ -25,14 +25,15 @@ SELECT count(*)::int AS n
   WHERE tenant_id = $1 AND external_identifier = $2 AND (lower(display_name) LIKE $3 OR lower(external_identifier) LIKE $3);
 
 -- BuyersRepository.update
-UPDATE buyers SET updated_at = $1, display_name = $2 WHERE tenant_id = $3 AND id = $4
-  RETURNING tenant_id, id, external_identifier, display_name, created_at, updated_at;
+WITH written AS (UPDATE buyers SET updated_at = $1, display_name = $2 WHERE tenant_id = $3 AND id = $4
+  RETURNING tenant_id, id, external_identifier, display_name, created_at, updated_at) SELECT * FROM written;
 
 -- BuyersRepository.delete
-DELETE
+WITH written AS (DELETE
   FROM buyers
   WHERE tenant_id = $1 AND id = $2
-  RETURNING tenant_id, id, external_identifier, display_name, created_at, updated_at;
+  RETURNING tenant_id, id, external_identifier, display_name, created_at, updated_at) SELECT *
+  FROM written;
 
 -- BuyersRepository.attach
 INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
@@ -55,10 +56,11 @@ SELECT m.tenant_id, m.token_id, m.buyer_id, m.fingerprint, m.created_at, m.last_
   FROM buyer_payment_methods m JOIN tokens t ON t.tenant_id = m.tenant_id AND t.id = m.token_id WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3) ORDER BY coalesce(m.last_used_at, m.created_at) DESC, m.token_id;
 
 -- BuyersRepository.detach
-DELETE
+WITH written AS (DELETE
   FROM buyer_payment_methods
   WHERE tenant_id = $1 AND buyer_id = $2 AND token_id = $3
-  RETURNING token_id;
+  RETURNING token_id) SELECT *
+  FROM written;
 
 -- BuyersRepository.used
 WITH used_0 AS (UPDATE buyer_payment_methods m SET last_used_at = $4::timestamptz FROM tokens t

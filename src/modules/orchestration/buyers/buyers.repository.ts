@@ -37,6 +37,9 @@ const LIVE = `(t.expires_at IS NULL OR t.expires_at > $3)`;
 /** Most recently used first; never used: most recently added. */
 const METHOD_ORDER = `ORDER BY coalesce(m.last_used_at, m.created_at) DESC, m.token_id`;
 
+/** An UPDATE or DELETE answering its rows (pg answers those with a count besides; a SELECT answers rows alone). */
+const written = (write: string): string => `WITH written AS (${write}) SELECT * FROM written`;
+
 const prefix = (text: string): string => `${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** Examples for the SQL snapshots (`@GenerateSql`). */
@@ -136,8 +139,8 @@ export class BuyersRepository {
       sets.push(`external_identifier = ${p.add(values.externalIdentifier)}`);
     if (values.displayName !== undefined) sets.push(`display_name = ${p.add(values.displayName)}`);
     const rows = await change.query<BuyerRow>(
-      `UPDATE buyers SET ${sets.join(', ')} WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)}
-        RETURNING ${COLUMNS}`,
+      written(`UPDATE buyers SET ${sets.join(', ')} WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)}
+        RETURNING ${COLUMNS}`),
       p.values,
     );
     return rows[0];
@@ -147,7 +150,7 @@ export class BuyersRepository {
   @GenerateSql({ change: true, params: [TENANT, BUYER] })
   async delete(change: Change, tenantId: string, id: string): Promise<BuyerRow | undefined> {
     const rows = await change.query<BuyerRow>(
-      `DELETE FROM buyers WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+      written(`DELETE FROM buyers WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
       [tenantId, id],
     );
     return rows[0];
@@ -221,7 +224,9 @@ export class BuyersRepository {
   @GenerateSql({ change: true, params: [TENANT, BUYER, TOKEN] })
   async detach(change: Change, tenantId: string, buyerId: string, tokenId: string): Promise<boolean> {
     const rows = await change.query(
-      `DELETE FROM buyer_payment_methods WHERE tenant_id = $1 AND buyer_id = $2 AND token_id = $3 RETURNING token_id`,
+      written(
+        `DELETE FROM buyer_payment_methods WHERE tenant_id = $1 AND buyer_id = $2 AND token_id = $3 RETURNING token_id`,
+      ),
       [tenantId, buyerId, tokenId],
     );
     return rows.length > 0;
