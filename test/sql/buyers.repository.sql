@@ -40,6 +40,11 @@ INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, c
   SELECT b.tenant_id, $3, b.id, $4, $5 FROM buyers b WHERE b.tenant_id = $1 AND b.id = $2
   ON CONFLICT DO NOTHING RETURNING token_id;
 
+-- BuyersRepository.dropExpired
+WITH written AS (DELETE FROM buyer_payment_methods m USING tokens t
+  WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND m.fingerprint = $3
+    AND t.tenant_id = m.tenant_id AND t.id = m.token_id AND t.expires_at <= $4 RETURNING m.token_id) SELECT * FROM written;
+
 -- BuyersRepository.findStored
 SELECT tenant_id, token_id, buyer_id, fingerprint, created_at, last_used_at
   FROM buyer_payment_methods

@@ -178,6 +178,26 @@ export class BuyersRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Removes the buyer's stored copies of a card whose tokens have expired and wait for the retention job:
+   * the card stored again takes their place.
+   */
+  @GenerateSql({ change: true, params: [TENANT, BUYER, FINGERPRINT, AT] })
+  async dropExpired(
+    change: Change,
+    tenantId: string,
+    buyerId: string,
+    fingerprint: string,
+    now: Date,
+  ): Promise<void> {
+    await change.query(
+      written(`DELETE FROM buyer_payment_methods m USING tokens t
+        WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND m.fingerprint = $3
+          AND t.tenant_id = m.tenant_id AND t.id = m.token_id AND t.expires_at <= $4 RETURNING m.token_id`),
+      [tenantId, buyerId, fingerprint, now],
+    );
+  }
+
   /** Where a token is stored, if it is. */
   @GenerateSql({ params: [TENANT, TOKEN] })
   async findStored(

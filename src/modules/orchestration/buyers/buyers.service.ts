@@ -158,6 +158,7 @@ export class BuyersService {
               'stored cards in this tenant within 24 hours; nothing was stored.',
           );
         const now = this.clock.now();
+        await this.buyers.dropExpired(change, who.tenantId, buyerId, token.fingerprint, now);
         const created = await this.buyers.attach(
           change,
           who.tenantId,

@@ -44,6 +44,9 @@ export class ChargedCards {
     if (body.buyer_id !== undefined) {
       if (!who.permissions.includes('orchestration:buyers:read'))
         throw forbidden('Naming a buyer needs orchestration:buyers:read.');
+      // Storing the card is what storing it directly is.
+      if (body.store && !who.permissions.includes('orchestration:buyers:update'))
+        throw forbidden('Storing the card for the buyer needs orchestration:buyers:update.');
       buyer = await this.buyers.find(who.tenantId, body.buyer_id.toLowerCase());
       if (!buyer) addFieldError(errors, 'buyer_id', 'no such buyer');
     } else if (body.store)
@@ -61,10 +64,11 @@ export class ChargedCards {
       stored = true;
     } else if (buyer) {
       const owner = await this.buyers.ownerOf(who.tenantId, normalizeTokenId(tokenId));
-      if (owner && owner !== buyer.id)
-        throw OrchestrationException.conflict('The token is stored for another buyer.');
-      if (!owner && !body.store)
+      if (owner !== buyer.id && !body.store)
         addFieldError(errors, 'token', 'the token is not stored for this buyer (store: true stores it)');
+      // Storing it would take it from another buyer: refused as storing it directly is.
+      else if (owner && owner !== buyer.id)
+        throw OrchestrationException.conflict('The token is stored for another buyer.');
       stored = owner === buyer.id;
     }
     const token = await this.cardToken(who, tokenId, errors);

@@ -16,7 +16,7 @@ const OTHER_BUYER = '00000000-0000-4000-8000-0000000000b2';
 
 /** A caller that may name buyers (`orchestration:buyers:read`). */
 const buyerReader = (): RequestOrigin => ({
-  actor: { ...principal(TENANT), permissions: ['orchestration:buyers:read'] },
+  actor: { ...principal(TENANT), permissions: ['orchestration:buyers:read', 'orchestration:buyers:update'] },
 });
 
 const fieldsOf = (error: unknown) => Object.keys((error as { errors?: object }).errors ?? {});
@@ -80,7 +80,11 @@ describe('TransactionCreationService: buyers (fakes, no database)', () => {
     ];
     for (const [extra, field] of cases)
       expect(fieldsOf(await refusedWith(s.creation.create(buyerReader(), body(extra))))).toContain(field);
-    // A token stored for another buyer: a conflict.
+    // A token stored for another buyer: not this buyer's (400), and storing it for this one a conflict.
+    s.buyers.store(TENANT, OTHER_BUYER, TOKEN, new Date());
+    expect(fieldsOf(await refusedWith(s.creation.create(buyerReader(), body({ buyer_id: BUYER }))))).toEqual([
+      'token',
+    ]);
     s.buyers.store(TENANT, OTHER_BUYER, TOKEN, new Date());
     expect(
       await refusedWith(s.creation.create(buyerReader(), body({ buyer_id: BUYER, store: true }))),
