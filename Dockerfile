@@ -7,6 +7,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
+COPY elements ./elements
+COPY scripts ./scripts
 RUN npm run build
 
 # 2. Production dependencies only.
@@ -23,6 +25,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/elements/dist ./elements/dist
 COPY package.json ./
 COPY bin ./bin
 RUN mkdir -p /data && chown node:node /data

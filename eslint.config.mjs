@@ -11,6 +11,8 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'elements/dist/**',
+      'scripts/**/*.mjs',
       'coverage/**',
       'data/**',
       'node_modules/**',

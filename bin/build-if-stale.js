@@ -29,6 +29,9 @@ function newestSource() {
     }
   };
   walk(join(root, 'src'));
+  // The card elements' browser code (built into elements/dist by the same build).
+  if (mtime(join(root, 'elements', 'src'))) walk(join(root, 'elements', 'src'));
+  newest = Math.max(newest, mtime(join(root, 'scripts', 'build-elements.mjs')));
   return newest;
 }
 
@@ -50,6 +53,16 @@ function buildIfStale(entry, what) {
   if (result.status !== 0) {
     process.stderr.write(`The build failed: ${what} cannot run.\n`);
     process.exit(result.status ?? 1);
+  }
+  // The browser code of the card elements: esbuild is a development dependency, absent from an image,
+  // which ships elements/dist already built.
+  const elements = join(root, 'scripts', 'build-elements.mjs');
+  if (mtime(elements)) {
+    const built = spawnSync(process.execPath, [elements], { cwd: root, stdio: ['ignore', 2, 2] });
+    if (built.status !== 0) {
+      process.stderr.write(`The build of the card elements failed: ${what} cannot run.\n`);
+      process.exit(built.status ?? 1);
+    }
   }
   return path;
 }

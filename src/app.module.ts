@@ -26,6 +26,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { ApplicationsModule } from './modules/applications/applications.module';
+import { ElementsModule } from './modules/elements/elements.module';
 import { HealthModule } from './modules/health/health.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
@@ -129,6 +130,7 @@ export class AppModule {
         OrchestrationModule,
         ProxiesModule,
         WebhooksModule,
+        ElementsModule,
         // With the embedded database, the CLI's requests come to the server (control socket).
         AdminModule.forRoot({ controlSocket: config.embedded, heartbeat: true }),
       ],

@@ -1,3 +1,6 @@
+-- ApplicationsRepository.allowedOriginsOf
+SELECT allowed_origins FROM applications WHERE id = $1 AND type = 'public';
+
 -- ApplicationsRepository.delete
 WITH app AS (DELETE FROM applications WHERE tenant_id = $1 AND id = $2),
        keys AS (DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 RETURNING id, created_by, created_at)

@@ -29,6 +29,7 @@ import { TokenChildrenCascade1795000000028 } from './1795000000028-TokenChildren
 import { FlowRules1795000000029 } from './1795000000029-FlowRules';
 import { TransactionAttempts1795000000030 } from './1795000000030-TransactionAttempts';
 import { Buyers1795000000031 } from './1795000000031-Buyers';
+import { AllowedOrigins1795000000032 } from './1795000000032-AllowedOrigins';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -63,4 +64,5 @@ export const MIGRATIONS = [
   FlowRules1795000000029,
   TransactionAttempts1795000000030,
   Buyers1795000000031,
+  AllowedOrigins1795000000032,
 ];

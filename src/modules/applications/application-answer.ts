@@ -23,6 +23,7 @@ export function applicationDto(app: ApplicationEntity, keys: ApiKeyDto[], clearK
     type: app.type,
     permissions: app.permissions,
     rules: app.rules ?? [],
+    ...(app.type === 'public' ? { allowed_origins: app.allowedOrigins ?? [] } : {}),
     ...(clearKey ? { key: clearKey } : {}),
     keys,
     created_by: app.createdBy,

@@ -21,6 +21,7 @@ export interface ApplicationChanges {
   name: string;
   permissions: string[];
   rules: AccessRule[] | null;
+  allowedOrigins: string[] | null;
   modifiedBy: string;
   modifiedAt: Date;
 }
@@ -77,6 +78,19 @@ export class ApplicationsRepository {
 
   async insert(change: Change, app: ApplicationEntity): Promise<void> {
     await this.apps(change.manager).insert(app);
+  }
+
+  /**
+   * The allowed origins of a public application, by id alone (the card elements' frame names no tenant);
+   * undefined when no public application has this id.
+   */
+  @GenerateSql({ params: [EXAMPLE_APPLICATION] })
+  async allowedOriginsOf(id: string): Promise<string[] | undefined> {
+    const rows = await this.dataSource.query<{ allowed_origins: string[] | null }[]>(
+      `SELECT allowed_origins FROM applications WHERE id = $1 AND type = 'public'`,
+      [id],
+    );
+    return rows.length ? (rows[0].allowed_origins ?? []) : undefined;
   }
 
   /** A tenant's application. */

@@ -29,6 +29,7 @@ class FakeApplications {
       type: 'management',
       permissions: permissionsFor('management'),
       rules: null,
+      allowedOrigins: null,
       createdBy: null,
       createdAt: new Date('2026-01-01T00:00:00Z'),
       modifiedBy: null,

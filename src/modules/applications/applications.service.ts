@@ -5,12 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { AccessRule } from '../../common/auth/access-rule';
 import { generateApiKey, hashApiKey, KeyKind } from '../../common/auth/api-key';
 import { checkGrants } from '../../common/auth/grants';
-import {
-  ApplicationType,
-  isPermissionAllowedFor,
-  PERMISSIONS,
-  PermissionDefinition,
-} from '../../common/auth/permissions';
+import { ApplicationType, PERMISSIONS, PermissionDefinition } from '../../common/auth/permissions';
 import type { Principal } from '../../common/auth/principal';
 import type { EventType, OutboxEvent } from '../../common/events/event-outbox';
 import { CURSOR_UUID, decodeCursor, encodeCursor } from '../../common/pagination/cursor-pagination';
@@ -18,6 +13,8 @@ import { offsetOf, offsetPage } from '../../common/pagination/offset-pagination'
 import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
+import { checkAllowedOrigins } from './allowed-origins';
+import { ADMINISTRATION, administers, assertHolds, managementPermissions } from './grant-checks';
 import { applicationDto, keyDto } from './application-answer';
 import { ApplicationKeyResolver } from './application-key.resolver';
 import { ApplicationsRepository, KeySummary } from './applications.repository';
@@ -42,33 +39,9 @@ export interface NewApplication {
   type: ApplicationType;
   permissions: string[];
   rules: AccessRule[];
+  allowedOrigins?: string[];
   createdBy: string | null;
   createKey: boolean;
-}
-
-/** What administers a tenant: an application holding both may create applications and keys. */
-const ADMINISTRATION = ['application:create', 'application:update'];
-
-/** The management permissions among an application's permissions and rules. */
-function managementPermissions(permissions: string[] = [], rules: AccessRule[] = []): string[] {
-  const all = [...permissions, ...rules.flatMap((rule) => rule.permissions)];
-  return [...new Set(all.filter((permission) => isPermissionAllowedFor(permission, 'management')))];
-}
-
-const administers = (app: { permissions: string[] }): boolean =>
-  ADMINISTRATION.every((permission) => app.permissions.includes(permission));
-
-/**
- * Nobody grants what they do not hold: 403 unless the caller holds every
- * management permission in `needed` outright.
- */
-function assertHolds(who: Principal, needed: string[], doing: string): void {
-  const missing = needed.filter((permission) => !who.permissions.includes(permission));
-  if (missing.length)
-    throw new ApplicationsException(
-      ApplicationsErrorCode.Forbidden,
-      `${doing} needs the caller to hold ${missing.join(', ')} itself.`,
-    );
 }
 
 /**
@@ -111,6 +84,7 @@ export class ApplicationsService {
       type: input.type,
       permissions: [...new Set(input.permissions)],
       rules: input.rules.length ? input.rules : null,
+      allowedOrigins: input.type === 'public' ? (input.allowedOrigins ?? []) : null,
       createdBy: input.createdBy,
       createdAt: now,
       modifiedBy: null,
@@ -131,6 +105,10 @@ export class ApplicationsService {
     const who = origin.actor;
     const rules = (dto.rules ?? []) as AccessRule[];
     const errors = checkGrants(dto.type, dto.permissions, rules);
+    const allowedOrigins =
+      dto.allowed_origins === undefined
+        ? undefined
+        : checkAllowedOrigins(dto.type, dto.allowed_origins, errors);
     if (Object.keys(errors).length) throw new ValidationException(errors);
     assertHolds(
       who,
@@ -144,6 +122,7 @@ export class ApplicationsService {
         type: dto.type,
         permissions: dto.permissions ?? [],
         rules,
+        allowedOrigins,
         createdBy: who.applicationId,
         createKey: dto.create_key ?? true,
       });
@@ -198,6 +177,14 @@ export class ApplicationsService {
     };
   }
 
+  /**
+   * The origins whose pages may embed the card elements of a public application (by id, from the frame,
+   * which knows no tenant); undefined when no public application has this id.
+   */
+  allowedOriginsOf(id: string): Promise<string[] | undefined> {
+    return this.applications.allowedOriginsOf(id);
+  }
+
   async get(who: Principal, id: string): Promise<ApplicationDto> {
     const app = await this.findOwned(who, id);
     return applicationDto(app, await this.keyDtos(who.tenantId, id));
@@ -213,6 +200,10 @@ export class ApplicationsService {
       const permissions = dto.permissions ?? app.permissions;
       const rules = dto.rules ?? app.rules ?? [];
       const errors = checkGrants(app.type, dto.permissions, dto.rules);
+      const allowedOrigins =
+        dto.allowed_origins === undefined
+          ? app.allowedOrigins
+          : (checkAllowedOrigins(app.type, dto.allowed_origins, errors) ?? null);
       if (Object.keys(errors).length) throw new ValidationException(errors);
       assertHolds(who, managementPermissions(app.permissions, app.rules ?? []), 'Updating this application');
       assertHolds(who, managementPermissions(permissions, rules), 'Granting these permissions');
@@ -227,6 +218,7 @@ export class ApplicationsService {
         name: dto.name,
         permissions: [...new Set(permissions)],
         rules: rules.length ? rules : null,
+        allowedOrigins,
         modifiedBy: who.applicationId,
         modifiedAt: new Date(),
       };

@@ -26,6 +26,10 @@ export class ApplicationDto {
   permissions: string[];
   rules: AccessRuleDto[];
 
+  /** Public applications only: the origins whose pages may embed the card elements. */
+  @ApiPropertyOptional({ type: [String], example: ['https://shop.example'] })
+  allowed_origins?: string[];
+
   /** The clear key of the application's first key: present only in the create response. */
   key?: string;
 

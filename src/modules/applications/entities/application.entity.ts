@@ -24,6 +24,10 @@ export class ApplicationEntity {
   @Column({ type: 'jsonb', nullable: true })
   rules: AccessRule[] | null;
 
+  /** A public application's origins whose pages may embed the card elements (docs/elements.md). */
+  @Column({ name: 'allowed_origins', type: 'text', array: true, nullable: true })
+  allowedOrigins: string[] | null;
+
   @Column({ name: 'created_by', type: 'uuid', nullable: true })
   createdBy: string | null;
 
