@@ -1065,6 +1065,14 @@ export interface components {
         CreateApplicationDto: {
             /** @enum {string} */
             type: "public" | "private" | "management";
+            /**
+             * @description Public applications only: up to 20 origins (`https://shop.example`, `http://127.0.0.1:8080`) whose
+             *     pages may embed the card elements' frames. Default: none (embeddable nowhere).
+             * @example [
+             *       "https://shop.example"
+             *     ]
+             */
+            allowed_origins?: string[];
             /** @example Checkout backend */
             name: string;
             /** @description Permissions held on every container; each must be allowed for the application type. */
@@ -1087,6 +1095,13 @@ export interface components {
         ApplicationDto: {
             /** @enum {string} */
             type: "public" | "private" | "management";
+            /**
+             * @description Public applications only: the origins whose pages may embed the card elements.
+             * @example [
+             *       "https://shop.example"
+             *     ]
+             */
+            allowed_origins?: string[];
             id: string;
             tenant_id: string;
             name: string;
@@ -1113,6 +1128,14 @@ export interface components {
             data: components["schemas"]["ApplicationDto"][];
         };
         UpdateApplicationDto: {
+            /**
+             * @description Public applications only: up to 20 origins (`https://shop.example`, `http://127.0.0.1:8080`) whose
+             *     pages may embed the card elements' frames. Replaces them when given; omitted keeps them.
+             * @example [
+             *       "https://shop.example"
+             *     ]
+             */
+            allowed_origins?: string[];
             name: string;
             /** @description Replaces the permissions when given; omitted keeps them. */
             permissions?: string[];
