@@ -287,7 +287,16 @@ describe('secrets scan', () => {
     const pvt = await createApplication(mgt, {
       name: 'private',
       type: 'private',
-      permissions: [...ORCHESTRATION_PERMISSIONS, 'token:update', 'token:delete', 'token:search'],
+      permissions: [
+        ...ORCHESTRATION_PERMISSIONS,
+        'token:update',
+        'token:delete',
+        'token:search',
+        'orchestration:buyers:read',
+        'orchestration:buyers:create',
+        'orchestration:buyers:update',
+        'orchestration:buyers:delete',
+      ],
     });
     const pub = await createApplication(mgt, {
       name: 'public',
@@ -632,6 +641,27 @@ describe('secrets scan', () => {
       'authorization_succeeded',
     );
     expect((await pay('randomVisa')).status).toBe('authorization_succeeded');
+
+    // A buyer with a stored card, charged by buyer alone; renamed, then deleted (buyer:* events).
+    const buyer = (
+      await call('post', '/orchestration/buyers', 201, {
+        key: pvt.key,
+        body: { external_identifier: `customer-${tag}`, display_name: 'Scan Buyer' },
+      })
+    ).body as { id: string };
+    await call('post', `/orchestration/buyers/${buyer.id}/payment-methods`, 201, {
+      key: pvt.key,
+      body: { token: tokenIds.visa },
+    });
+    await call('get', `/orchestration/buyers/${buyer.id}/payment-methods`, 200, { key: pvt.key });
+    expect(
+      (await pay('visa', { token: undefined, buyer_id: buyer.id, merchant_initiated: true })).status,
+    ).toBe('authorization_succeeded');
+    await call('put', `/orchestration/buyers/${buyer.id}`, 200, {
+      key: pvt.key,
+      body: { display_name: null },
+    });
+    await call('delete', `/orchestration/buyers/${buyer.id}`, 204, { key: pvt.key });
 
     const asyncTx = await pay('async');
     expect((await op(asyncTx.id, 'capture', 200)).body.status).toBe('capture_pending');

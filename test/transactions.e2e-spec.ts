@@ -119,6 +119,7 @@ describe('transactions', () => {
       auth_response_code: '00',
       cvv_response_code: 'match',
       three_d_secure: null,
+      buyer: null,
       authorized_at: expect.any(String),
       captured_at: null,
       voided_at: null,
