@@ -145,6 +145,7 @@ describe('card elements: allowed origins and what the service serves', () => {
       expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
       expect(res.headers['cache-control']).toBe('public, max-age=300');
       expect(res.headers['cross-origin-resource-policy']).toBe('cross-origin');
+      expect(res.headers['access-control-allow-origin']).toBe('*');
       expect(res.text.length).toBeGreaterThan(100);
     }
     const types = await request(t.http).get('/elements/v1/elements.d.ts').expect(200);

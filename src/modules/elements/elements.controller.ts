@@ -57,6 +57,8 @@ export class ElementsController {
     res.setHeader('Content-Type', ASSETS[file as AssetName]);
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+    // A page's `<script type="module">` fetches elements.mjs in CORS mode: public files, readable by all.
+    res.setHeader('Access-Control-Allow-Origin', '*');
     res.send(content);
   }
 }
