@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from './support/browser';
+import { waitFor } from './support/wait';
 import {
   checkoutPage,
   elementsTenant,
@@ -60,6 +61,14 @@ describe('card elements: the cost of tokenizing through the frames', () => {
     await card.locator('input[name="number"]').pressSequentially(CARD.number);
     await card.locator('input[name="expiration_date"]').pressSequentially('1234');
     await card.locator('input[name="cvc"]').pressSequentially(CARD.cvc);
+    // The page tokenizes only once the frame's last change event (complete) has reached it.
+    await waitFor(
+      async () =>
+        (await harness(page, (h) => h.events, null)).some(
+          (e) => e.event === 'change' && e.payload.complete === true,
+        ),
+      { timeoutMs: 5_000, what: 'the complete card reported to the page' },
+    );
 
     const direct = async () => {
       const { status, ms } = await harness(page, (h, a) => h.directTokenize(a.url, a.key, a.body), {

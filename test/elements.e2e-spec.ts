@@ -85,9 +85,21 @@ describe('card elements in Chromium', () => {
   const field = (page: Page, name: string, input: string) =>
     page.frameLocator(`#${name} iframe`).locator(`input[name="${input}"]`);
 
+  /**
+   * The element's last change event once its events have settled: each keystroke posts one from the frame,
+   * and they reach the page a moment later (later still on a loaded machine), so the count must hold still
+   * over a few polls before the last one is read.
+   */
   const lastChange = async (page: Page, name: string) => {
-    const events = await harness(page, (h) => h.events, null);
-    const changes = events.filter((e) => e.element === name && e.event === 'change');
+    const changesOf = async () =>
+      (await harness(page, (h) => h.events, null)).filter((e) => e.element === name && e.event === 'change');
+    let changes = await changesOf();
+    for (let still = 0; still < 3;) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const next = await changesOf();
+      still = next.length === changes.length ? still + 1 : 0;
+      changes = next;
+    }
     return changes[changes.length - 1]?.payload;
   };
 
@@ -510,6 +522,11 @@ window.outcome = VaultElements.init(${JSON.stringify(shop.publicKey)}, {
       await field(page, 'card', 'number').pressSequentially(VISA);
       await field(page, 'card', 'expiration_date').pressSequentially(EXPIRY);
       await field(page, 'card', 'cvc').pressSequentially(CVC);
+      // The page knows the card is complete only once the frame's last change event reached it.
+      await waitFor(async () => (await lastChange(page, 'card'))?.complete === true, {
+        timeoutMs: 5_000,
+        what: 'the complete card reported to the page',
+      });
     };
 
     it('a session key tokenizes within its grants', async () => {

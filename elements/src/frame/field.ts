@@ -21,47 +21,16 @@ import type { FrameContext } from './context';
 import type { ChangeState, CollectedValues, ElementType, Envelope, FieldName } from '../shared/protocol';
 import { PLACEHOLDER_KEY, STYLE_PROPERTIES, sanitizePlaceholder, sanitizeStyle } from '../shared/style';
 import type { Style, StyleDeclaration } from '../shared/style';
-
-const PARTS: Record<ElementType, FieldName[]> = {
-  card: ['number', 'expiration_date', 'cvc'],
-  cardNumber: ['number'],
-  cardExpirationDate: ['expiration_date'],
-  cardVerificationCode: ['cvc'],
-};
-
-interface PartSpec {
-  autocomplete: string;
-  label: string;
-  placeholder: string;
-  /** flex of the input in the `card` element's single row. */
-  flex: string;
-}
-
-const SPECS: Record<FieldName, PartSpec> = {
-  number: {
-    autocomplete: 'cc-number',
-    label: 'Card number',
-    placeholder: '1234 1234 1234 1234',
-    flex: '1 1 auto',
-  },
-  expiration_date: {
-    autocomplete: 'cc-exp',
-    label: 'Expiration date (MM / YY)',
-    placeholder: 'MM / YY',
-    flex: '0 0 5.5em',
-  },
-  cvc: { autocomplete: 'cc-csc', label: 'Security code (CVC)', placeholder: 'CVC', flex: '0 0 4em' },
-};
-
-/** The frame's own look, under the page's style. */
-const DEFAULT_STYLE: StyleDeclaration = {
-  color: '#1a1a1a',
-  fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
-  fontSize: '16px',
-  lineHeight: '1.5',
-  padding: '6px 2px',
-};
-const DEFAULT_PLACEHOLDER_COLOR = '#6b6b6b';
+import {
+  DEFAULT_PLACEHOLDER_COLOR,
+  DEFAULT_STYLE,
+  PARTS,
+  placeholderRule,
+  placeholderSheet,
+  setStyles,
+  SPECS,
+  VISUALLY_HIDDEN,
+} from './field-look';
 
 interface Part {
   name: FieldName;
@@ -71,24 +40,6 @@ interface Part {
   touched: boolean;
   placeholderRule: CSSStyleRule | null;
 }
-
-/** CSSOM only: the frame's policy has no style-src. */
-function setStyles(element: HTMLElement, declarations: Record<string, string>): void {
-  for (const [property, value] of Object.entries(declarations)) element.style.setProperty(property, value);
-}
-
-const VISUALLY_HIDDEN = {
-  position: 'absolute',
-  width: '1px',
-  height: '1px',
-  padding: '0',
-  margin: '-1px',
-  overflow: 'hidden',
-  clip: 'rect(0 0 0 0)',
-  'clip-path': 'inset(50%)',
-  'white-space': 'nowrap',
-  border: '0',
-};
 
 export function runField(ctx: FrameContext, type: ElementType): void {
   let style: Style = {};
@@ -387,24 +338,3 @@ export function runField(ctx: FrameContext, type: ElementType): void {
 
 const placeholderKey = (name: FieldName): string =>
   name === 'expiration_date' ? 'expirationDate' : name === 'cvc' ? 'cvc' : 'number';
-
-/** A constructed stylesheet for `::placeholder` colours (CSSOM, not subject to the page's markup). */
-function placeholderSheet(): CSSStyleSheet | null {
-  try {
-    const sheet = new CSSStyleSheet();
-    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-    return sheet;
-  } catch {
-    return null;
-  }
-}
-
-function placeholderRule(sheet: CSSStyleSheet | null, id: string): CSSStyleRule | null {
-  if (!sheet) return null;
-  try {
-    const index = sheet.insertRule(`#${id}::placeholder {}`, sheet.cssRules.length);
-    return sheet.cssRules[index] as CSSStyleRule;
-  } catch {
-    return null;
-  }
-}
