@@ -15,6 +15,7 @@ import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
 import { EventsModule } from './common/events/events.module';
 import { JobsModule } from './common/jobs/jobs.module';
+import { LifecycleModule } from './common/lifecycle/lifecycle.module';
 import { RouteLabelGuard } from './common/metrics/http-metrics';
 import { MetricsModule } from './common/metrics/metrics.module';
 import { ApiKeyThrottlerGuard } from './common/throttling/api-key-throttler.guard';
@@ -54,6 +55,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     ConfigModule.forRoot(config),
     LoggerModule.forRoot(loggerParams(config, options.logStream)),
     DatabaseModule,
+    LifecycleModule,
     MetricsModule,
     AuthModule,
     CryptoModule.forRoot(TenantsRepositoryModule),

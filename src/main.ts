@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
-import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp } from './app.setup';
 import { stdoutStream } from './common/context/logging';
+import { GracefulShutdown } from './common/lifecycle/graceful-shutdown';
+import { ShutdownState } from './common/lifecycle/shutdown-state';
 import { AppConfig, loadConfig } from './config/app-config';
 import { misspelledVariables } from './config/misspelled-variables';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
@@ -35,6 +35,15 @@ async function main(): Promise<void> {
   if (config.PORT !== 0 && (await portInUse(config.PORT))) throw portTaken(config.PORT);
   const app = await createApp(config);
   const bootstrap = app.get(BootstrapService);
+  const out = stdoutStream();
+  // Counts the requests from the first one on; the signals are heard once the server listens.
+  const shutdown = new GracefulShutdown({
+    server: app.getHttpServer(),
+    state: app.get(ShutdownState),
+    graceMs: config.SHUTDOWN_GRACE_MS,
+    close: () => app.close(),
+    log: (line) => out.write(`${line}\n`),
+  });
   try {
     await app.listen(config.PORT);
   } catch (error) {
@@ -43,58 +52,13 @@ async function main(): Promise<void> {
     await app.close().catch(() => undefined);
     throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? portTaken(config.PORT) : error;
   }
-  stopOnSignals(app, config);
-  // Through the loggers' own stream: after every log line of the start-up, the banner last.
-  const out = stdoutStream();
-  out.write(`listening on ${config.publicBaseUrl}\n`);
-  bootstrap.printBanner((text) => out.write(text));
-}
-
-/**
- * SIGINT (Ctrl-C) and SIGTERM: one line, no new connections, the requests in flight (a slow proxy
- * request too) finish within SHUTDOWN_GRACE_MS, then the application closes (jobs, database, the
- * embedded lock) and the process exits 0. A second signal cuts what is still running.
- */
-function stopOnSignals(app: NestExpressApplication, settings: AppConfig): void {
-  const server: Server = app.getHttpServer();
-  let inFlight = 0;
-  let stopping = false;
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    inFlight++;
-    // A keep-alive client learns that this connection ends with its answer.
-    if (stopping) res.setHeader('Connection', 'close');
-    res.once('close', () => inFlight--);
-  });
-  const stop = async (signal: NodeJS.Signals): Promise<void> => {
-    if (stopping) {
-      server.closeAllConnections();
-      return;
-    }
-    stopping = true;
-    const out = stdoutStream();
-    out.write(
-      `${signal}: stopping; ${inFlight} request(s) in flight get up to ${settings.SHUTDOWN_GRACE_MS} ms to finish\n`,
-    );
-    await new Promise<void>((resolve) => {
-      const idle = setInterval(() => server.closeIdleConnections(), 50);
-      const cut = setTimeout(() => server.closeAllConnections(), settings.SHUTDOWN_GRACE_MS);
-      server.close(() => {
-        clearInterval(idle);
-        clearTimeout(cut);
-        resolve();
-      });
-      server.closeIdleConnections();
-    });
-    let code = 0;
-    await app.close().catch((error: unknown) => {
-      process.stderr.write(`${describeStartupFailure(error, settings)}\n`);
-      code = 1;
-    });
+  shutdown.listen((code) => {
     (out as { flushSync?: () => void }).flushSync?.();
     process.exit(code);
-  };
-  process.on('SIGINT', (signal) => void stop(signal));
-  process.on('SIGTERM', (signal) => void stop(signal));
+  });
+  // Through the loggers' own stream: after every log line of the start-up, the banner last.
+  out.write(`listening on ${config.publicBaseUrl}\n`);
+  bootstrap.printBanner((text) => out.write(text));
 }
 
 main().catch((error: unknown) => {

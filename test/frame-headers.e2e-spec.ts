@@ -26,7 +26,7 @@ describe('card elements: allowed origins and what the service serves', () => {
     request(t.http).post('/applications').set('BT-API-KEY', tenant.managementKey).send(body);
   const update = (id: string, body: Record<string, unknown>) =>
     request(t.http).put(`/applications/${id}`).set('BT-API-KEY', tenant.managementKey).send(body);
-  const csp = (res: request.Response) => res.headers['content-security-policy'] as string;
+  const csp = (res: request.Response): string => res.headers['content-security-policy'];
 
   it('a public application takes allowed_origins on create and update, keeps them when left out, and shows them', async () => {
     const created = await create({

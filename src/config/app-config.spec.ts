@@ -16,7 +16,7 @@ describe('loadConfig', () => {
       HEAP_GROWTH_PERCENT: 50,
       DB_PREPARED_STATEMENTS: true,
       CARD_ENUMERATION_LIMIT: 10,
-      SHUTDOWN_GRACE_MS: 10_000,
+      SHUTDOWN_GRACE_MS: 25_000,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -37,6 +37,10 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ METRICS_ENABLED: 'true' }).METRICS_ENABLED).toBe(true);
     expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);
+    expect(loadConfig({ SHUTDOWN_GRACE_MS: '0' }).SHUTDOWN_GRACE_MS).toBe(0);
+    expect(loadConfig({ DATABASE_LISTEN_URL: 'postgres://u@h:5432/db' }).DATABASE_LISTEN_URL).toBe(
+      'postgres://u@h:5432/db',
+    );
     expect(config.embedded).toBe(false);
     expect(config.publicBaseUrl).toBe('https://vault.example.com');
   });
@@ -60,6 +64,8 @@ describe('loadConfig', () => {
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://localhost/x'],
+    ['DATABASE_LISTEN_URL', 'http://localhost/x'],
+    ['SHUTDOWN_GRACE_MS', '-1'],
     ['LOG_LEVEL', 'loud'],
     ['BOOTSTRAP', 'maybe'],
     ['ENCRYPTION_KEYS', 'v1:short'],

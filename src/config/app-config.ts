@@ -46,6 +46,18 @@ export class AppConfig {
   @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_URL?: string;
 
+  /**
+   * A direct connection to the same database for the one session that LISTENs for change notifications,
+   * when DATABASE_URL goes through a pooler in transaction mode (PgBouncer), where LISTEN cannot work.
+   * Unset: DATABASE_URL.
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^postgres(ql)?:\/\/\S+$/, {
+    message: 'DATABASE_LISTEN_URL must be a postgres:// or postgresql:// URL',
+  })
+  DATABASE_LISTEN_URL?: string;
+
   @IsString()
   @MinLength(1)
   DATA_DIR = './data';
@@ -264,14 +276,15 @@ export class AppConfig {
   VENDOR_NOTIFICATION_TIMEOUT_SECONDS = 86_400;
 
   /**
-   * How long a stopping server (SIGINT, SIGTERM) lets the requests in flight finish after it stopped
-   * accepting new connections; the ones still running then are cut.
+   * How long a stopping server (SIGINT, SIGTERM) gives the requests in flight and the jobs' current steps
+   * to finish once it is no longer ready and no longer accepts connections; what still runs then is cut
+   * and the process exits non-zero. Below the 30 s most orchestrators wait before a SIGKILL.
    */
   @Transform(toInteger)
   @IsInt()
   @Min(0)
   @Max(600_000)
-  SHUTDOWN_GRACE_MS = 10_000;
+  SHUTDOWN_GRACE_MS = 25_000;
 
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
@@ -330,6 +343,7 @@ export function knownVariables(): string[] {
   return [
     ...withDefaults,
     'DATABASE_URL',
+    'DATABASE_LISTEN_URL',
     'PUBLIC_BASE_URL',
     'ENCRYPTION_KEYS',
     'AUDIT_SIGNING_KEY',

@@ -43,7 +43,10 @@ export class ChangeNotifications implements OnModuleInit, OnApplicationShutdown 
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.config.DATABASE_URL });
+    // LISTEN needs a session of its own: behind a pooler in transaction mode, DATABASE_LISTEN_URL bypasses it.
+    const client = new Client({
+      connectionString: this.config.DATABASE_LISTEN_URL ?? this.config.DATABASE_URL,
+    });
     client.on('notification', (message) => this.changed(message.payload as ChangedTable));
     client.on('error', () => this.reconnect(client));
     client.on('end', () => this.reconnect(client));

@@ -103,8 +103,9 @@ export async function createDataSource(
 }
 
 /**
- * Runs pending migrations while holding a session-level advisory lock, on one connection, so that
- * several instances starting together on one empty database apply each migration exactly once.
+ * Runs pending migrations in one transaction that first takes an advisory lock, so that several instances
+ * starting together on one empty database apply each migration exactly once (the others wait, then find
+ * none pending).
  */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   return new AdvisoryLocksRepository(dataSource).whileLocked(LOCK_KEYS.migrations, async (runner) => {

@@ -3110,7 +3110,7 @@ export interface operations {
                 };
             };
             /**
-             * @description The database does not answer.
+             * @description The database does not answer, or the server is stopping.
              *
              *     The Health Check is not successful
              */

@@ -1,5 +1,2 @@
 -- AdvisoryLocksRepository.whileLocked
-SELECT pg_advisory_lock($1);
-
--- AdvisoryLocksRepository.whileLocked
-SELECT pg_advisory_unlock($1);
+SELECT pg_advisory_xact_lock($1);

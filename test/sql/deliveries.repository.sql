@@ -58,6 +58,12 @@ WITH done AS (
   )
   SELECT (SELECT status = 'disabled' AND consecutive_failures = $6 FROM streak) AS disabled FROM done;
 
+-- DeliveriesRepository.release
+UPDATE webhook_deliveries d
+    SET leased_until = NULL, attempts = d.attempts - 1, updated_at = $4
+   FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS c(tenant_id, id, attempts)
+  WHERE d.tenant_id = c.tenant_id AND d.id = c.id AND d.attempts = c.attempts AND d.status = 'pending';
+
 -- DeliveriesRepository.purgeEndedEvents
 DELETE FROM webhook_events e WHERE e.created_at < $1
   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d

@@ -1,11 +1,8 @@
 -- JobRunsRepository.whileLocked (locked)
-SELECT pg_try_advisory_lock($1) AS locked;
-
--- JobRunsRepository.whileLocked (locked)
-SELECT pg_advisory_unlock($1);
+SELECT pg_try_advisory_xact_lock($1) AS locked;
 
 -- JobRunsRepository.whileLocked (held elsewhere)
-SELECT pg_try_advisory_lock($1) AS locked;
+SELECT pg_try_advisory_xact_lock($1) AS locked;
 
 -- JobRunsRepository.tryLock
 SELECT pg_try_advisory_xact_lock($1) AS locked;

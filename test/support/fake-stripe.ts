@@ -65,6 +65,9 @@ export class FakeStripe {
   stallNext = 0;
   /** The next N POSTs answer 429 (rate limited) without doing anything, as Stripe does. */
   rateLimitNext = 0;
+  /** The next N POSTs are performed at once and answered `slowMs` later (a slow vendor call). */
+  slowNext = 0;
+  slowMs = 3_000;
   private readonly idempotent = new Map<string, { status: number; body: Json }>();
   private server!: Server;
 
@@ -143,6 +146,11 @@ export class FakeStripe {
     if (recorded.method === 'POST' && this.hangNext > 0) {
       this.hangNext--;
       return; // performed, never answered
+    }
+    if (recorded.method === 'POST' && this.slowNext > 0) {
+      this.slowNext--;
+      setTimeout(() => send(status, body), this.slowMs);
+      return;
     }
     send(status, body);
   }

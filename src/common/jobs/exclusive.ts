@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
+import { ShutdownState } from '../lifecycle/shutdown-state';
 import { Metrics } from '../metrics/metrics';
 import type { Change } from '../unit-of-work/change';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
@@ -32,20 +33,60 @@ export class ExclusiveJobRunner {
     private readonly runs: JobRunsRepository,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
-  ) {}
+    shutdown: ShutdownState,
+  ) {
+    shutdown.register({ name: 'scheduled jobs', stop: () => this.stop() });
+  }
 
   /** Jobs of this process that `runAlone` is running now. */
   private readonly running = new Set<string>();
+  /** Every run under way (`runAlone` and `run`), awaited by `stop`. */
+  private readonly underWay = new Set<Promise<unknown>>();
+  private stopped = false;
+
+  /**
+   * True once the process stops: no run starts any more, and a job that goes through several steps (a
+   * settlement sweep, the checkpointer's batches) ends after the step it is in.
+   */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /**
+   * No job starts after this; resolves once the runs under way have ended. A job's steps each commit
+   * their own transaction (and hold no row across a vendor call), so the safe point is the end of a step.
+   */
+  async stop(): Promise<string> {
+    this.stopped = true;
+    const runs = this.underWay.size;
+    await Promise.allSettled([...this.underWay]);
+    return runs ? `${runs} run${runs === 1 ? '' : 's'} finished` : 'none running';
+  }
+
+  private track<T>(run: Promise<T>): Promise<T> {
+    this.underWay.add(run);
+    void run.finally(() => this.underWay.delete(run)).catch(() => undefined);
+    return run;
+  }
 
   /**
    * Runs a frequent job (every second: settlement, connection verification) on at most one instance
    * at a time, without wrapping it in a transaction: its work commits its own transactions and calls
-   * vendors between them, holding no lock on any row. Across instances a session-level advisory lock
-   * decides; the embedded database has one instance by construction (its lock file), so only the
-   * process-level guard applies there (its one connection cannot be held for the lock).
+   * vendors between them, holding no lock on any row. Across instances an advisory lock held by a
+   * transaction of its own (JobRunsRepository.whileLocked) decides; the embedded database has one instance
+   * by construction (its lock file), so only the process-level guard applies there (its one connection
+   * cannot be held for the lock).
    */
-  async runAlone<T>(name: string, lockKey: number, work: () => Promise<T>): Promise<T | undefined> {
-    if (this.running.has(name)) return undefined;
+  runAlone<T>(name: string, lockKey: number, work: () => Promise<T>): Promise<T | undefined> {
+    if (this.stopped || this.running.has(name)) return Promise.resolve(undefined);
+    return this.track(this.runAloneNow(name, lockKey, work));
+  }
+
+  private async runAloneNow<T>(
+    name: string,
+    lockKey: number,
+    work: () => Promise<T>,
+  ): Promise<T | undefined> {
     this.running.add(name);
     try {
       const run = () =>
@@ -64,8 +105,21 @@ export class ExclusiveJobRunner {
     }
   }
 
-  /** Runs `work` in one change (a transaction) that holds the job's lock, and its tick when one is given. */
-  async run<T>(
+  /**
+   * Runs `work` in one change (a transaction) that holds the job's lock, and its tick when one is given.
+   * Undefined, without running, once the process stops.
+   */
+  run<T>(
+    name: string,
+    lockKey: number,
+    work: (change: Change) => Promise<T>,
+    tick?: Tick,
+  ): Promise<T | undefined> {
+    if (this.stopped) return Promise.resolve(undefined);
+    return this.track(this.runNow(name, lockKey, work, tick));
+  }
+
+  private async runNow<T>(
     name: string,
     lockKey: number,
     work: (change: Change) => Promise<T>,

@@ -26,9 +26,13 @@ export class JobRunsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Runs `work` holding the session-level `pg_try_advisory_lock(key)` on a connection of its own, so
-   * that the work itself may commit transactions of its own (and call vendors between them) while no
-   * other instance runs it. Undefined when another instance holds the lock.
+   * Runs `work` while a transaction of its own, on a connection of its own, holds
+   * `pg_try_advisory_xact_lock(key)`, so that the work itself may commit transactions of its own (and call
+   * vendors between them) while no other instance runs it. Undefined when another instance holds the lock.
+   * The lock's transaction writes nothing (it has no transaction id, so it holds back neither vacuum nor
+   * the audit checkpointer's horizon); transaction-scoped rather than session-level, so that it holds behind
+   * a pooler in transaction mode (PgBouncer), which keeps one server connection for a transaction but may
+   * change it between two.
    */
   @GenerateSql(
     { name: 'locked', params: [EXAMPLE.lockKey, () => Promise.resolve()], answers: [[{ locked: true }]] },
@@ -38,16 +42,15 @@ export class JobRunsRepository {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     try {
-      const rows = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [lockKey])) as {
+      await runner.startTransaction();
+      const rows = (await runner.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [lockKey])) as {
         locked: boolean;
       }[];
-      if (rows[0]?.locked !== true) return undefined;
-      try {
-        return { value: await work() };
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [lockKey]);
-      }
+      const result = rows[0]?.locked === true ? { value: await work() } : undefined;
+      await runner.commitTransaction();
+      return result;
     } finally {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       await runner.release();
     }
   }

@@ -1,10 +1,13 @@
-import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { ShutdownState } from '../../common/lifecycle/shutdown-state';
 import { controllerApp, ControllerApp } from '../../../test/support/controller-app';
 import { HealthController } from './health.controller';
 
 describe('HealthController (public)', () => {
   const health = { check: jest.fn() };
   const database = { pingCheck: jest.fn() };
+  const shutdown = { ready: true };
   let ctx: ControllerApp;
 
   beforeAll(async () => {
@@ -13,15 +16,25 @@ describe('HealthController (public)', () => {
       [
         { provide: HealthCheckService, useValue: health },
         { provide: TypeOrmHealthIndicator, useValue: database },
+        HealthIndicatorService,
+        { provide: ShutdownState, useValue: shutdown },
       ],
     );
   });
   afterAll(() => ctx.close());
   beforeEach(() => {
     jest.clearAllMocks();
+    shutdown.ready = true;
+    // As Terminus does: a check that is down makes the answer a 503 with every check's details.
     health.check.mockImplementation(async (checks: (() => unknown)[]) => {
-      for (const check of checks) await check();
-      return { status: 'ok', info: {}, error: {}, details: {} };
+      const details = Object.assign({}, ...(await Promise.all(checks.map((check) => check())))) as Record<
+        string,
+        { status: string }
+      >;
+      const down = Object.values(details).some((d) => d.status === 'down');
+      const result = { status: down ? 'error' : 'ok', details };
+      if (down) throw new ServiceUnavailableException(result);
+      return result;
     });
   });
 
@@ -36,6 +49,15 @@ describe('HealthController (public)', () => {
     const res = await ctx.http.get('/health/ready');
     expect(res.status).toBe(200);
     expect(database.pingCheck).toHaveBeenCalledTimes(1);
+  });
+
+  it('GET /health/ready is down, without asking the database, once the server is stopping', async () => {
+    shutdown.ready = false;
+    const res = await ctx.http.get('/health/ready');
+    expect(res.status).toBe(503);
+    expect(database.pingCheck).not.toHaveBeenCalled();
+    // Liveness does not change.
+    expect((await ctx.http.get('/health/live')).status).toBe(200);
   });
 
   it('ignores a key given, even one that is not valid', async () => {

@@ -285,11 +285,14 @@ export class ConnectionsService implements OnApplicationShutdown {
   async verifyPending(): Promise<void> {
     if (this.stopped) return;
     await this.jobs.runAlone('connection-verification', LOCK_KEYS.jobConnectionVerification, async () => {
-      for (const { tenantId, id } of await this.connections.findPending(50))
+      for (const { tenantId, id } of await this.connections.findPending(50)) {
+        // A stopping process leaves the rest pending, for another instance or its next start.
+        if (this.jobs.stopping) return;
         // A vendor that does not answer leaves its connection pending (tried again), not the others.
         await this.verify(tenantId, id).catch((error: unknown) =>
           this.logger.warn({ err: error, connection_id: id }, 'connection verification failed'),
         );
+      }
     });
   }
 

@@ -22,7 +22,8 @@ const BATCH = 100;
  * Settles what a request could not: asynchronous captures and voids, operations interrupted by a crash
  * (`processing` for over a minute), expired buyer approvals and unanswered refunds. Safe on several
  * instances: each transaction is settled by a conditional update (the state machine's `from`) after
- * its processor is asked, and no lock is held during the call. Each settlement is a change of its own,
+ * its processor is asked, and no lock is held during the call. A stopping process ends a sweep after the
+ * transaction or refund it is settling (ExclusiveJobRunner.stopping). Each settlement is a change of its own,
  * made by the service (`systemOrigin` of the transaction's tenant: its audit rows' actor is `system`).
  */
 @Injectable()
@@ -59,6 +60,8 @@ export class SettlementService {
     const rows = await this.transactions.findUnsettled(stuckBefore, now, BATCH, notified);
     let moved = 0;
     for (const row of rows) {
+      // The process is stopping: the transaction settled last is the safe point (nothing is claimed).
+      if (this.jobs.stopping) return moved;
       try {
         if (await this.cls.run(() => this.settleOne(row))) moved++;
       } catch (error) {
@@ -66,6 +69,7 @@ export class SettlementService {
       }
     }
     for (const refund of await this.refunds.findStuck(stuckBefore, BATCH, notified)) {
+      if (this.jobs.stopping) return moved;
       try {
         if (await this.cls.run(() => this.settleRefund(refund))) moved++;
       } catch (error) {

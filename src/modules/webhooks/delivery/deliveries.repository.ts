@@ -156,6 +156,23 @@ export class DeliveriesRepository {
   }
 
   /**
+   * Gives back deliveries claimed by a worker that is stopping before their sends ended: no longer leased,
+   * and the claim's attempt not counted, so that any instance sends them again at once (same `webhook-id`).
+   * Only while each is still the claim it was; returns how many were released.
+   */
+  @GenerateSql({ change: true, params: [[EXAMPLE_CLAIM], EXAMPLE_NOW] })
+  async release(change: Change, claims: Claim[], now: Date): Promise<number> {
+    const [, count] = await change.manager.query<[unknown, number]>(
+      `UPDATE webhook_deliveries d
+          SET leased_until = NULL, attempts = d.attempts - 1, updated_at = $4
+         FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS c(tenant_id, id, attempts)
+        WHERE d.tenant_id = c.tenant_id AND d.id = c.id AND d.attempts = c.attempts AND d.status = 'pending'`,
+      [claims.map((c) => c.tenant_id), claims.map((c) => c.id), claims.map((c) => c.attempts), now],
+    );
+    return count;
+  }
+
+  /**
    * Deletes the events created before `before` none of whose deliveries is still pending, with their
    * deliveries (cascade); returns how many events went.
    */

@@ -9,6 +9,7 @@ import { ClsService } from 'nestjs-cls';
 import { Webhook } from 'standardwebhooks';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { Clock } from '../../../common/jobs/clock';
+import { ShutdownState } from '../../../common/lifecycle/shutdown-state';
 import { Metrics } from '../../../common/metrics/metrics';
 import { OutboundHttp } from '../../../common/outbound/outbound-http.service';
 import { OutboundError, OutboundRequest } from '../../../common/outbound/outbound.types';
@@ -34,7 +35,10 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
  * (`FOR UPDATE SKIP LOCKED`, see DeliveriesRepository), so instances share the work without sending a
  * delivery twice while it is being sent; a delivery is sent again only after a failed attempt or when
  * its worker died (its lease ran out), always with the same `webhook-id`. Sends run concurrently and
- * are not awaited by the claims, so a receiver that hangs holds only its own deliveries.
+ * are not awaited by the claims, so a receiver that hangs holds only its own deliveries. When the process
+ * stops (ShutdownState), claims stop at once and the sends under way finish; those still running by the
+ * shutdown's deadline are released (DeliveriesRepository.release), so that no delivery stays claimed by a
+ * process that is gone.
  */
 @Injectable()
 export class WebhookDeliveryWorker
@@ -47,7 +51,12 @@ export class WebhookDeliveryWorker
   /** The claiming loop, while it runs; `pollAgain` asks it to go round once more. */
   private polling?: Promise<void>;
   private pollAgain = false;
-  private readonly sending = new Set<Promise<void>>();
+  /** Sends under way, with the delivery each holds. */
+  private readonly sending = new Map<Promise<void>, ClaimedDelivery>();
+  /** Deliveries released while their send was still running: whatever it ends with is not recorded. */
+  private readonly released = new Set<string>();
+  /** The application closes without a graceful stop before (tests): a send cut short is left to its lease. */
+  private closing = false;
 
   constructor(
     private readonly deliveries: DeliveriesRepository,
@@ -59,18 +68,49 @@ export class WebhookDeliveryWorker
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
     private readonly work: UnitOfWork,
+    private readonly shutdown: ShutdownState,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.config.JOBS_ENABLED || !this.config.WEBHOOK_DELIVERY_ENABLED) return;
     this.started = true;
+    this.shutdown.register({ name: 'webhook deliveries', stop: (deadline) => this.stop(deadline) });
     this.nudge.listen(() => this.wake());
     this.wake();
+  }
+
+  /**
+   * The graceful stop: no claim after this; the sends under way may finish until `deadline` (epoch ms),
+   * and the deliveries of those still running then are released.
+   */
+  async stop(deadline: number): Promise<string> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    await this.polling;
+    const sends = this.sending.size;
+    if (!sends) return 'none under way';
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.sending.keys()]),
+      new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+    ]);
+    clearTimeout(timer);
+    const unfinished = [...this.sending.values()];
+    for (const delivery of unfinished) this.released.add(delivery.id);
+    const released = unfinished.length
+      ? await this.cls.run({ ifNested: 'override' }, () =>
+          this.work.transaction({}, (change) =>
+            this.deliveries.release(change, unfinished, this.clock.now()),
+          ),
+        )
+      : 0;
+    return `${sends - unfinished.length} finished, ${released} released`;
   }
 
   /** No claim after this; claims under way finish. */
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
+    this.closing = true;
     clearTimeout(this.timer);
     await this.polling;
   }
@@ -81,7 +121,7 @@ export class WebhookDeliveryWorker
    * sent again, by another instance or after a restart.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.allSettled([...this.sending]);
+    await Promise.allSettled([...this.sending.keys()]);
   }
 
   /**
@@ -152,7 +192,7 @@ export class WebhookDeliveryWorker
         this.sending.delete(run);
         this.wake();
       });
-    this.sending.add(run);
+    this.sending.set(run, delivery);
     return run;
   }
 
@@ -164,13 +204,16 @@ export class WebhookDeliveryWorker
     try {
       status = (await this.outbound.send(await this.request(delivery))).status;
     } catch (error) {
-      if (this.stopping) return; // cut short by the shutdown: the lease brings it back
+      // Released, or cut short by the application's close: another attempt comes (the lease's end brings
+      // back one that was cut).
+      if (this.closing || this.released.has(delivery.id)) return;
       if (error instanceof OutboundError) failure = error.failure;
       else {
         failure = 'error';
         this.logger.warn({ err: error, ...where }, 'webhook delivery could not be sent');
       }
     }
+    if (this.released.has(delivery.id)) return;
     const now = this.clock.now();
     if (status !== null && status >= 200 && status < 300) {
       const code = status;

@@ -1,0 +1,521 @@
+#!/usr/bin/env node
+'use strict';
+/*
+ * `npm run cluster`: the production topology on one machine (docs/operations.md, "A cluster"): PgBouncer
+ * in transaction mode in front of PostgreSQL, two instances of the service (`node dist/main.js`, built
+ * first when stale) and HAProxy in front of them, health-checking `/health/ready` and retrying a refused
+ * connection on the other instance. A database of its own is created on the PostgreSQL server of
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) and dropped at the end. Ctrl-C stops
+ * everything. Tests and the soak use the same code: `startCluster()` (types in cluster.d.ts).
+ */
+const { spawn, spawnSync } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const {
+  accessSync,
+  chownSync,
+  constants,
+  createWriteStream,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} = require('node:fs');
+const { connect, createServer } = require('node:net');
+const { tmpdir } = require('node:os');
+const { delimiter, join } = require('node:path');
+const { Client } = require('pg');
+const { buildIfStale } = require('./build-if-stale');
+
+const ROOT = join(__dirname, '..');
+const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const INSTALL = {
+  pgbouncer:
+    'apt-get install pgbouncer (Debian, Ubuntu), dnf install pgbouncer (Fedora), brew install pgbouncer (macOS)',
+  haproxy:
+    'apt-get install haproxy (Debian, Ubuntu), dnf install haproxy (Fedora), brew install haproxy (macOS)',
+};
+/** How much of a child's output is kept in memory (all of it goes to its log file). */
+const TAIL_CHARS = 64 * 1024;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The path of an executable on PATH or in the sbin directories daemons are installed to; undefined if none. */
+function findExecutable(name) {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
+  for (const dir of dirs.filter(Boolean)) {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return join(dir, name);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Both programs, or an error saying which is missing and how to install it. */
+function requireTools() {
+  const found = { pgbouncer: findExecutable('pgbouncer'), haproxy: findExecutable('haproxy') };
+  const missing = Object.keys(found).filter((name) => !found[name]);
+  if (missing.length)
+    throw new Error(
+      missing
+        .map((name) => `${name} is not installed (needed by npm run cluster): ${INSTALL[name]}`)
+        .join('\n'),
+    );
+  return found;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** A daemon or instance: its output appended to `logFile` (and the end of it kept), its exit a promise. */
+function launch(name, command, args, { env, logFile, detached = true }) {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: a Ctrl-C in the terminal reaches the cluster alone, which stops each in order.
+    detached,
+  });
+  const log = createWriteStream(logFile, { flags: 'a' });
+  let tail = '';
+  const keep = (chunk) => {
+    log.write(chunk);
+    tail = (tail + chunk.toString()).slice(-TAIL_CHARS);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  // `close`, not `exit`: its output has been read to the end by then.
+  const exited = new Promise((resolve) =>
+    child.once('close', (code, signal) => {
+      log.end();
+      resolve(code ?? (signal ? `${signal}` : null));
+    }),
+  );
+  return {
+    name,
+    child,
+    exited,
+    output: () => tail,
+    running: () => child.exitCode === null && child.signalCode === null,
+  };
+}
+
+/** Asks HAProxy's runtime API (its stats socket) one command; answers its text. */
+function haproxyCommand(socketPath, command) {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = connect(socketPath, () => socket.end(`${command}\n`));
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+/** `show stat` as one object per server of the backend: status (UP, DOWN...), retries, redispatches, answers. */
+async function backendStats(socketPath) {
+  const [header, ...rows] = (await haproxyCommand(socketPath, 'show stat')).trim().split('\n');
+  const columns = header.replace(/^# /, '').split(',');
+  return rows
+    .map((row) => Object.fromEntries(row.split(',').map((value, i) => [columns[i], value])))
+    .filter((row) => row.pxname === 'instances' && row.svname !== 'BACKEND')
+    .map((row) => ({
+      name: row.svname,
+      status: row.status,
+      requests: Number(row.stot || 0),
+      retries: Number(row.wretr || 0),
+      redispatches: Number(row.wredis || 0),
+      connectionErrors: Number(row.econ || 0),
+      responseErrors: Number(row.eresp || 0),
+      http5xx: Number(row.hrsp_5xx || 0),
+    }));
+}
+
+async function query(url, sql) {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function withDatabase(url, database) {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+/** PgBouncer in transaction mode, for the one database; trust (or md5 with the URL's password) on 127.0.0.1 only. */
+function pgbouncerConfig({ dir, port, server, database }) {
+  const password = decodeURIComponent(server.password);
+  return {
+    ini: [
+      '[databases]',
+      `${database} = host=${server.hostname} port=${server.port || 5432} dbname=${database}`,
+      '',
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      `auth_type = ${password ? 'md5' : 'trust'}`,
+      `auth_file = ${join(dir, 'userlist.txt')}`,
+      // A server connection is a client's for one transaction only: what makes the pool small.
+      'pool_mode = transaction',
+      // Server connections per database and user: above what the instances run at once, below max_connections.
+      'default_pool_size = 20',
+      'max_client_conn = 1000',
+      // A transaction waiting longer for a server connection fails instead of holding its request.
+      'query_wait_timeout = 15',
+      // Transaction mode runs no reset between clients (a session's state is not the service's to keep).
+      'server_reset_query =',
+      `logfile = ${join(dir, 'pgbouncer.log')}`,
+      `pidfile = ${join(dir, 'pgbouncer.pid')}`,
+      '',
+    ].join('\n'),
+    users: `"${decodeURIComponent(server.username)}" "${password.replace(/"/g, '""')}"\n`,
+  };
+}
+
+/** HAProxy in front of the instances (docs/operations.md says why each setting). */
+function haproxyConfig({ dir, port, instances }) {
+  return [
+    'global',
+    '  maxconn 4096',
+    `  stats socket ${join(dir, 'haproxy.sock')} mode 600 level admin`,
+    '  log stdout format raw local0 info',
+    '',
+    'defaults',
+    '  mode http',
+    '  log global',
+    '  option httplog',
+    '  option dontlognull',
+    '  timeout connect 2s',
+    '  timeout client 65s',
+    '  timeout server 65s',
+    '  timeout http-request 10s',
+    '  timeout http-keep-alive 10s',
+    '  timeout queue 10s',
+    '  retries 3',
+    '  option redispatch 1',
+    '  retry-on conn-failure empty-response',
+    '',
+    'frontend vault',
+    `  bind 127.0.0.1:${port}`,
+    '  option forwardfor',
+    '  default_backend instances',
+    '',
+    'backend instances',
+    '  balance roundrobin',
+    '  option httpchk',
+    '  http-check send meth GET uri /health/ready',
+    '  http-check expect status 200',
+    '  default-server inter 1s fastinter 250ms downinter 1s fall 2 rise 2',
+    ...instances.map((instance) => `  server ${instance.name} 127.0.0.1:${instance.port} check`),
+    '',
+  ].join('\n');
+}
+
+/**
+ * PgBouncer refuses to run as root: then it runs as `postgres` (or `nobody`), which is given `paths` (its
+ * directory and files). Answers the arguments that make it switch user.
+ */
+function dropRoot(paths) {
+  if (process.getuid?.() !== 0) return [];
+  for (const user of ['postgres', 'nobody']) {
+    const id = (flag) => Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout.trim());
+    const uid = id('-u');
+    if (!Number.isInteger(uid) || uid <= 0) continue;
+    for (const path of paths) chownSync(path, uid, id('-g'));
+    return ['-u', user];
+  }
+  throw new Error('PgBouncer does not run as root, and neither a postgres nor a nobody user was found');
+}
+
+/**
+ * Starts the cluster and answers it once every instance is ready and HAProxy sends to all of them.
+ * Options: instances (2), serverUrl (the PostgreSQL server, default DATABASE_URL or the local one),
+ * databasePrefix ('vault_cluster'), env (more settings for every instance), logLevel ('info'),
+ * keepDatabase, keepLogs, build (true: build dist/ when stale), log (a line printer, silent by default).
+ */
+async function startCluster(options = {}) {
+  const tools = requireTools();
+  const log = options.log ?? (() => undefined);
+  if (options.build !== false) buildIfStale('dist/main.js', 'the cluster');
+  const dir = mkdtempSync(join(tmpdir(), 'vault-cluster-'));
+  const server = new URL(options.serverUrl ?? process.env.DATABASE_URL ?? DEFAULT_SERVER_URL);
+  const database = `${options.databasePrefix ?? 'vault_cluster'}_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const directUrl = withDatabase(server.toString(), database);
+  const daemons = [];
+  const instances = [];
+  let created = false;
+  let stopped;
+
+  const stop = () =>
+    (stopped ??= (async () => {
+      const codes = await Promise.all(instances.map((instance) => instance.stop()));
+      for (const daemon of daemons.reverse()) {
+        if (daemon.running()) daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+      if (created && !options.keepDatabase)
+        await query(server.toString(), `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch((error) =>
+          log(`could not drop the database ${database}: ${error.message}`),
+        );
+      if (!options.keepLogs) rmSync(dir, { recursive: true, force: true });
+      process.removeListener('exit', killAll);
+      return codes;
+    })());
+  // Should this process end without stopping the cluster, nothing it started outlives it.
+  const killAll = () =>
+    [...daemons, ...instances.map((i) => i.process)].forEach((p) => p?.running() && p.child.kill('SIGKILL'));
+  process.once('exit', killAll);
+
+  try {
+    await query(server.toString(), `CREATE DATABASE "${database}"`);
+    created = true;
+    const pgbouncerPort = await freePort();
+    const pool = pgbouncerConfig({ dir, port: pgbouncerPort, server, database });
+    writeFileSync(join(dir, 'pgbouncer.ini'), pool.ini);
+    writeFileSync(join(dir, 'userlist.txt'), pool.users, { mode: 0o600 });
+    const asUser = dropRoot([dir, join(dir, 'pgbouncer.ini'), join(dir, 'userlist.txt')]);
+    const pooledUrl = new URL(directUrl);
+    pooledUrl.hostname = '127.0.0.1';
+    pooledUrl.port = String(pgbouncerPort);
+    /** Launches PgBouncer (in `daemons` at `at`) and waits until it answers a query through the pool. */
+    const startPgbouncer = async (at) => {
+      const proc = launch('pgbouncer', tools.pgbouncer, [...asUser, join(dir, 'pgbouncer.ini')], {
+        logFile: join(dir, 'pgbouncer.out'),
+      });
+      daemons[at] = proc;
+      await waitFor(
+        async () => {
+          if (!proc.running()) throw new Error(`pgbouncer exited:\n${proc.output()}`);
+          return query(pooledUrl.toString(), 'SELECT 1').then(
+            () => true,
+            () => false,
+          );
+        },
+        10_000,
+        'PgBouncer to accept connections',
+      );
+      return proc;
+    };
+    let pgbouncer = await startPgbouncer(daemons.length);
+
+    const balancerPort = options.port ?? (await freePort());
+    const url = `http://127.0.0.1:${balancerPort}`;
+    const keys = options.env?.ENCRYPTION_KEYS ?? `v1:${randomBytes(32).toString('base64')}`;
+    for (let n = 1; n <= (options.instances ?? 2); n++) {
+      const port = await freePort();
+      const env = {
+        DATABASE_URL: pooledUrl.toString(),
+        // LISTEN needs a session: the one connection that bypasses PgBouncer.
+        DATABASE_LISTEN_URL: directUrl,
+        DB_PREPARED_STATEMENTS: 'false',
+        PORT: String(port),
+        PUBLIC_BASE_URL: url,
+        BOOTSTRAP: 'true',
+        LOG_LEVEL: options.logLevel ?? 'info',
+        ...options.env,
+        ENCRYPTION_KEYS: keys,
+      };
+      instances.push(instanceOf(`i${n}`, port, env, dir, () => socketPath));
+    }
+    const socketPath = join(dir, 'haproxy.sock');
+    writeFileSync(join(dir, 'haproxy.cfg'), haproxyConfig({ dir, port: balancerPort, instances }));
+    const checked = spawnSync(tools.haproxy, ['-c', '-q', '-f', join(dir, 'haproxy.cfg')], {
+      encoding: 'utf8',
+    });
+    if (checked.status !== 0)
+      throw new Error(`haproxy refuses its configuration:\n${checked.stderr}${checked.stdout}`);
+
+    // Together: migrations and the first tenant are each made once, under an advisory lock.
+    await Promise.all(instances.map((instance) => instance.start({ balanced: false })));
+    const haproxy = launch('haproxy', tools.haproxy, ['-db', '-f', join(dir, 'haproxy.cfg')], {
+      logFile: join(dir, 'haproxy.log'),
+    });
+    daemons.push(haproxy);
+    await waitFor(
+      async () => {
+        if (!haproxy.running()) throw new Error(`haproxy exited:\n${haproxy.output()}`);
+        const stats = await backendStats(socketPath).catch(() => []);
+        return stats.length === instances.length && stats.every((s) => s.status === 'UP');
+      },
+      20_000,
+      'HAProxy to see every instance ready',
+    );
+    const managementKey = instances
+      .map((instance) => /(key_mgt_[0-9A-Za-z]+)/.exec(instance.output())?.[1])
+      .find(Boolean);
+    return {
+      url,
+      database,
+      databaseUrl: pooledUrl.toString(),
+      directUrl,
+      encryptionKeys: keys,
+      managementKey,
+      dir,
+      pgbouncer: {
+        port: pgbouncerPort,
+        get pid() {
+          return pgbouncer.child.pid;
+        },
+        /** SIGTERM (PgBouncer's immediate shutdown: its connections are cut), its exit, a start on the same port. */
+        async restart() {
+          const started = Date.now();
+          if (pgbouncer.running()) pgbouncer.child.kill('SIGTERM');
+          await pgbouncer.exited;
+          const stopMs = Date.now() - started;
+          pgbouncer = await startPgbouncer(daemons.indexOf(pgbouncer));
+          return { stopMs, readyMs: Date.now() - started - stopMs };
+        },
+      },
+      haproxy: { port: balancerPort, pid: haproxy.child.pid },
+      instances,
+      stats: () => backendStats(socketPath),
+      stop,
+    };
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** One instance of the service: started, stopped (SIGTERM, its exit awaited) and restarted on its port. */
+function instanceOf(name, port, env, dir, socketPath) {
+  const instance = {
+    name,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    process: undefined,
+    get pid() {
+      return instance.process?.child.pid;
+    },
+    output: () => instance.process?.output() ?? '',
+    /** Starts it and waits until it is ready, and (`balanced`, the default) until HAProxy sends to it again. */
+    async start({ balanced = true } = {}) {
+      if (instance.process?.running()) throw new Error(`${name} is running`);
+      const started = Date.now();
+      const proc = launch(name, process.execPath, [join(ROOT, 'dist', 'main.js')], {
+        env,
+        logFile: join(dir, `${name}.log`),
+      });
+      instance.process = proc;
+      await waitFor(
+        async () => {
+          if (!proc.running()) throw new Error(`${name} exited while starting:\n${proc.output()}`);
+          return fetch(`${instance.url}/health/ready`).then(
+            (res) => res.status === 200,
+            () => false,
+          );
+        },
+        120_000,
+        `${name} to be ready`,
+      );
+      const readyMs = Date.now() - started;
+      if (balanced)
+        await waitFor(
+          async () => (await backendStats(socketPath())).find((s) => s.name === name)?.status === 'UP',
+          20_000,
+          `HAProxy to send to ${name} again`,
+        );
+      return { readyMs, balancedMs: Date.now() - started };
+    },
+    /** SIGTERM, then its exit (its shutdown: docs/operations.md); answers its exit code and how long it took. */
+    async stop() {
+      const proc = instance.process;
+      if (!proc) return { code: undefined, stopMs: 0, shutdown: [] };
+      const started = Date.now();
+      if (proc.running()) proc.child.kill('SIGTERM');
+      const code = await proc.exited;
+      const shutdown = proc
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('shutdown:'));
+      return { code, stopMs: Date.now() - started, shutdown };
+    },
+    /** Stop then start; answers the exit code and the durations of each part. */
+    async restart() {
+      const stopped = await instance.stop();
+      const started = await instance.start();
+      return { ...stopped, ...started };
+    },
+  };
+  return instance;
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const value = (flag) => {
+    const at = args.indexOf(flag);
+    return at === -1 ? undefined : args[at + 1];
+  };
+  if (args.includes('--help')) {
+    process.stdout.write(
+      'Usage: npm run cluster [-- --instances N] [--port P] [--keep-database] [--keep-logs]\n' +
+        'PgBouncer (transaction mode), N instances of the service (2) and HAProxy in front of them.\n' +
+        'DATABASE_URL names the PostgreSQL server to create a database on (default the local one).\n',
+    );
+    return;
+  }
+  const say = (line) => process.stdout.write(`${line}\n`);
+  say('Starting PgBouncer, the service instances and HAProxy...');
+  let cluster;
+  try {
+    cluster = await startCluster({
+      instances: Number(value('--instances') ?? 2),
+      port: value('--port') ? Number(value('--port')) : undefined,
+      keepDatabase: args.includes('--keep-database'),
+      keepLogs: args.includes('--keep-logs'),
+      log: say,
+    });
+  } catch (error) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+  const pad = (label) => label.padEnd(16);
+  say('');
+  say(`${pad('balancer')}${cluster.url}  (HAProxy, checks /health/ready every second)`);
+  for (const instance of cluster.instances)
+    say(`${pad(`instance ${instance.name}`)}${instance.url}  (pid ${instance.pid})`);
+  say(`${pad('pgbouncer')}${cluster.databaseUrl}  (transaction mode)`);
+  say(`${pad('postgresql')}${cluster.directUrl}  (direct: change notifications)`);
+  say(`${pad('logs')}${cluster.dir}`);
+  if (cluster.managementKey) say(`${pad('management key')}${cluster.managementKey}`);
+  say('');
+  say('Ctrl-C stops everything (the instances first, each draining its requests).');
+  let stopping = false;
+  const onSignal = async () => {
+    if (stopping) return;
+    stopping = true;
+    say('\nStopping...');
+    const codes = await cluster.stop();
+    say(`instances exited ${codes.map((c, i) => `${cluster.instances[i].name}: ${c.code}`).join(', ')}`);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void onSignal());
+  process.on('SIGTERM', () => void onSignal());
+}
+
+module.exports = { startCluster, requireTools };
+
+if (require.main === module) void main();
