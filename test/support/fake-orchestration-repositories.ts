@@ -230,6 +230,13 @@ export class FakeRefunds {
     return Promise.resolve(this.view(row));
   }
 
+  find(tenantId: string, transactionId: string, id: string): Promise<RefundRow | undefined> {
+    const row = this.rows.find(
+      (r) => r.tenant_id === tenantId && r.transaction_id === transactionId && r.id === id,
+    );
+    return Promise.resolve(row ? this.view(row) : undefined);
+  }
+
   findStuck(stuckBefore: Date, limit: number): Promise<RefundRow[]> {
     const stuck = this.rows.filter((r) => r.status === 'processing' && r.updated_at <= stuckBefore);
     return Promise.resolve(stuck.slice(0, limit).map((r) => this.view(r)));

@@ -127,6 +127,27 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
       expect(s.uow.committed).toHaveLength(changes);
     });
 
+    it('capture and refund pin their resource; a retry after the request died answers it as it stands, no 409, no second call', async () => {
+      const s = setup();
+      const tx = await s.creation.create(origin(), body());
+      const c = claim();
+      const captured = await s.service.capture(origin(TENANT, c), tx.id);
+      expect(c.pin.mock.calls.map((call) => call[1])).toEqual([tx.id]);
+      // The answer was never recorded (the request died): its retry takes the stale claim over.
+      s.processor.capture.mockClear();
+      const again = await s.service.capture(origin(TENANT, claim(tx.id)), tx.id);
+      expect(again).toEqual(captured);
+      expect(s.processor.capture).not.toHaveBeenCalled();
+
+      const r = claim();
+      const refund = await s.service.refund(origin(TENANT, r), tx.id, 200);
+      expect(r.pin.mock.calls.map((call) => call[1])).toEqual([refund.id]);
+      s.processor.refund.mockClear();
+      expect(await s.service.refund(origin(TENANT, claim(refund.id)), tx.id, 200)).toEqual(refund);
+      expect(s.processor.refund).not.toHaveBeenCalled();
+      expect(s.refunds.rows).toHaveLength(1);
+    });
+
     it('a pin refused (a retry took the claim over) rolls the insert back and calls no vendor', async () => {
       const s = setup();
       const c = claim();

@@ -54,6 +54,7 @@ export class TransactionsService {
 
   async capture(origin: RequestOrigin, id: string, amount?: number): Promise<TransactionDto> {
     const who = origin.actor;
+    if (this.resumes(origin, id)) return this.queries.get(who, id);
     const connection = await this.connectionOf(who, id, 'capture');
     const { row, captureAmount } = await this.work.transaction(partOf(origin), async (change) => {
       const row = await this.claim(change, who, id, 'capture');
@@ -70,6 +71,8 @@ export class TransactionsService {
           `${connection.formula.id} does not support partial capture`,
         );
       await this.begin(change, row, { kind: 'begin', operation: 'capture', amount: captureAmount });
+      // Commits with the operation: a retry after this request died answers the transaction as it stands.
+      await change.pinResource(id);
       return { row, captureAmount };
     });
     const result = await this.call(() =>
@@ -90,6 +93,7 @@ export class TransactionsService {
 
   async void(origin: RequestOrigin, id: string): Promise<TransactionDto> {
     const who = origin.actor;
+    if (this.resumes(origin, id)) return this.queries.get(who, id);
     const connection = await this.connectionOf(who, id, 'void');
     const row = await this.work.transaction(partOf(origin), async (change) => {
       const row = await this.claim(change, who, id, 'void');
@@ -99,6 +103,7 @@ export class TransactionsService {
           `${connection.formula.id} does not support voiding an authorization.`,
         );
       await this.begin(change, row, { kind: 'begin', operation: 'void', amount: null });
+      await change.pinResource(id);
       return row;
     });
     const result = await this.call(() =>
@@ -110,6 +115,12 @@ export class TransactionsService {
 
   async refund(origin: RequestOrigin, id: string, amount?: number): Promise<RefundDto> {
     const who = origin.actor;
+    // A retry of this very request after it died having recorded its refund: that refund, as it stands.
+    const resumed = origin.idempotency?.resumed;
+    if (resumed) {
+      const earlier = await this.refunds.find(who.tenantId, id, resumed);
+      if (earlier) return refundDto(earlier);
+    }
     const connection = await this.connectionOf(who, id, 'refund');
     const { row, refund } = await this.work.transaction(partOf(origin), async (change) => {
       const row = await this.claim(change, who, id, 'refund');
@@ -144,6 +155,7 @@ export class TransactionsService {
         currency: row.currency,
         createdAt: this.clock.now(),
       });
+      await change.pinResource(refund.id);
       return { row, refund };
     });
     const result = await this.call(() =>
@@ -272,5 +284,14 @@ export class TransactionsService {
   /** The token if the caller may use it; absent, expired or out of the caller's reach: undefined. */
   private usableToken(who: Principal, id: string): Promise<UsableToken | undefined> {
     return this.tokens.loadForUse(who, id);
+  }
+
+  /**
+   * A retry of this very request (same idempotency key and body) whose earlier run died after it began
+   * the operation on this transaction: the vendor may have acted, so the transaction as it stands is the
+   * answer (settlement finishes a pending operation), never a second operation or a 409.
+   */
+  private resumes(origin: RequestOrigin, id: string): boolean {
+    return origin.idempotency?.resumed === id;
   }
 }
