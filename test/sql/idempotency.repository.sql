@@ -41,7 +41,8 @@ UPDATE idempotency_records
 
 -- IdempotencyRepository.release
 WITH released AS (
-    DELETE FROM idempotency_records WHERE tenant_id = $1 AND scope = $2 AND key_digest = $3 AND claim_id = $4 AND resource_id IS NULL)
+    DELETE FROM idempotency_records
+     WHERE tenant_id = $1 AND scope = $2 AND key_digest = $3 AND claim_id = $4 AND resource_id IS NULL AND state = 'processing')
   UPDATE idempotency_records SET claimed_until = $5
    WHERE tenant_id = $1 AND scope = $2 AND key_digest = $3 AND claim_id = $4 AND resource_id IS NOT NULL AND state = 'processing';
 

@@ -213,13 +213,16 @@ export class IdempotencyRepository {
   /**
    * Gives the key back while `claimId` still holds it: the record is deleted, unless it pinned a
    * resource (that exists whatever the outcome): then the claim only ends, and the next request with
-   * the key takes it over at once and answers the resource.
+   * the key takes it over at once and answers the resource. A record already completed is kept: its
+   * write committed with it although the request failed after (an answer lost with its connection), so
+   * a retry replays that outcome instead of writing again.
    */
   @GenerateSql({ params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_NOW] })
   async release(key: RecordKey, claimId: string, now: Date): Promise<void> {
     await this.dataSource.query(
       `WITH released AS (
-         DELETE FROM idempotency_records WHERE ${PK} AND claim_id = $4 AND resource_id IS NULL)
+         DELETE FROM idempotency_records
+          WHERE ${PK} AND claim_id = $4 AND resource_id IS NULL AND state = 'processing')
        UPDATE idempotency_records SET claimed_until = $5
         WHERE ${PK} AND claim_id = $4 AND resource_id IS NOT NULL AND state = 'processing'`,
       [key.tenantId, key.scope, key.keyDigest, claimId, now],
