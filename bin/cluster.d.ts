@@ -31,6 +31,8 @@ export interface ServerStats {
   connectionErrors: number;
   responseErrors: number;
   http5xx: number;
+  /** Requests (sessions) it is handling now (`scur`). */
+  current: number;
 }
 
 export interface Stopped {
@@ -59,6 +61,8 @@ export interface ClusterInstance {
   stop(): Promise<Stopped>;
   /** SIGTERM, its exit, a new start, until HAProxy sends to it again. */
   restart(): Promise<Stopped & Started>;
+  /** SIGKILL (a crash: nothing drains), and its exit. */
+  kill(): Promise<void>;
 }
 
 export interface Cluster {
@@ -80,7 +84,12 @@ export interface Cluster {
     /** SIGTERM (its immediate shutdown: every connection through it is cut), its exit, a start on the same port. */
     restart(): Promise<{ stopMs: number; readyMs: number }>;
   };
-  haproxy: { port: number; pid: number | undefined };
+  haproxy: {
+    port: number;
+    pid: number | undefined;
+    /** One command to HAProxy's runtime API (`disable server instances/i2`); answers its text. */
+    command(command: string): Promise<string>;
+  };
   instances: ClusterInstance[];
   /** HAProxy's counters per instance. */
   stats(): Promise<ServerStats[]>;

@@ -3,8 +3,8 @@
 /*
  * `npm run cluster`: the production topology on one machine (docs/operations.md, "A cluster"): PgBouncer
  * in transaction mode in front of PostgreSQL, two instances of the service (`node dist/main.js`, built
- * first when stale) and HAProxy in front of them, health-checking `/health/ready` and retrying a refused
- * connection on the other instance. A database of its own is created on the PostgreSQL server of
+ * first when stale) and HAProxy in front of them, health-checking `/health/ready` and retrying only a
+ * connection that failed before the request reached an instance (never a request an instance may have acted on). A database of its own is created on the PostgreSQL server of
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) and dropped at the end. Ctrl-C stops
  * everything. Tests and the soak use the same code: `startCluster()` (types in cluster.d.ts).
  */
@@ -145,6 +145,7 @@ async function backendStats(socketPath) {
       connectionErrors: Number(row.econ || 0),
       responseErrors: Number(row.eresp || 0),
       http5xx: Number(row.hrsp_5xx || 0),
+      current: Number(row.scur || 0),
     }));
 }
 
@@ -216,7 +217,9 @@ function haproxyConfig({ dir, port, instances }) {
     '  timeout queue 10s',
     '  retries 3',
     '  option redispatch 1',
-    '  retry-on conn-failure empty-response',
+    // Only a connection that failed before any byte of the request reached an instance is sent again:
+    // never one an instance may have acted on (no empty-response, response-timeout or status retries).
+    '  retry-on conn-failure',
     '',
     'frontend vault',
     `  bind 127.0.0.1:${port}`,
@@ -334,6 +337,8 @@ async function startCluster(options = {}) {
         PORT: String(port),
         PUBLIC_BASE_URL: url,
         BOOTSTRAP: 'true',
+        // HAProxy adds X-Forwarded-For: the failure limiter and the public tokenize limit count clients.
+        TRUST_PROXY: '127.0.0.1',
         LOG_LEVEL: options.logLevel ?? 'info',
         ...options.env,
         ENCRYPTION_KEYS: keys,
@@ -389,7 +394,12 @@ async function startCluster(options = {}) {
           return { stopMs, readyMs: Date.now() - started - stopMs };
         },
       },
-      haproxy: { port: balancerPort, pid: haproxy.child.pid },
+      haproxy: {
+        port: balancerPort,
+        pid: haproxy.child.pid,
+        /** One command to HAProxy's runtime API (`disable server instances/i2`); answers its text. */
+        command: (command) => haproxyCommand(socketPath, command),
+      },
       instances,
       stats: () => backendStats(socketPath),
       stop,
@@ -452,6 +462,12 @@ function instanceOf(name, port, env, dir, socketPath) {
         .split('\n')
         .filter((line) => line.startsWith('shutdown:'));
       return { code, stopMs: Date.now() - started, shutdown };
+    },
+    /** SIGKILL (a crash: nothing drains), and its exit. */
+    async kill() {
+      const proc = instance.process;
+      if (proc?.running()) proc.child.kill('SIGKILL');
+      await proc?.exited;
     },
     /** Stop then start; answers the exit code and the durations of each part. */
     async restart() {

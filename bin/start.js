@@ -6,4 +6,8 @@
  */
 const { buildIfStale } = require('./build-if-stale');
 
+// One process, no balancer in front of it: Ctrl-C need not wait for a health check to notice
+// (SHUTDOWN_DRAIN_DELAY_MS, docs/operations.md "Stopping").
+process.env.SHUTDOWN_DRAIN_DELAY_MS ??= '0';
+
 require(buildIfStale('dist/main.js', 'the server'));

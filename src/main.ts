@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     server: app.getHttpServer(),
     state: app.get(ShutdownState),
     graceMs: config.SHUTDOWN_GRACE_MS,
+    drainDelayMs: config.SHUTDOWN_DRAIN_DELAY_MS,
     close: () => app.close(),
     log: (line) => out.write(`${line}\n`),
   });

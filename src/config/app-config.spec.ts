@@ -17,6 +17,7 @@ describe('loadConfig', () => {
       DB_PREPARED_STATEMENTS: true,
       CARD_ENUMERATION_LIMIT: 10,
       SHUTDOWN_GRACE_MS: 25_000,
+      SHUTDOWN_DRAIN_DELAY_MS: 3_000,
     });
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
@@ -38,6 +39,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ METRICS_ENABLED: 'true' }).METRICS_ENABLED).toBe(true);
     expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);
     expect(loadConfig({ SHUTDOWN_GRACE_MS: '0' }).SHUTDOWN_GRACE_MS).toBe(0);
+    expect(loadConfig({ SHUTDOWN_DRAIN_DELAY_MS: '0' }).SHUTDOWN_DRAIN_DELAY_MS).toBe(0);
     expect(loadConfig({ DATABASE_LISTEN_URL: 'postgres://u@h:5432/db' }).DATABASE_LISTEN_URL).toBe(
       'postgres://u@h:5432/db',
     );
@@ -66,6 +68,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://localhost/x'],
     ['DATABASE_LISTEN_URL', 'http://localhost/x'],
     ['SHUTDOWN_GRACE_MS', '-1'],
+    ['SHUTDOWN_DRAIN_DELAY_MS', '-1'],
+    ['SHUTDOWN_DRAIN_DELAY_MS', '61000'],
     ['LOG_LEVEL', 'loud'],
     ['BOOTSTRAP', 'maybe'],
     ['ENCRYPTION_KEYS', 'v1:short'],

@@ -286,6 +286,18 @@ export class AppConfig {
   @Max(600_000)
   SHUTDOWN_GRACE_MS = 25_000;
 
+  /**
+   * How long a stopping server goes on accepting and serving, not ready, before it closes its listening
+   * socket: long enough for a balancer's health check to take it out of rotation (the shipped HAProxy
+   * checks every second, `fall 2`), so that no connection is refused or reset in its accept queue and no
+   * request needs re-sending. Counted within SHUTDOWN_GRACE_MS; `npm start` sets 0 when unset.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  SHUTDOWN_DRAIN_DELAY_MS = 3_000;
+
   /** Not from the environment: what this process is (the CLI sets `cli`), recorded in the embedded lock. */
   role: 'server' | 'cli' = 'server';
 

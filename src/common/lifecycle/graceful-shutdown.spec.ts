@@ -10,7 +10,8 @@ async function server(): Promise<{ server: Server; port: number; release: () => 
   const s = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = req.url!.split('?')[0];
     if (path === '/slow') waiting.push(res);
-    else if (path !== '/hang') res.end('fast');
+    // Answered a tick later, as the application's handlers do (the shutdown's own listener runs after).
+    else if (path !== '/hang') setImmediate(() => res.end('fast'));
   });
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   const release = () => waiting.splice(0).forEach((res) => res.end('slow'));
@@ -85,6 +86,53 @@ describe('GracefulShutdown', () => {
     ]);
     expect(lines[4]).toMatch(/^shutdown: closed after \d+ ms$/);
     expect(lines).toHaveLength(5);
+  });
+
+  it('with a drain delay, goes on accepting and serving, not ready, before it closes its listener', async () => {
+    const { server: s, port } = await server();
+    const { state, lines, options } = setup(10_000);
+    const shutdown = new GracefulShutdown({ server: s, ...options, drainDelayMs: 400 });
+    const agent = new Agent({ keepAlive: true });
+    expect((await request(port, '/fast', agent)).connection).toBe('keep-alive');
+    const [idle] = Object.values(agent.freeSockets).flat();
+    let idleClosedAt: number | undefined;
+    idle!.once('close', () => (idleClosedAt = Date.now()));
+
+    const startedAt = Date.now();
+    const done = shutdown.run('SIGTERM');
+    expect(state.ready).toBe(false);
+    // A new connection during the delay is accepted and answered, and told that it ends with the answer;
+    // a keep-alive connection a balancer already holds still carries a request.
+    expect(await request(port, '/fast')).toEqual({ status: 200, connection: 'close', body: 'fast' });
+    expect(await refused(port)).toBe('connected');
+    expect(idleClosedAt).toBeUndefined();
+    expect(await request(port, '/fast', agent)).toEqual({ status: 200, connection: 'close', body: 'fast' });
+    expect(lines[0]).toBe('shutdown: SIGTERM: not ready, serving for 400 ms more');
+    expect(await done).toBe(0);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(390);
+    expect(await refused(port)).toBe('ECONNREFUSED');
+    expect(lines).toContain('shutdown: draining 0 requests, no new connections (grace 10000 ms)');
+    agent.destroy();
+  });
+
+  it('a second signal during the drain delay cuts it short', async () => {
+    const { server: s, port } = await server();
+    const { lines, close, options } = setup(60_000);
+    const shutdown = new GracefulShutdown({ server: s, ...options, drainDelayMs: 30_000 });
+    const before = process.listeners('SIGUSR2');
+    const exited = new Promise<number>((resolve) => shutdown.listen(resolve, ['SIGUSR2']));
+    try {
+      process.emit('SIGUSR2', 'SIGUSR2');
+      await tick(20);
+      process.emit('SIGUSR2', 'SIGUSR2');
+      expect(await exited).toBe(1);
+      expect(lines.at(-1)).toBe('shutdown: second SIGUSR2: cut 0 requests');
+      expect(close).not.toHaveBeenCalled();
+      expect(await refused(port)).toBe('ECONNREFUSED');
+    } finally {
+      for (const listener of process.listeners('SIGUSR2'))
+        if (!before.includes(listener)) process.removeListener('SIGUSR2', listener);
+    }
   });
 
   it('closes idle keep-alive connections at once', async () => {

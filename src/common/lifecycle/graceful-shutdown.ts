@@ -7,6 +7,11 @@ export interface GracefulShutdownOptions {
   state: ShutdownState;
   /** SHUTDOWN_GRACE_MS: from the signal to the end of the whole shutdown. */
   graceMs: number;
+  /**
+   * SHUTDOWN_DRAIN_DELAY_MS: how long it goes on accepting and serving, not ready, before its listening
+   * socket closes (at most the grace).
+   */
+  drainDelayMs?: number;
   /** Closes the application once requests and jobs are done: Nest's shutdown hooks, the database pool last. */
   close: () => Promise<void>;
   /** Writes one line for the operator. */
@@ -25,11 +30,14 @@ const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' 
 /**
  * The stop of a server process on SIGTERM or SIGINT, in phases, each logged in one line:
  *
- * 1. not ready: `GET /health/ready` answers 503 (liveness stays 200);
- * 2. draining: the listening socket closes (new connections are refused, so a balancer retries them
- *    elsewhere), answers carry `Connection: close` and idle keep-alive sockets are closed, while the
- *    requests in flight (proxy requests and vendor calls included) finish; at the same time the
- *    registered background work stops at a safe point (ShutdownState.stopWork);
+ * 1. not ready: `GET /health/ready` answers 503 (liveness stays 200); for the drain delay the server
+ *    goes on accepting and serving (each answer with `Connection: close`), so that a balancer's health
+ *    check takes it out of rotation before anything is refused: no connection is reset in its accept
+ *    queue, and no balancer has a reason to send a request twice;
+ * 2. draining: the listening socket closes, answers carry `Connection: close` and idle keep-alive
+ *    sockets are closed, while the requests in flight (proxy requests and vendor calls included)
+ *    finish; from the signal on, the registered background work stops at a safe point
+ *    (ShutdownState.stopWork);
  * 3. jobs stopped, requests finished (in either order);
  * 4. closed: the application closes (Nest's shutdown hooks: outbound clients, the listening connection,
  *    the database pool), and the process exits 0.
@@ -67,9 +75,37 @@ export class GracefulShutdown {
     const startedAt = (this.startedAt = Date.now());
     const { server, state, graceMs, log } = this.options;
     state.begin();
-    log(`shutdown: ${signal}: not ready`);
-
+    const delayMs = Math.min(this.options.drainDelayMs ?? 0, graceMs);
+    log(`shutdown: ${signal}: not ready${delayMs > 0 ? `, serving for ${delayMs} ms more` : ''}`);
     for (const res of this.inFlight.keys()) closeAfterAnswer(res);
+
+    let timer: NodeJS.Timeout | undefined;
+    const cut = new Promise<string>((resolve) => {
+      this.cutShort = resolve;
+      timer = setTimeout(() => resolve(`the grace of ${graceMs} ms ran out`), graceMs);
+    });
+    const releaseBy = startedAt + graceMs - Math.min(RELEASE_MARGIN_MS, graceMs / 4);
+    const jobs = state
+      .stopWork(releaseBy)
+      .then((accounts) => log(`shutdown: jobs stopped${accounts.length ? ` (${accounts.join('; ')})` : ''}`));
+
+    let pause: NodeJS.Timeout | undefined;
+    const early =
+      delayMs > 0
+        ? await Promise.race([
+            new Promise<undefined>((resolve) => (pause = setTimeout(() => resolve(undefined), delayMs))),
+            cut,
+          ])
+        : undefined;
+    clearTimeout(pause);
+    if (early !== undefined) {
+      clearTimeout(timer);
+      log(`shutdown: ${early}: ${this.whatIsCut(false)}`);
+      server.close();
+      server.closeAllConnections();
+      return 1;
+    }
+
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
@@ -77,10 +113,6 @@ export class GracefulShutdown {
       `shutdown: draining ${plural(this.inFlight.size, 'request')}, no new connections (grace ${graceMs} ms)`,
     );
 
-    const releaseBy = startedAt + graceMs - Math.min(RELEASE_MARGIN_MS, graceMs / 4);
-    const jobs = state
-      .stopWork(releaseBy)
-      .then((accounts) => log(`shutdown: jobs stopped${accounts.length ? ` (${accounts.join('; ')})` : ''}`));
     const requests = drained.then(() =>
       log(`shutdown: requests finished after ${Date.now() - startedAt} ms`),
     );
@@ -90,11 +122,6 @@ export class GracefulShutdown {
       await this.options.close();
     });
 
-    let timer: NodeJS.Timeout | undefined;
-    const cut = new Promise<string>((resolve) => {
-      this.cutShort = resolve;
-      timer = setTimeout(() => resolve(`the grace of ${graceMs} ms ran out`), graceMs);
-    });
     try {
       const reason = await Promise.race([done.then(() => undefined), cut]);
       if (reason === undefined) {

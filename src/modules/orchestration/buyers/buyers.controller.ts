@@ -111,9 +111,9 @@ export class BuyersController {
     @Body() body: StorePaymentMethodDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<StoredPaymentMethodDto> {
-    const { created, method } = await this.buyers.attach(origin, id, body);
-    if (!created) res.status(200);
-    return method;
+    return this.buyers.attach(origin, id, body, (created) => {
+      if (!created) res.status(200);
+    });
   }
 
   @Get(':id/payment-methods')

@@ -81,7 +81,8 @@ export class BuyersService {
   ) {}
 
   async create(origin: RequestOrigin, body: BuyerRequestDto): Promise<BuyerDto> {
-    return this.work.transaction(partOf(origin), async (change) => {
+    // One change, which stores the idempotent answer with the buyer (a retry after a crash answers it).
+    return this.work.transaction(origin, async (change) => {
       const row = await this.buyers.insert(
         change,
         origin.actor.tenantId,
@@ -110,7 +111,7 @@ export class BuyersService {
 
   async update(origin: RequestOrigin, id: string, body: BuyerRequestDto): Promise<BuyerDto> {
     try {
-      return await this.work.transaction(partOf(origin), async (change) => {
+      return await this.work.transaction(origin, async (change) => {
         const row = await this.buyers.update(
           change,
           origin.actor.tenantId,
@@ -137,21 +138,24 @@ export class BuyersService {
   }
 
   /**
-   * Stores a card token for the buyer: `created` false when the buyer already had it, or a card of the
-   * same fingerprint (the answer is that one). A token stored for another buyer is a 409.
+   * Stores a card token for the buyer and answers the stored card; `answered(false)` when the buyer
+   * already had it, or a card of the same fingerprint (the answer is that one), called inside the change
+   * so that the idempotent answer stored with it has the right status. A token stored for another buyer
+   * is a 409.
    */
   async attach(
     origin: RequestOrigin,
     buyerId: string,
     body: StorePaymentMethodDto,
-  ): Promise<{ created: boolean; method: StoredPaymentMethodDto }> {
+    answered: (created: boolean) => void = () => undefined,
+  ): Promise<StoredPaymentMethodDto> {
     const who = origin.actor;
     await this.found(who.tenantId, buyerId);
     const token = await this.tokens.usableRow(who, body.token);
     if (!token) throw ValidationException.field('token', 'no such token');
     if (token.type !== 'card') throw ValidationException.field('token', 'the token must be of type card');
     try {
-      return await this.work.transaction(partOf(origin), async (change) => {
+      return await this.work.transaction(origin, async (change) => {
         if (!(await this.tokens.comparable(who, token, change)))
           throw new CardEnumerationRefused(
             'Too many distinct card numbers sharing their first six and last four digits were compared with ' +
@@ -189,7 +193,8 @@ export class BuyersService {
             operation: 'update',
             message: 'Payment method stored',
           });
-        return { created, method: paymentMethodDto(row, now) };
+        answered(created);
+        return paymentMethodDto(row, now);
       });
     } catch (error) {
       if (error instanceof CardEnumerationRefused) await this.tokens.fingerprintRefused(who);

@@ -134,7 +134,8 @@ export class FlowRulesService implements OnModuleInit {
   async create(origin: RequestOrigin, action: FlowAction, body: FlowRuleRequestDto): Promise<FlowRuleDto> {
     const tenantId = origin.actor.tenantId;
     const values = await this.values(tenantId, action, body);
-    return this.work.transaction(partOf(origin), async (change) => {
+    // One change, which stores the idempotent answer with the rule (a retry after a crash answers it).
+    return this.work.transaction(origin, async (change) => {
       const { count } = await this.rules.lock(change, tenantId, action);
       if (count >= MAX_RULES)
         throw ValidationException.field('position', `an action holds at most ${MAX_RULES} rules`);
@@ -172,7 +173,7 @@ export class FlowRulesService implements OnModuleInit {
     if (!(await this.rules.find(tenantId, action, id))) throw OrchestrationException.ruleNotFound();
     if (body.position === undefined) throw ValidationException.field('position', 'position is required');
     const values = await this.values(tenantId, action, body);
-    return this.work.transaction(partOf(origin), async (change) => {
+    return this.work.transaction(origin, async (change) => {
       const { count, position } = await this.rules.lock(change, tenantId, action, id);
       if (position === undefined) throw OrchestrationException.ruleNotFound();
       const to = body.position!;
