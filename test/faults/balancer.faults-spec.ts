@@ -160,9 +160,9 @@ describe('the shipped balancer when an instance dies mid-vendor-call', () => {
       Number((await db!.query<{ n: string }>('SELECT count(*) AS n FROM transactions')).rows[0].n);
     const paymentsBefore = await payments();
     const first = await killMidVendorCall(() => ({}));
+    expect(first.vendorCalls).toEqual({ payment: 1, capture: 1, void: 1, refund: 1 });
     // The client learns nothing: the balancer answers 502 or closes the connection, and sends nothing on.
     expect(first.seen.filter((s) => typeof s.status === 'number' && s.status < 500)).toEqual([]);
-    expect(first.vendorCalls).toEqual({ payment: 1, capture: 1, void: 1, refund: 1 });
     // The three prepared payments and the one sent: none made twice.
     expect((await payments()) - paymentsBefore).toBe(4);
     const retries = (await cluster.stats()).reduce((sum, s) => sum + s.retries + s.redispatches, 0);
@@ -177,9 +177,9 @@ describe('the shipped balancer when an instance dies mid-vendor-call', () => {
       const [path, body] = second.paths[operation]();
       return [path, bodyOf(operation, body), withKey(operation)] as const;
     };
+    expect(second.vendorCalls).toEqual({ payment: 1, capture: 1, void: 1, refund: 1 });
     // The client learns nothing: the balancer answers 502 or closes the connection, and sends nothing on.
     expect(second.seen.filter((s) => typeof s.status === 'number' && s.status < 500)).toEqual([]);
-    expect(second.vendorCalls).toEqual({ payment: 1, capture: 1, void: 1, refund: 1 });
     // 409 while the dead instance's claims hold (CLAIM_TIMEOUT_MS, 60 s, a constant): rather than wait a
     // minute, the claims are moved into the past, as time would have it.
     const early = await call(key, 'POST', ...retryOf('payment'));
