@@ -241,8 +241,9 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
       const before = fake.posts(/^\/payments$/).length;
       const tx = await pay(ADYEN_CARDS.visa, extra);
       expect(tx.status).toBe('authorization_succeeded');
-      const { shopperInteraction, recurringProcessingModel, storePaymentMethod, paymentMethod } =
-        fake.posts(/^\/payments$/)[before].body as Tx;
+      const { shopperInteraction, recurringProcessingModel, storePaymentMethod, paymentMethod } = fake.posts(
+        /^\/payments$/,
+      )[before].body as Tx;
       return {
         tx,
         body: {
