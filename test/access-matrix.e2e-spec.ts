@@ -120,7 +120,7 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   createFlowRule: ['orchestration:flows:update'],
   updateFlowRule: ['orchestration:flows:update'],
   deleteFlowRule: ['orchestration:flows:update'],
-  evaluateFlow: ['orchestration:flows:read'],
+  evaluateFlow: ['orchestration:flows:read', 'token:use'],
   createBuyer: ['orchestration:buyers:create'],
   listBuyers: ['orchestration:buyers:read'],
   getBuyer: ['orchestration:buyers:read'],

@@ -236,6 +236,78 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
     expect(tx.scheme_transaction_id).toMatch(/^\d+$/);
   });
 
+  it('the first customer-initiated card_on_file or recurring payment is Ecommerce with its CVC; a merchant-initiated or later one is ContAuth without', async () => {
+    const sent = async (extra: Record<string, unknown>) => {
+      const before = fake.posts(/^\/payments$/).length;
+      const tx = await pay(ADYEN_CARDS.visa, extra);
+      expect(tx.status).toBe('authorization_succeeded');
+      const { shopperInteraction, recurringProcessingModel, storePaymentMethod, paymentMethod } = fake.posts(
+        /^\/payments$/,
+      )[before].body as Tx;
+      return {
+        tx,
+        body: {
+          shopperInteraction,
+          recurringProcessingModel,
+          storePaymentMethod,
+          cvc: paymentMethod.cvc,
+          networkPaymentReference: paymentMethod.networkPaymentReference,
+        },
+      };
+    };
+    // The buyer is there and gives the card: Ecommerce, with the CVC the token holds.
+    const onFile = await sent({ payment_source: 'card_on_file' });
+    expect(onFile.body).toEqual({
+      shopperInteraction: 'Ecommerce',
+      recurringProcessingModel: 'CardOnFile',
+      storePaymentMethod: undefined,
+      cvc: '737',
+      networkPaymentReference: undefined,
+    });
+    expect(onFile.tx.cvv_response_code).toBe('match');
+    const subscription = await sent({ payment_source: 'recurring' });
+    expect(subscription.body).toEqual({
+      shopperInteraction: 'Ecommerce',
+      recurringProcessingModel: 'Subscription',
+      storePaymentMethod: undefined,
+      cvc: '737',
+      networkPaymentReference: undefined,
+    });
+    // The renewals, started by the merchant: ContAuth, no CVC (although the new token still holds one),
+    // the first payment's scheme transaction id.
+    const renewal = await sent({
+      payment_source: 'recurring',
+      merchant_initiated: true,
+      is_subsequent_payment: true,
+      previous_scheme_transaction_id: subscription.tx.scheme_transaction_id,
+    });
+    expect(renewal.body).toEqual({
+      shopperInteraction: 'ContAuth',
+      recurringProcessingModel: 'Subscription',
+      storePaymentMethod: undefined,
+      cvc: undefined,
+      networkPaymentReference: subscription.tx.scheme_transaction_id,
+    });
+    expect(renewal.tx.cvv_response_code).toBe('not_provided');
+    const topUp = await sent({ payment_source: 'card_on_file', merchant_initiated: true });
+    expect(topUp.body).toMatchObject({
+      shopperInteraction: 'ContAuth',
+      recurringProcessingModel: 'UnscheduledCardOnFile',
+      cvc: undefined,
+    });
+    // A later payment the buyer makes with the card on file: ContAuth, no CVC.
+    const later = await sent({
+      payment_source: 'card_on_file',
+      is_subsequent_payment: true,
+      previous_scheme_transaction_id: onFile.tx.scheme_transaction_id,
+    });
+    expect(later.body).toMatchObject({
+      shopperInteraction: 'ContAuth',
+      recurringProcessingModel: 'CardOnFile',
+      cvc: undefined,
+    });
+  });
+
   it('capture (partial) answers capture_pending; the CAPTURE notification settles it; refunds likewise', async () => {
     const tx = await pay(ADYEN_CARDS.visa);
     fake.queued.length = 0;

@@ -574,6 +574,49 @@ describe('buyers and stored cards', () => {
       expect((await methods(buyer.id)).map((m) => m.id)).toEqual([token]);
     });
 
+    it("store: true writes the buyer's own audit row for the card stored (no card data); a duplicate or a decline writes none", async () => {
+      const buyerLogs = async (id: string) =>
+        (
+          await request(t.http)
+            .get('/logs')
+            .query({ entity_type: 'buyer', entity_id: id })
+            .set('BT-API-KEY', tenant.managementKey)
+            .expect(200)
+        ).body.data as { operation: string; message: string; entity_type: string; actor_id: string }[];
+      const stores = async (id: string) =>
+        (await buyerLogs(id)).filter((row) => row.message.startsWith('Payment method stored'));
+      const buyer = await newBuyer();
+      const number = luhnCard();
+      const token = await cardToken(number);
+      const paid = await pay({ buyer_id: buyer.id, token, store: true }).expect(201);
+      expect(paid.body.status).toBe('authorization_succeeded');
+      const [row, ...more] = await stores(buyer.id);
+      expect(more).toEqual([]);
+      expect(row).toMatchObject({
+        entity_type: 'buyer',
+        operation: 'update',
+        message: `Payment method stored by transaction ${paid.body.id}`,
+      });
+      const logged = JSON.stringify(await buyerLogs(buyer.id));
+      for (const secret of [number, '"123"']) expect(logged).not.toContain(secret);
+      // Another copy of the card: nothing stored, no row; a declined payment: none either.
+      await pay({ buyer_id: buyer.id, token: await cardToken(number), store: true }).expect(201);
+      const declined = await pay({
+        buyer_id: buyer.id,
+        token: await cardToken('4000000000000002'),
+        store: true,
+      }).expect(201);
+      expect(declined.body.status).toBe('authorization_declined');
+      expect(await stores(buyer.id)).toHaveLength(1);
+      // The transaction keeps its own rows.
+      const txLogs = await request(t.http)
+        .get('/logs')
+        .query({ entity_type: 'transaction', entity_id: paid.body.id })
+        .set('BT-API-KEY', tenant.managementKey)
+        .expect(200);
+      expect(txLogs.body.data.length).toBeGreaterThan(0);
+    });
+
     it('store: true with another copy of a stored card adds no duplicate and marks the stored one used', async () => {
       const buyer = await newBuyer();
       const number = luhnCard();

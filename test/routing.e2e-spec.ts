@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { FlowRulesService } from '../src/modules/orchestration/flows/flow-rules.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 
@@ -245,6 +246,33 @@ describe('routing rules', () => {
       expectProblem(unknown, 400);
       expect(Object.keys(unknown.body.errors).sort()).toEqual(['outcome.result[1]', 'outcome.result[2]']);
       expect((await rules().expect(200)).body).toEqual([]);
+    });
+
+    it('card_bin takes prefixes and ranges of 1 to 6 digits only: 7 or 8 are a 400 naming the condition, on create and update', async () => {
+      const bins = (value: string[]) => [
+        { name: 'currency', operator: 'is_one_of', value: ['USD'] },
+        { name: 'card_bin', operator: 'is_one_of', value },
+      ];
+      for (const value of [['4242424'], ['42424242'], ['4', '4000000-4999999'], ['42424200-42424299']]) {
+        const res = await createRule(route([stripe], bins(value)));
+        expectProblem(res, 400);
+        expect(Object.keys(res.body.errors)).toEqual(['conditions[1]']);
+        expect(res.body.errors['conditions[1]'].join(' ')).toContain('1 to 6 digits');
+        // The error names the condition; it never echoes the digits sent.
+        expect(JSON.stringify(res.body)).not.toContain(value.at(-1));
+      }
+      const kept = (await createRule(route([stripe], bins(['424242', '400000-499999']))).expect(201))
+        .body as Rule;
+      expect(kept.conditions).toEqual(bins(['424242', '400000-499999']));
+      const update = (value: string[]) =>
+        request(t.http)
+          .put(`${RULES}/route-transaction/rules/${kept.id}`)
+          .set('BT-API-KEY', key)
+          .send(route([stripe], bins(value), { position: 1 }));
+      expectField(await update(['42424242']), 400, 'conditions[1]');
+      expectField(await update(['4242420-4242429']), 400, 'conditions[1]');
+      expect((await update(['4-4']).expect(200)).body.conditions[1].value).toEqual(['4-4']);
+      await clear();
     });
 
     it('an unknown action or flow is a 404', async () => {
@@ -623,8 +651,116 @@ describe('routing rules', () => {
           permissions: ['orchestration:flows:read'],
         })
       ).key;
-      expectField(await evaluate({ amount: 100, currency: 'USD', token }, reader), 400, 'token');
       expectField(await evaluate({ amount: -1, currency: 'USD', token }), 400, 'amount');
+      // Without token:use the dry run is refused as the payment is: a 403 that does not depend on the
+      // token (one that exists, one that does not), the same answer a transaction create gives.
+      const missing = 'tok_' + 'x'.repeat(20);
+      const refusals = [
+        await evaluate({ amount: 100, currency: 'USD', token }, reader),
+        await evaluate({ amount: 100, currency: 'USD', token: missing }, reader),
+        await pay({ amount: 100, currency: 'USD', token }, reader),
+        await pay({ amount: 100, currency: 'USD', token: missing }, reader),
+      ];
+      for (const res of refusals) expectProblem(res, 403);
+      const shown = (res: request.Response) => ({ ...res.body, instance: undefined, trace_id: undefined });
+      expect(new Set(refusals.map((res) => JSON.stringify(shown(res)))).size).toBe(1);
+    });
+
+    it('token:use is checked on the token through rules, as a transaction create checks it', async () => {
+      const pci = await cardToken('4242424242424242');
+      const app = await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['orchestration:flows:read'],
+        rules: [
+          { priority: 1, container: '/bank/', permissions: ['token:use'] },
+          { priority: 2, container: '/', permissions: ['token:read'] },
+        ],
+      });
+      const body = { amount: 100, currency: 'USD', token: pci };
+      // A rule that matches the token and withholds token:use: 403, for the dry run and the payment.
+      expectProblem(await evaluate(body, app.key), 403);
+      expectProblem(await pay(body, app.key), 403);
+      // A rule granting it on the token's container: the dry run answers.
+      const user = await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: ['orchestration:flows:read'],
+        rules: [{ priority: 1, container: '/', permissions: ['token:use'] }],
+      });
+      expect((await evaluate(body, user.key).expect(200)).body).toEqual({
+        declined: false,
+        rule_id: null,
+        connections: [],
+      });
+      // token:use through a rule does not stand in for orchestration:flows:read.
+      const scoped = await newApplication(t, tenant.managementKey, {
+        type: 'private',
+        permissions: [],
+        rules: [{ priority: 1, container: '/', permissions: ['token:use', 'orchestration:flows:read'] }],
+      });
+      expectProblem(await evaluate(body, scoped.key), 403);
+    });
+
+    it('a dry run tells no digit of a card past the 6th, whatever the rules stored hold', async () => {
+      // A key that may use the card (not read it) and write rules: ranges of 6 digits find the first 6
+      // (a masked read shows as many); a 7th digit cannot be named, so it cannot be searched for.
+      const prober = (
+        await newApplication(t, tenant.managementKey, {
+          type: 'private',
+          permissions: ['orchestration:flows:read', 'orchestration:flows:update', 'token:use'],
+        })
+      ).key;
+      const token = await cardToken('4242424242424242');
+      const probe = async (value: string[]) => {
+        const res = await createRule(
+          decline([{ name: 'card_bin', operator: 'is_one_of', value }]),
+          'decline-early',
+          prober,
+        );
+        if (res.status !== 201) return res.status;
+        const answer = await evaluate({ amount: 100, currency: 'USD', token }, prober).expect(200);
+        await request(t.http)
+          .delete(`${RULES}/decline-early/rules/${(res.body as Rule).id}`)
+          .set('BT-API-KEY', prober)
+          .expect(204);
+        return answer.body.declined as boolean;
+      };
+      expect(await probe(['400000-449999'])).toBe(true);
+      expect(await probe(['424242'])).toBe(true);
+      expect(await probe(['4242420-4242424'])).toBe(400);
+      expect(await probe(['4242424'])).toBe(400);
+      expect(await probe(['42424200-42424299'])).toBe(400);
+
+      // Rules stored before the limit (up to 8 digits) are compared on their first 6 digits: whether the
+      // card's 7th and 8th digits are inside or outside, the answer is the same.
+      const legacy = (
+        await createRule(
+          decline([{ name: 'card_bin', operator: 'is_one_of', value: ['424242'] }]),
+          'decline-early',
+        ).expect(201)
+      ).body as Rule;
+      const stored = async (value: string[]) => {
+        await db.query(`UPDATE flow_rules SET conditions = $1::jsonb WHERE id = $2`, [
+          JSON.stringify([{ name: 'card_bin', operator: 'is_one_of', value }]),
+          legacy.id,
+        ]);
+        t.app.get(FlowRulesService).invalidate();
+        return (await evaluate({ amount: 100, currency: 'USD', token }, prober).expect(200)).body
+          .declined as boolean;
+      };
+      const answers = [];
+      for (const value of [
+        ['42424242'],
+        ['42424299'],
+        ['4242420'],
+        ['4242429'],
+        ['42424200-42424241'],
+        ['42424243-42424299'],
+        ['4242420-4242424'],
+      ])
+        answers.push(await stored(value));
+      expect(answers).toEqual(answers.map(() => true));
+      expect(await stored(['42424300-42424399'])).toBe(false);
+      expect(await stored(['5555555'])).toBe(false);
     });
   });
 });

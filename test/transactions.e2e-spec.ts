@@ -162,12 +162,22 @@ describe('transactions', () => {
       error_code: 'incorrect_cvv',
       cvv_response_code: 'no_match',
     });
-    const withoutCvc = await payWith('4000000000000127', { payment_source: 'card_on_file' });
+    const withoutCvc = await payWith('4000000000000127', {
+      payment_source: 'card_on_file',
+      merchant_initiated: true,
+    });
     expect(withoutCvc).toMatchObject({
       status: 'authorization_succeeded',
       cvv_response_code: 'not_provided',
     });
-    // card_on_file and recurring never send the CVC, even when the token still holds one.
+    // The first customer-initiated card_on_file or recurring payment: the cardholder is there, the CVC goes.
+    for (const payment_source of ['card_on_file', 'recurring'])
+      expect(await payWith('4000000000000127', { payment_source })).toMatchObject({
+        status: 'authorization_declined',
+        error_code: 'incorrect_cvv',
+        cvv_response_code: 'no_match',
+      });
+    // Merchant-initiated or subsequent ones never send the CVC, even when the token still holds one.
     const recurring = await payWith('4242424242424242', {
       payment_source: 'recurring',
       merchant_initiated: true,

@@ -690,7 +690,7 @@ export interface paths {
         put?: never;
         /**
          * Which connections a transaction would be tried on (a dry run)
-         * @description Takes a transaction create body without `connection_id` (the token needs `token:use`, since its scheme and BIN decide). Creates nothing and calls no vendor.
+         * @description Takes a transaction create body without `connection_id`. The token needs `token:use`, checked through the caller's rules as a transaction create checks it (its scheme and first 6 digits decide): a key without it is refused as a create is. Creates nothing and calls no vendor.
          */
         post: operations["evaluateFlow"];
         delete?: never;
@@ -1701,7 +1701,9 @@ export interface components {
              */
             operator: "is_between" | "is_one_of" | "is_not_one_of" | "equal_to";
             /**
-             * @description Depends on the name: a list of strings, a boolean, `{currency, min?, max?}` or `{key, value}`.
+             * @description Depends on the name: a list of strings, a boolean, `{currency, min?, max?}` or `{key, value}`. For
+             *     `card_bin`: digit prefixes of 1 to 6 digits, or ranges `"<from>-<to>"` of two digit strings of equal
+             *     length (1 to 6), never more digits than a masked read of a card shows.
              * @example [
              *       "USD"
              *     ]
@@ -6084,7 +6086,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description The key may not do this. Requires the permission orchestration:flows:read. */
+            /** @description The key may not do this. Requires the permissions orchestration:flows:read, token:use. */
             403: {
                 headers: {
                     [name: string]: unknown;

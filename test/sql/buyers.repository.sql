@@ -72,8 +72,8 @@ WITH used_0 AS (UPDATE buyer_payment_methods m SET last_used_at = $4::timestampt
               WHERE t.tenant_id = $1::uuid AND t.id = $2::varchar AND m.tenant_id = $1::uuid
                 AND (m.token_id = $2::varchar OR (m.buyer_id = $3::uuid AND m.fingerprint = t.fingerprint))),
   stored_0 AS (INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at, last_used_at)
-               SELECT t.tenant_id, t.id, b.id, t.fingerprint, $4::timestamptz, $4::timestamptz
-                 FROM tokens t JOIN buyers b ON b.tenant_id = t.tenant_id AND b.id = $3::uuid
-                WHERE t.tenant_id = $1::uuid AND t.id = $2::varchar
-               ON CONFLICT DO NOTHING)
-  SELECT NULL AS r0;
+             SELECT t.tenant_id, t.id, b.id, t.fingerprint, $4::timestamptz, $4::timestamptz
+               FROM tokens t JOIN buyers b ON b.tenant_id = t.tenant_id AND b.id = $3::uuid
+              WHERE t.tenant_id = $1::uuid AND t.id = $2::varchar
+             ON CONFLICT DO NOTHING RETURNING token_id)
+  SELECT EXISTS (SELECT 1 FROM stored_0) AS r0;

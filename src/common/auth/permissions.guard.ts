@@ -12,8 +12,9 @@ import {
 
 /**
  * Authorizes the authenticated principal for the route: 403 for an unauthorized session, a key of the
- * wrong kind, or a missing permission. Permissions held only through rules pass here only on routes
- * marked `@RequirePermissions(p, { perToken: true })`, which check them per token with the rule evaluator.
+ * wrong kind, or a missing permission. Token permissions held only through rules pass here only on routes
+ * marked `@RequirePermissions(p, { perToken: true })`, which check them per token with the rule evaluator;
+ * any other permission such a route lists must be held outright.
  */
 @Injectable()
 export class PermissionsGuard implements CanActivate {
@@ -36,7 +37,9 @@ export class PermissionsGuard implements CanActivate {
     const perToken =
       this.reflector.getAllAndOverride<boolean | undefined>(PER_TOKEN_METADATA, targets) === true;
     const missing = needed.filter((permission) =>
-      perToken ? !mayHoldPermission(who, permission) : !who.permissions.includes(permission),
+      perToken && permission.startsWith('token:')
+        ? !mayHoldPermission(who, permission)
+        : !who.permissions.includes(permission),
     );
     if (missing.length) throw forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
     return true;

@@ -13,9 +13,10 @@ export const KEY_OPTIONAL_METADATA = 'vault:key-optional';
 
 export interface AuthOptions {
   /**
-   * The route checks its permission per token with the rule evaluator, so a permission held only through
-   * access rules gets past the guard here. Everywhere else a permission must be held outright: a rule
-   * scoped to some tokens grants nothing on connections, transactions of other tokens, logs or applications.
+   * The route checks its token permissions (`token:*`) per token with the rule evaluator, so such a
+   * permission held only through access rules gets past the guard here. Every other permission, here and
+   * everywhere else, must be held outright: a rule scoped to some tokens grants nothing on connections,
+   * transactions of other tokens, routing rules, logs or applications.
    */
   perToken?: boolean;
   /** Only keys of these kinds (a session is created with a public key, authorized with a private one). */

@@ -255,7 +255,9 @@ export class BuyersRepository {
   /**
    * A successful transaction with a card: stores it for the buyer when asked (`store`; no duplicate, no
    * second buyer, nothing when the buyer is gone) and marks the stored card used. A piece of the change's
-   * write statement: no round trip of its own.
+   * write statement: no round trip of its own, but when storing (the caller writes the buyer's audit row
+   * only if a card was stored), the change's writes are sent at once (in its transaction) for the answer.
+   * True when a card was stored.
    */
   @GenerateSql({ change: true, params: [TENANT, TOKEN, BUYER, true, AT] })
   async used(
@@ -265,29 +267,38 @@ export class BuyersRepository {
     buyerId: string | null,
     store: boolean,
     now: Date,
-  ): Promise<void> {
-    await change.write(({ p, name }) => {
-      const [tenant, token, buyer, at] = [
-        `${p.add(tenantId)}::uuid`,
-        `${p.add(tokenId)}::varchar`,
-        `${p.add(buyerId)}::uuid`,
-        `${p.add(now)}::timestamptz`,
-      ];
-      const ctes = [
-        // The stored card of this token, or the buyer's of the same card.
-        `${name('used')} AS (UPDATE buyer_payment_methods m SET last_used_at = ${at} FROM tokens t
+  ): Promise<boolean> {
+    const storing = store && !!buyerId;
+    if (storing && change.mode !== 'transaction')
+      throw new Error('storing a card needs the answer before the change ends: a transaction change');
+    let stored = false;
+    await change.write(
+      ({ p, name }) => {
+        const [tenant, token, buyer, at] = [
+          `${p.add(tenantId)}::uuid`,
+          `${p.add(tokenId)}::varchar`,
+          `${p.add(buyerId)}::uuid`,
+          `${p.add(now)}::timestamptz`,
+        ];
+        const ctes = [
+          // The stored card of this token, or the buyer's of the same card.
+          `${name('used')} AS (UPDATE buyer_payment_methods m SET last_used_at = ${at} FROM tokens t
             WHERE t.tenant_id = ${tenant} AND t.id = ${token} AND m.tenant_id = ${tenant}
               AND (m.token_id = ${token} OR (m.buyer_id = ${buyer} AND m.fingerprint = t.fingerprint)))`,
-      ];
-      if (store && buyerId)
+        ];
+        if (!storing) return { ctes };
         ctes.push(
           `${name('stored')} AS (INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at, last_used_at)
-             SELECT t.tenant_id, t.id, b.id, t.fingerprint, ${at}, ${at}
-               FROM tokens t JOIN buyers b ON b.tenant_id = t.tenant_id AND b.id = ${buyer}
-              WHERE t.tenant_id = ${tenant} AND t.id = ${token}
-             ON CONFLICT DO NOTHING)`,
+           SELECT t.tenant_id, t.id, b.id, t.fingerprint, ${at}, ${at}
+             FROM tokens t JOIN buyers b ON b.tenant_id = t.tenant_id AND b.id = ${buyer}
+            WHERE t.tenant_id = ${tenant} AND t.id = ${token}
+           ON CONFLICT DO NOTHING RETURNING token_id)`,
         );
-      return { ctes };
-    });
+        return { ctes, result: `EXISTS (SELECT 1 FROM ${name('stored')})` };
+      },
+      { then: (value) => (stored = value === true) },
+    );
+    if (storing) await change.flush();
+    return stored;
   }
 }

@@ -1,4 +1,12 @@
-import { Condition, holds, isBinPattern, matches, parseCondition, TransactionFacts } from './flow-conditions';
+import {
+  binMatches,
+  Condition,
+  holds,
+  isBinPattern,
+  matches,
+  parseCondition,
+  TransactionFacts,
+} from './flow-conditions';
 
 const FACTS: TransactionFacts = {
   amount: 1500,
@@ -26,7 +34,7 @@ describe('flow conditions', () => {
       [{ name: 'currency', operator: 'is_not_one_of', value: ['USD', 'EUR'] }],
       [{ name: 'country', operator: 'is_one_of', value: ['GB'] }],
       [{ name: 'card_scheme', operator: 'is_one_of', value: ['american-express'] }],
-      [{ name: 'card_bin', operator: 'is_one_of', value: ['4', '222100-272099', '42424242'] }],
+      [{ name: 'card_bin', operator: 'is_one_of', value: ['4', '222100-272099', '424242'] }],
       [{ name: 'payment_source', operator: 'is_one_of', value: ['recurring', 'card_on_file'] }],
       [{ name: 'merchant_initiated', operator: 'equal_to', value: true }],
       [{ name: 'intent', operator: 'is_one_of', value: ['capture'] }],
@@ -50,7 +58,10 @@ describe('flow conditions', () => {
       [{ name: 'currency', operator: 'is_one_of', value: [] }, 'array of 1 to 100'],
       [{ name: 'currency', operator: 'is_one_of', value: 'USD' }, 'array of 1 to 100'],
       [{ name: 'country', operator: 'is_one_of', value: ['USA'] }, 'alpha-2'],
-      [{ name: 'card_bin', operator: 'is_one_of', value: ['123456789'] }, 'BIN prefixes'],
+      [{ name: 'card_bin', operator: 'is_one_of', value: ['123456789'] }, 'BIN prefixes (1 to 6 digits)'],
+      [{ name: 'card_bin', operator: 'is_one_of', value: ['4242424'] }, 'BIN prefixes (1 to 6 digits)'],
+      [{ name: 'card_bin', operator: 'is_one_of', value: ['42424242'] }, 'BIN prefixes (1 to 6 digits)'],
+      [{ name: 'card_bin', operator: 'is_one_of', value: ['4000000-4999999'] }, 'BIN prefixes'],
       [{ name: 'card_bin', operator: 'is_one_of', value: ['40-4'] }, 'BIN prefixes'],
       [{ name: 'card_bin', operator: 'is_one_of', value: ['50-40'] }, 'BIN prefixes'],
       [{ name: 'card_bin', operator: 'is_one_of', value: ['4a'] }, 'BIN prefixes'],
@@ -77,13 +88,11 @@ describe('flow conditions', () => {
       });
     });
 
-    it('checks BIN patterns: prefixes of 1 to 8 digits, ranges of equal length in order', () => {
-      expect(['4', '42424242', '2221-2720', '4-4']).toEqual(
-        ['4', '42424242', '2221-2720', '4-4'].filter(isBinPattern),
-      );
-      expect(['', '424242424', '2720-2221', '22-2720', '-', '4-']).toEqual(
-        ['', '424242424', '2720-2221', '22-2720', '-', '4-'].filter((p) => !isBinPattern(p)),
-      );
+    it('checks BIN patterns: prefixes of 1 to 6 digits, ranges of equal length (1 to 6) in order', () => {
+      const valid = ['4', '424242', '2221-2720', '4-4', '222100-272099'];
+      expect(valid.filter(isBinPattern)).toEqual(valid);
+      const invalid = ['', '4242424', '42424242', '2720-2221', '22-2720', '-', '4-', '2221000-2720999'];
+      expect(invalid.filter((p) => !isBinPattern(p))).toEqual(invalid);
     });
   });
 
@@ -119,6 +128,18 @@ describe('flow conditions', () => {
       const facts = { ...FACTS, country: null };
       expect(holds(parsed({ name: 'country', operator: 'is_one_of', value: ['US'] }), facts)).toBe(false);
       expect(holds(parsed({ name: 'country', operator: 'is_not_one_of', value: ['US'] }), facts)).toBe(true);
+    });
+
+    it('compares at most the first 6 digits of the card, whatever a stored pattern holds', () => {
+      // Rules written when 8 digits were taken are read as their first 6: the 7th and 8th digits of the
+      // card decide nothing, so no dry run tells them.
+      for (const bin of ['42424200', '42424299', '424242'])
+        for (const pattern of ['42424242', '4242424', '42424200-42424210', '4242420-4242429'])
+          expect(binMatches(bin, pattern)).toBe(true);
+      expect(binMatches('42424299', '42424300-42424399')).toBe(false);
+      expect(binMatches('42424342', '42424300-42424399')).toBe(true);
+      // The facts may hold more digits than 6: the same answers.
+      expect(binMatches('4242429', '4242420')).toBe(binMatches('424242', '4242420'));
     });
 
     it('a card shorter than a range bound does not fall inside it', () => {

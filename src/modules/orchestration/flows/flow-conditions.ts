@@ -5,6 +5,8 @@
  * conditions matches every transaction.
  */
 
+import { SHOWN_BIN_DIGITS } from '../../tokens/token-answer';
+
 export const FLOW = 'card-transaction';
 export const ACTIONS = ['route-transaction', 'decline-early'] as const;
 export type FlowAction = (typeof ACTIONS)[number];
@@ -18,6 +20,13 @@ export type Condition =
   | { name: 'metadata'; operator: 'equal_to'; value: { key: string; value: string } };
 
 type SetOperator = 'is_one_of' | 'is_not_one_of';
+
+/**
+ * How many leading digits of a card a `card_bin` condition may name, and the most any evaluation compares:
+ * as many as a masked read of the card shows. A longer prefix would let a key that may use a card (but
+ * not read it) learn digits no read shows, a dry run at a time (`evaluate` answers whether a rule matched).
+ */
+export const BIN_DIGITS = SHOWN_BIN_DIGITS;
 
 /** What a transaction create is matched on. `bin`: the stored card's first digits (never shown). */
 export interface TransactionFacts {
@@ -38,8 +47,10 @@ const INTENTS = ['authorize', 'capture'];
 const CURRENCY = /^[A-Z]{3}$/;
 const COUNTRY = /^[A-Z]{2}$/;
 const SCHEME = /^[a-z][a-z0-9-]{0,39}$/;
-const BIN_PREFIX = /^[0-9]{1,8}$/;
-const BIN_RANGE = /^([0-9]{1,8})-([0-9]{1,8})$/;
+const BIN_PREFIX = /^[0-9]{1,6}$/;
+const BIN_RANGE = /^([0-9]{1,6})-([0-9]{1,6})$/;
+/** Any stored pattern, whatever its length: rules written before BIN_DIGITS took up to 8 digits. */
+const STORED_BIN_RANGE = /^([0-9]+)-([0-9]+)$/;
 const MAX_VALUES = 100;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -57,7 +68,7 @@ function stringList(value: unknown, valid: (item: string) => boolean, what: stri
   return null;
 }
 
-/** A BIN prefix, or a range of two digit strings of equal length with from <= to. */
+/** A BIN prefix of 1 to 6 digits, or a range of two digit strings of equal length (1 to 6) with from <= to. */
 export function isBinPattern(item: string): boolean {
   if (BIN_PREFIX.test(item)) return true;
   const range = BIN_RANGE.exec(item);
@@ -106,7 +117,10 @@ export function parseCondition(input: unknown): Condition | string {
         currency: [(v: string) => CURRENCY.test(v), 'ISO 4217 currency codes'],
         country: [(v: string) => COUNTRY.test(v), 'ISO 3166-1 alpha-2 country codes'],
         card_scheme: [(v: string) => SCHEME.test(v), 'card scheme names (visa, mastercard, ...)'],
-        card_bin: [isBinPattern, 'BIN prefixes (1 to 8 digits) or ranges "<from>-<to>" of equal length'],
+        card_bin: [
+          isBinPattern,
+          'BIN prefixes (1 to 6 digits) or ranges "<from>-<to>" of two digit strings of equal length (1 to 6)',
+        ],
       }[name] as [(v: string) => boolean, string];
       const bad = stringList(value, valid, what);
       if (bad) return bad;
@@ -147,12 +161,18 @@ export function parseCondition(input: unknown): Condition | string {
   }
 }
 
-/** Whether the card's first digits fall under a prefix or inside a range. */
-function binMatches(bin: string, pattern: string): boolean {
-  const range = BIN_RANGE.exec(pattern);
-  if (!range) return bin.startsWith(pattern);
-  const head = bin.slice(0, range[1].length);
-  return head.length === range[1].length && head >= range[1] && head <= range[2];
+/**
+ * Whether the card's first digits fall under a prefix or inside a range, comparing at most BIN_DIGITS
+ * digits of either: a pattern stored longer (a rule written when 8 were taken) is read as its first 6
+ * digits (a range: both bounds), so no rule ever tells a 7th digit of a card.
+ */
+export function binMatches(bin: string, pattern: string): boolean {
+  const card = bin.slice(0, BIN_DIGITS);
+  const range = STORED_BIN_RANGE.exec(pattern);
+  if (!range) return card.startsWith(pattern.slice(0, BIN_DIGITS));
+  const [from, to] = [range[1].slice(0, BIN_DIGITS), range[2].slice(0, BIN_DIGITS)];
+  const head = card.slice(0, from.length);
+  return head.length === from.length && head >= from && head <= to;
 }
 
 function inSet(operator: SetOperator, present: boolean): boolean {

@@ -25,7 +25,11 @@ export class FlowConditionDto {
   @ApiProperty({ enum: ['is_between', 'is_one_of', 'is_not_one_of', 'equal_to'] })
   operator: string;
 
-  /** Depends on the name: a list of strings, a boolean, `{currency, min?, max?}` or `{key, value}`. @example ["USD"] */
+  /**
+   * Depends on the name: a list of strings, a boolean, `{currency, min?, max?}` or `{key, value}`. For
+   * `card_bin`: digit prefixes of 1 to 6 digits, or ranges `"<from>-<to>"` of two digit strings of equal
+   * length (1 to 6), never more digits than a masked read of a card shows. @example ["USD"]
+   */
   @ApiProperty({
     oneOf: [{ type: 'array', items: { type: 'string' } }, { type: 'boolean' }, { type: 'object' }],
   })

@@ -109,13 +109,14 @@ export class FlowRulesController {
 
   @Post('evaluate')
   @HttpCode(200)
-  @RequirePermissions('orchestration:flows:read')
+  @RequirePermissions(['orchestration:flows:read', 'token:use'], { perToken: true })
   @ApiOperation({
     operationId: 'evaluateFlow',
     summary: 'Which connections a transaction would be tried on (a dry run)',
     description:
-      'Takes a transaction create body without `connection_id` (the token needs `token:use`, since its scheme and ' +
-      'BIN decide). Creates nothing and calls no vendor.',
+      'Takes a transaction create body without `connection_id`. The token needs `token:use`, checked through ' +
+      "the caller's rules as a transaction create checks it (its scheme and first 6 digits decide): a key " +
+      'without it is refused as a create is. Creates nothing and calls no vendor.',
   })
   @ApiOkResponse({ type: FlowEvaluationDto })
   evaluate(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<FlowEvaluationDto> {

@@ -74,7 +74,10 @@ export interface AuthorizeRequest {
   country: string | null;
   intent: 'authorize' | 'capture';
   card: CardData;
-  /** Sent for `ecommerce` payments only, and only on the first authorization with the token. */
+  /**
+   * Sent only with a payment the cardholder makes with the card at hand (`cardholderPresent`), and only
+   * on the first authorization with the token.
+   */
   cvc?: string;
   paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
   merchantInitiated: boolean;
@@ -207,3 +210,26 @@ export const authorizeIdempotencyKey = (request: { reconciliationId: string; att
   request.attempt > 1
     ? `${request.reconciliationId}:authorize:${request.attempt}`
     : `${request.reconciliationId}:authorize`;
+
+/** Who starts a payment and whether it follows an earlier one (the request's or a transaction's fields). */
+export interface PaymentInitiation {
+  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  merchantInitiated: boolean;
+  isSubsequentPayment: boolean;
+}
+
+/**
+ * The first payment of a card on file or a subscription, made by the cardholder (customer-initiated, not
+ * a subsequent one): the buyer is there and gives the card, as in an ecommerce payment, and it is the
+ * payment the later merchant-initiated ones refer to.
+ */
+export const firstStoredCredentialPayment = (p: PaymentInitiation): boolean =>
+  p.paymentSource !== 'ecommerce' && !p.merchantInitiated && !p.isSubsequentPayment;
+
+/**
+ * Whether the cardholder is there to give the card's CVC: an `ecommerce` payment, or the first payment of
+ * a card on file or a subscription. A merchant-initiated or subsequent stored-credential payment goes
+ * without it.
+ */
+export const cardholderPresent = (p: PaymentInitiation): boolean =>
+  p.paymentSource === 'ecommerce' || firstStoredCredentialPayment(p);

@@ -18,7 +18,13 @@ import {
   ProcessorUnreachable,
   withTimeout,
 } from '../processors/processor-calls';
-import type { AuthorizeResult, CardData, ThreeDSecureData } from '../processors/processor.port';
+import {
+  type AuthorizeResult,
+  type CardData,
+  cardholderPresent,
+  type PaymentInitiation,
+  type ThreeDSecureData,
+} from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
 import { checkMetadata, paymentMethodOf, threeDSecureData, threeDSessionId } from './transaction-checks';
@@ -32,6 +38,13 @@ import { ChargedCard, ChargedCards } from './charged-card';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
 
 const UNANSWERED = Symbol('unanswered');
+
+/** Who starts the payment, as the request says (defaults filled in). */
+const initiationOf = (body: CreateTransactionDto): PaymentInitiation => ({
+  paymentSource: body.payment_source ?? 'ecommerce',
+  merchantInitiated: body.merchant_initiated ?? false,
+  isSubsequentPayment: body.is_subsequent_payment ?? false,
+});
 
 /**
  * Creating transactions: the checks in their order (the body, the rules' early declines, the connection),
@@ -106,8 +119,9 @@ export class TransactionCreationService {
       await change.pinResource(id);
     });
 
-    const paymentSource = body.payment_source ?? 'ecommerce';
-    const cvc = paymentSource === 'ecommerce' ? token.cvc : undefined;
+    // The CVC goes only where the cardholder gives the card: ecommerce, and the first customer-initiated
+    // payment of a card on file or a subscription; never with a merchant-initiated or subsequent one.
+    const cvc = cardholderPresent(initiationOf(body)) ? token.cvc : undefined;
     const cvcTokenId = cvc !== undefined ? token.id : undefined;
     for (let attempt = 1; ; attempt++) {
       const answer = await this.authorizeAt(

@@ -101,9 +101,10 @@ export class TransactionJournal {
     if (row) await this.attempts.follow(change, row, now);
     // A transition may only change columns (a pending operation's progress): no status entered.
     if (row && row.status !== transition.from) this.counted(change, row);
-    // An authorization that succeeded: its card stored for its buyer if asked, and marked used.
-    if (row && AWAITING_AUTHORIZATION.has(transition.from) && AUTHORIZED.has(row.status))
-      await this.buyers.used(
+    // An authorization that succeeded: its card stored for its buyer if asked, and marked used. A card
+    // stored is the buyer's change too: its own audit row, as storing it directly writes (no card data).
+    if (row && AWAITING_AUTHORIZATION.has(transition.from) && AUTHORIZED.has(row.status)) {
+      const stored = await this.buyers.used(
         change,
         row.tenant_id,
         row.token_id,
@@ -111,6 +112,14 @@ export class TransactionJournal {
         row.store_payment_method,
         now,
       );
+      if (stored && row.buyer_id)
+        change.audit({
+          entityType: 'buyer',
+          entityId: row.buyer_id,
+          operation: 'update',
+          message: `Payment method stored by transaction ${row.id}`,
+        });
+    }
     return row;
   }
 

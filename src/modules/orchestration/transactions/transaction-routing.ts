@@ -3,15 +3,12 @@ import { ValidationException } from '../../../common/errors/domain.exception';
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import type { UsableToken } from '../../tokens/tokens.service';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
-import type { TransactionFacts } from '../flows/flow-conditions';
+import { BIN_DIGITS, type TransactionFacts } from '../flows/flow-conditions';
 import { FlowRulesService, RoutingDecision } from '../flows/flow-rules.service';
 import { OrchestrationErrorCode, OrchestrationException } from '../orchestration.errors';
 import type { CardData } from '../processors/processor.port';
 import { checkAgainstConnection, paymentMethodOf } from './transaction-checks';
 import type { CreateTransactionDto } from './transaction.dto';
-
-/** How many leading digits of the stored card rules match on (the longest BIN a rule may name). */
-const BIN_DIGITS = 8;
 
 /**
  * Where a transaction create goes (docs/routing.md): the facts the rules match on (the card's scheme and

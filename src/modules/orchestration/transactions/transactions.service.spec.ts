@@ -56,11 +56,25 @@ describe('TransactionsService with settlement (fakes, no database)', () => {
       expect(s.metrics.transactionEntered.mock.calls).toEqual([['processing'], ['authorization_succeeded']]);
     });
 
-    it('sends no CVC for a card-on-file payment and forgets none', async () => {
-      const s = setup();
-      await s.creation.create(origin(), body({ payment_source: 'card_on_file' }));
-      expect(s.processor.authorize.mock.calls[0][0]).not.toHaveProperty('cvc');
-      expect(s.forgotten).toEqual([]);
+    it('sends no CVC for a merchant-initiated or subsequent card-on-file payment and forgets none', async () => {
+      for (const initiation of [
+        { merchant_initiated: true },
+        { is_subsequent_payment: true, previous_scheme_transaction_id: '123456789012345' },
+      ]) {
+        const s = setup();
+        await s.creation.create(origin(), body({ payment_source: 'card_on_file', ...initiation }));
+        expect(s.processor.authorize.mock.calls[0][0]).not.toHaveProperty('cvc');
+        expect(s.forgotten).toEqual([]);
+      }
+    });
+
+    it('sends the CVC with the first customer-initiated card-on-file or recurring payment, then forgets it', async () => {
+      for (const paymentSource of ['card_on_file', 'recurring'] as const) {
+        const s = setup();
+        await s.creation.create(origin(), body({ payment_source: paymentSource }));
+        expect(s.processor.authorize.mock.calls[0][0]).toHaveProperty('cvc');
+        expect(s.forgotten).toEqual([{ change: s.uow.committed[1], tokenId: TOKEN }]);
+      }
     });
 
     it('intent capture is captured at once', async () => {

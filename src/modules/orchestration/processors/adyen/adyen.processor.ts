@@ -15,7 +15,12 @@ import type {
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
-import { attemptReference, authorizeIdempotencyKey, vendorReturnUrl } from '../processor.port';
+import {
+  attemptReference,
+  authorizeIdempotencyKey,
+  firstStoredCredentialPayment,
+  vendorReturnUrl,
+} from '../processor.port';
 import {
   ADYEN_TIMEOUT_MS,
   AdyenConfigurationError,
@@ -33,19 +38,25 @@ interface ModificationResponse {
   pspReference?: string;
 }
 
-/** Adyen's `shopperInteraction` and `recurringProcessingModel` for a payment source. */
+/**
+ * Adyen's `shopperInteraction` and `recurringProcessingModel` for a payment source. The first payment of
+ * a card on file or a subscription, made by the cardholder, is `Ecommerce` (the shopper is there and
+ * gives the card, with its CVC when the token still holds one); the ones after it, and every
+ * merchant-initiated one, are `ContAuth` (the card is on file; no CVC). `storePaymentMethod` is not sent:
+ * the card is kept in this vault, not at Adyen (which stores nothing without a `shopperReference`).
+ */
 function interaction(request: AuthorizeRequest): Record<string, string> {
-  switch (request.paymentSource) {
-    case 'ecommerce':
-      return { shopperInteraction: 'Ecommerce' };
-    case 'card_on_file':
-      return {
-        shopperInteraction: 'ContAuth',
-        recurringProcessingModel: request.merchantInitiated ? 'UnscheduledCardOnFile' : 'CardOnFile',
-      };
-    case 'recurring':
-      return { shopperInteraction: 'ContAuth', recurringProcessingModel: 'Subscription' };
-  }
+  if (request.paymentSource === 'ecommerce') return { shopperInteraction: 'Ecommerce' };
+  const recurringProcessingModel =
+    request.paymentSource === 'recurring'
+      ? 'Subscription'
+      : request.merchantInitiated
+        ? 'UnscheduledCardOnFile'
+        : 'CardOnFile';
+  return {
+    shopperInteraction: firstStoredCredentialPayment(request) ? 'Ecommerce' : 'ContAuth',
+    recurringProcessingModel,
+  };
 }
 
 /** A refund's merchant reference at Adyen: the transaction's reconciliation id and the refund's. */
