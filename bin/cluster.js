@@ -5,8 +5,8 @@
  * in transaction mode in front of PostgreSQL, two instances of the service (`node dist/main.js`, built
  * first when stale) and HAProxy in front of them, health-checking `/health/ready` and retrying only a
  * connection that failed before the request reached an instance (never a request an instance may have acted on). A database of its own is created on the PostgreSQL server of
- * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) and dropped at the end. Ctrl-C stops
- * everything. Tests and the soak use the same code: `startCluster()` (types in cluster.d.ts).
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) and dropped at the end. Ctrl-C or
+ * SIGTERM stops everything. Tests and the soak use the same code: `startCluster()` (types in cluster.d.ts).
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
@@ -518,7 +518,7 @@ async function main() {
   say(`${pad('logs')}${cluster.dir}`);
   if (cluster.managementKey) say(`${pad('management key')}${cluster.managementKey}`);
   say('');
-  say('Ctrl-C stops everything (the instances first, each draining its requests).');
+  say('Ctrl-C (or SIGTERM) stops everything (the instances first, each draining its requests).');
   let stopping = false;
   const onSignal = async () => {
     if (stopping) return;
