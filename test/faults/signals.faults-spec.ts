@@ -104,6 +104,7 @@ describe('SIGTERM to npm', () => {
       DATABASE_URL: '',
       LOG_LEVEL: 'warn',
     });
+    let tree: number[] = [];
     try {
       await waitFor(
         () =>
