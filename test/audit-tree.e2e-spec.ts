@@ -164,7 +164,13 @@ describe('the audit log as a verifiable tree', () => {
     const host = new URL(process.env.PUBLIC_BASE_URL ?? 'http://localhost:3000').host;
     expect(c.origin).toBe(`${host}/audit/${tenant.tenantId}`);
     const [body, signature] = c.note.split('\n\n');
-    expect(body).toBe(`${c.origin}\n${c.tree_size}\n${c.root_hash}`);
+    // The C2SP tlog-checkpoint lines, then the extension line `time <seconds>`: when it was signed.
+    expect(body).toBe(
+      `${c.origin}\n${c.tree_size}\n${c.root_hash}\ntime ${Math.floor(Date.parse(c.created_at) / 1000)}`,
+    );
+    expect(independent.verifyNote(c.note, await verifierKey()).time).toBe(
+      Math.floor(Date.parse(c.created_at) / 1000),
+    );
     expect(signature).toMatch(new RegExp(`^\u2014 ${host}/audit [A-Za-z0-9+/]{91}=\n$`));
     const keys = (await get('/logs/checkpoint/keys').expect(200)).body;
     expect(keys).toEqual([

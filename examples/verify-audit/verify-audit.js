@@ -249,7 +249,7 @@ const keyHash = (name, publicKey) =>
  * @typedef {{name: string, keyId: Buffer, publicKey: Buffer, verifierKey: string}} VerifierKey
  * @typedef {{name: string, keyId: Buffer, signature: Buffer}} NoteSignature
  * @typedef {{text: string, signatures: NoteSignature[]}} Note
- * @typedef {{origin: string, treeSize: number, rootHash: Buffer, extensions: string[]}} Checkpoint
+ * @typedef {{origin: string, treeSize: number, rootHash: Buffer, extensions: string[], time?: number}} Checkpoint
  */
 
 /**
@@ -335,7 +335,8 @@ function openNote(note, verifierKey) {
 
 /**
  * Parses a checkpoint's note text: origin, tree size (decimal, no leading zero), base64 root hash, then
- * optional non-empty extension lines.
+ * optional non-empty extension lines. The service's extension line `time <seconds since the Unix epoch>`
+ * (when it signed the checkpoint; older checkpoints have none) is returned as `time`.
  * @param {string} text
  * @returns {Checkpoint}
  */
@@ -349,7 +350,11 @@ function parseCheckpoint(text) {
   const rootHash = decodeBase64(root);
   if (!rootHash || rootHash.length !== HASH_SIZE) throw fail('the root hash is not base64 of 32 bytes');
   if (extensions.some((line) => line === '')) throw fail('an empty extension line');
-  return { origin, treeSize: Number(size), rootHash, extensions };
+  const times = extensions.filter((line) => /^time( |$)/.test(line));
+  if (times.length > 1) throw fail('more than one time line');
+  const time = times.length ? /^time (0|[1-9][0-9]{0,14})$/.exec(times[0]) : null;
+  if (times.length && !time) throw fail('the time line is not "time" and a number of seconds');
+  return { origin, treeSize: Number(size), rootHash, extensions, ...(time ? { time: Number(time[1]) } : {}) };
 }
 
 /**

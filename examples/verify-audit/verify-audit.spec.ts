@@ -676,6 +676,22 @@ describe('signed checkpoints', () => {
     const extended = `${body}an extension\n`;
     expect(v.verifyNote(signer.sign(extended), signer.verifierKey).extensions).toEqual(['an extension']);
   });
+
+  it("reads the service's time line, when it signed the checkpoint; a checkpoint without one has no time", () => {
+    const timed = v.verifyNote(signer.sign(`${body}time 1795896737\n`), signer.verifierKey);
+    expect(timed).toEqual({
+      origin: 'vault.example.com/audit/t1',
+      treeSize: 2,
+      rootHash: root,
+      extensions: ['time 1795896737'],
+      time: 1795896737,
+    });
+    expect(v.verifyNote(signer.sign(body), signer.verifierKey).time).toBeUndefined();
+    for (const bad of ['time\n', 'time 01\n', 'time -1\n', 'time 1e9\n', 'time 1\ntime 2\n'])
+      expect(() => v.verifyNote(signer.sign(`${body}${bad}`), signer.verifierKey)).toThrow(
+        /malformed checkpoint: (the time line|more than one time line)/,
+      );
+  });
 });
 
 // The worked example of docs/audit-verification.md: every number there is checked here.
