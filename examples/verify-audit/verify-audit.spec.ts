@@ -859,10 +859,10 @@ const makeRows = (n: number, message = (i: number) => `Token created (card) ${i}
     created_at: new Date(Date.UTC(2026, 10, 26, 17, 0, i)).toISOString(),
   }));
 
-/** A signed checkpoint of the first `size` rows. */
+/** A signed checkpoint of the first `size` rows, with the service's time line (when it was signed). */
 const checkpointNote = (rows: Log[], size: number): string =>
   fakeSigner.sign(
-    `vault.example.com/audit/${TENANT}\n${size}\n${v.rootFromLeaves(rows.slice(0, size).map((r) => v.logLeafHash(r))).toString('base64')}\n`,
+    `vault.example.com/audit/${TENANT}\n${size}\n${v.rootFromLeaves(rows.slice(0, size).map((r) => v.logLeafHash(r))).toString('base64')}\ntime ${1795712700 + size}\n`,
   );
 
 interface FakeService {
@@ -1018,6 +1018,25 @@ describe('the program, against a fake service', () => {
     expect(same.lines).toContain(
       'ok   the log at size 7 extends the saved checkpoint at size 7 (same size, same root)',
     );
+  });
+
+  it('reads a saved checkpoint with one extra newline at its end (as `jq -r .note > file` saves it), and says what is wrong with more', async () => {
+    const rows = makeRows(10);
+    const note = checkpointNote(rows, 4);
+    const one = await check({ rows, checkpoints: [4, 7] }, { checkpoint: save('jq.txt', `${note}\n`) });
+    expect(failures(one.lines)).toEqual([]);
+    expect(one.lines).toContain(
+      'ok   the log at size 7 extends the saved checkpoint at size 4 (consistency proof)',
+    );
+    const two = await check({ rows, checkpoints: [4, 7] }, { checkpoint: save('two.txt', `${note}\n\n`) });
+    expect(failures(two.lines)).toEqual([
+      "FAIL the saved checkpoint: malformed note: the file ends with 2 newlines after the note's last line, where one extra newline is accepted",
+    ]);
+    // The note itself ends with its last signature line: given whole, an extra newline is named as such.
+    expect(() => v.parseNote(`${note}\n`)).toThrow(
+      'malformed note: it ends with an empty line, not with a signature line',
+    );
+    expect(v.noteFromFile(Buffer.from(note))).toEqual(Buffer.from(note));
   });
 
   it('finds a history rewritten since a kept checkpoint, even with every hash recomputed', async () => {
