@@ -785,24 +785,39 @@ describe('the worked example of docs/audit-verification.md', () => {
       'vault.example.com/audit+a8410f28+AYqI4910CfGV/VLbLTy6XXLKZwm/HZQSG/N0iAG0D29c',
     );
     const note2 =
-      `vault.example.com/audit/${tenant}\n2\n1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=\n\n` +
-      '— vault.example.com/audit qEEPKJwc1h5Z4pm7UW+uvbbv2xYVibg0x1+LQDATp5Bkt3WIBZ5z17WL3SC3gHiNviqi8SFMu6CeLsyk1vW7B24oAQE=\n';
+      `vault.example.com/audit/${tenant}\n2\n1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=\ntime 1795712470\n\n` +
+      '— vault.example.com/audit qEEPKFLIAh5VmIxerLQAxauNCTSKjyp3kdvhIKpDMtM68LxO+nX+eyxpbLPbmax0fGDyxA6xvKFC1kDqdL9E7P5TMQ4=\n';
     const note3 =
-      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\n\n` +
-      '— vault.example.com/audit qEEPKKo5m+YeB82KER4ePv/pIlpcsgtAnUsQjgNql6ZFHOJoEKK/uTVMSAlF0ALe3sU0Zc1srd5bVYzF8gcyfY+utwM=\n';
+      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\ntime 1795712525\n\n` +
+      '— vault.example.com/audit qEEPKOjRhD/F5LAUo+4w8g4yWF8L0m8NGDSGVMVC8u4A7FW1ysY4gy0Z0h+1rEtwJhDWIQ8/lwR3+jRwZxifqdCoqAY=\n';
     expect(signer.sign(v.parseNote(note2).text)).toBe(note2);
     expect(signer.sign(v.parseNote(note3).text)).toBe(note3);
     expect(v.verifyNote(note3, signer.verifierKey)).toMatchObject({
       treeSize: 3,
       rootHash: v.rootFromLeaves(hashes),
+      time: Date.parse('2026-11-26T17:02:05Z') / 1000,
+    });
+    // The same checkpoint as signed before the time line was added still verifies, without a time.
+    const untimed =
+      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\n\n` +
+      '— vault.example.com/audit qEEPKKo5m+YeB82KER4ePv/pIlpcsgtAnUsQjgNql6ZFHOJoEKK/uTVMSAlF0ALe3sU0Zc1srd5bVYzF8gcyfY+utwM=\n';
+    expect(signer.sign(v.parseNote(untimed).text)).toBe(untimed);
+    expect(v.verifyNote(untimed, signer.verifierKey)).toEqual({
+      origin: `vault.example.com/audit/${tenant}`,
+      treeSize: 3,
+      rootHash: v.rootFromLeaves(hashes),
+      extensions: [],
     });
   });
 
   it('is the example the document shows, value for value', () => {
     const doc = fs.readFileSync(path.join(__dirname, '../../docs/audit-verification.md'), 'utf8');
     const roots = [1, 2, 3].map((n) => v.rootFromLeaves(hashes.slice(0, n)));
+    const signedAt = { 2: '2026-11-26T17:01:10Z', 3: '2026-11-26T17:02:05Z' } as Record<number, string>;
     const notes = [2, 3].map((n) =>
-      signer.sign(`vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\n`),
+      signer.sign(
+        `vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\ntime ${Date.parse(signedAt[n]) / 1000}\n`,
+      ),
     );
     const computed = [
       ...[...hashes, ...roots, signer.publicKey].flatMap((h) => [h.toString('hex'), h.toString('base64')]),
