@@ -505,9 +505,8 @@ async function run(options, log = console.log) {
   );
 
   // 3. A checkpoint kept earlier: the log must have grown from it, not been rewritten.
-  const saved =
-    options.checkpoint &&
-    checkNote('the saved checkpoint', () => noteFromFile(fs.readFileSync(options.checkpoint)));
+  const file = options.checkpoint;
+  const saved = file && checkNote('the saved checkpoint', () => noteFromFile(fs.readFileSync(file)));
   if (saved) {
     const what = `the log at size ${N} extends the saved checkpoint at size ${saved.treeSize}`;
     if (saved.origin !== current.origin)
