@@ -52,6 +52,7 @@ describe('the audit log as a verifiable tree', () => {
   let writer: string;
   let aged: TestTenant;
   let agedKey: string;
+  let agedCheckpoint: Checkpoint;
 
   beforeAll(async () => {
     database = await createDatabase('vault_test_audit_tree');
@@ -64,7 +65,7 @@ describe('the audit log as a verifiable tree', () => {
     for (const name of scheduler.getIntervals()) scheduler.deleteInterval(name);
     db = t.app.get(DataSource);
     // A tenant whose first rows were written more than a year ago (first in the leaf order, as they
-    // would be), for retention.
+    // would be), with a checkpoint signed among them then, for retention.
     const clock = t.app.get(Clock);
     clock.advance(-400 * 86_400_000);
     try {
@@ -72,7 +73,9 @@ describe('the audit log as a verifiable tree', () => {
       agedKey = (
         await newApplication(t, aged.managementKey, { type: 'private', permissions: ['token:create'] })
       ).key;
-      await write(34, agedKey);
+      await write(17, agedKey);
+      agedCheckpoint = await checkpoint(aged);
+      await write(17, agedKey);
     } finally {
       clock.reset();
     }
@@ -164,7 +167,13 @@ describe('the audit log as a verifiable tree', () => {
     const host = new URL(process.env.PUBLIC_BASE_URL ?? 'http://localhost:3000').host;
     expect(c.origin).toBe(`${host}/audit/${tenant.tenantId}`);
     const [body, signature] = c.note.split('\n\n');
-    expect(body).toBe(`${c.origin}\n${c.tree_size}\n${c.root_hash}`);
+    // The C2SP tlog-checkpoint lines, then the extension line `time <seconds>`: when it was signed.
+    expect(body).toBe(
+      `${c.origin}\n${c.tree_size}\n${c.root_hash}\ntime ${Math.floor(Date.parse(c.created_at) / 1000)}`,
+    );
+    expect(independent.verifyNote(c.note, await verifierKey()).time).toBe(
+      Math.floor(Date.parse(c.created_at) / 1000),
+    );
     expect(signature).toMatch(new RegExp(`^\u2014 ${host}/audit [A-Za-z0-9+/]{91}=\n$`));
     const keys = (await get('/logs/checkpoint/keys').expect(200)).body;
     expect(keys).toEqual([
@@ -551,6 +560,89 @@ describe('the audit log as a verifiable tree', () => {
     });
   });
 
+  describe('retention cannot hide a deletion', () => {
+    let forged: TestTenant;
+    let first: Checkpoint;
+    let kept: Checkpoint;
+    const dir = mkdtempSync(join(tmpdir(), 'kept-'));
+    const verifyCli = (...args: string[]) =>
+      spawnTs('src/cli.ts', ['logs', 'verify', ...args], { DATABASE_URL: database.url });
+
+    beforeAll(async () => {
+      forged = await newTenant(t, 'forged');
+      first = await checkpoint(forged);
+      const key = (
+        await newApplication(t, forged.managementKey, { type: 'private', permissions: ['token:create'] })
+      ).key;
+      await write(2, key);
+      await checkpoint(forged);
+      await write(2, key);
+      kept = await checkpoint(forged);
+    });
+
+    it('a checkpoint saved with `jq -r .note > cp.txt` (one extra newline) is accepted; with two, the command says so', async () => {
+      const saved = join(dir, 'cp.txt');
+      writeFileSync(saved, `${kept.note}\n`);
+      const accepted = verifyCli('--checkpoint', saved);
+      expect(await accepted.exited).toBe(0);
+      expect(JSON.parse(accepted.stdout())).toMatchObject({ problems: [], tenants_checked: 1 });
+      const twice = join(dir, 'twice.txt');
+      writeFileSync(twice, `${kept.note}\n\n`);
+      const refused = verifyCli('--checkpoint', twice);
+      expect(await refused.exited).toBe(1);
+      expect(JSON.parse(refused.stdout()).problems).toEqual([
+        {
+          tenant_id: null,
+          problem: 'kept_checkpoint_invalid',
+          detail:
+            'not a signed checkpoint note: it ends with 2 newlines after its last line, where one extra newline is accepted',
+        },
+      ]);
+    });
+
+    it("rows deleted from the start as a superuser, with the tree's record of what retention removed moved: reported, naming the tenant", async () => {
+      // The tenant's first checkpoint holds its first 2 rows; the checkpoints after it bound the rest.
+      expect(first.tree_size).toBe(2);
+      const ids = (
+        await db.query<{ id: string }[]>(
+          'SELECT id FROM audit_logs WHERE tenant_id = $1 ORDER BY written, pos LIMIT 3',
+          [forged.tenantId],
+        )
+      ).map((r) => r.id);
+      await db.transaction(async (m) => {
+        await m.query('SET LOCAL session_replication_role = replica');
+        await m.query('DELETE FROM audit_logs WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [
+          forged.tenantId,
+          ids,
+        ]);
+        await m.query('DELETE FROM audit_leaves WHERE tenant_id = $1 AND row_id = ANY($2::uuid[])', [
+          forged.tenantId,
+          ids,
+        ]);
+        await m.query('UPDATE audit_trees SET retained_from = 3 WHERE tenant_id = $1', [forged.tenantId]);
+      });
+      const early = {
+        tenant_id: forged.tenantId,
+        problem: 'leaf_deleted_within_retention',
+        leaf_index: 2,
+        tree_size: 2,
+        removed_leaves: { from: 2, to: 3 },
+        detail: expect.stringMatching(
+          /^the log starts at leaf 3, but the checkpoint of size 2 signed at \S+ shows that leaves 2 to 2 were written after it, less than LOG_RETENTION_DAYS \(365\) ago$/,
+        ),
+      };
+      // Nothing else tells: the kept hashes stand for the rows, and every root and signature holds.
+      expect((await t.app.get(AuditVerifier).verify({ tenant: forged.tenantId })).problems).toEqual([early]);
+      const saved = join(dir, 'kept.txt');
+      writeFileSync(saved, kept.note);
+      for (const args of [[], ['--checkpoint', saved]]) {
+        const cli = verifyCli(...args);
+        expect(await cli.exited).toBe(1);
+        expect(JSON.parse(cli.stdout()).problems).toContainEqual(early);
+      }
+    });
+  });
+
   it('retention deletes the oldest rows; the tree, the checkpoints and the remaining proofs stay valid', async () => {
     const before = await checkpoint(aged);
     await write(3, agedKey);
@@ -566,6 +658,17 @@ describe('the audit log as a verifiable tree', () => {
       [aged.tenantId],
     );
     expect(Number(tree.retained_from)).toBe(kept.tree_size - 9);
+    // The checkpoint signed among the deleted rows, 400 days ago, says the leaves after it were written
+    // since then: longer ago than LOG_RETENTION_DAYS (365), so their deletion is retention's.
+    const signedAt = independent.verifyNote(agedCheckpoint.note, await verifierKey()).time;
+    expect(signedAt).toBe(Math.floor(Date.parse(agedCheckpoint.created_at) / 1000));
+    expect(Date.now() / 1000 - signedAt).toBeGreaterThan(399 * 86_400);
+    expect(agedCheckpoint.tree_size).toBeLessThan(Number(tree.retained_from) - 50);
+    const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--tenant', aged.tenantId], {
+      DATABASE_URL: database.url,
+    });
+    expect(await cli.exited).toBe(0);
+    expect(JSON.parse(cli.stdout()).problems).toEqual([]);
 
     for (const log of remaining) await expectProven(log, kept, aged.managementKey);
     const gone = keptLogs.find((log) => !remaining.some((r) => r.id === log.id))!;

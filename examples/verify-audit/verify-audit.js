@@ -249,7 +249,7 @@ const keyHash = (name, publicKey) =>
  * @typedef {{name: string, keyId: Buffer, publicKey: Buffer, verifierKey: string}} VerifierKey
  * @typedef {{name: string, keyId: Buffer, signature: Buffer}} NoteSignature
  * @typedef {{text: string, signatures: NoteSignature[]}} Note
- * @typedef {{origin: string, treeSize: number, rootHash: Buffer, extensions: string[]}} Checkpoint
+ * @typedef {{origin: string, treeSize: number, rootHash: Buffer, extensions: string[], time?: number}} Checkpoint
  */
 
 /**
@@ -296,6 +296,7 @@ function parseNote(note) {
   if (blank < 0) throw fail('no blank line before the signatures');
   const text = s.slice(0, blank + 1);
   const block = s.slice(blank + 2);
+  if (block === '') throw fail('it ends with an empty line, not with a signature line');
   if (!block.endsWith('\n')) throw fail('the signatures do not end with a newline');
   const lines = block.slice(0, -1).split('\n');
   if (lines.length > MAX_SIGNATURES) throw fail('too many signatures');
@@ -306,6 +307,22 @@ function parseNote(note) {
     return { name: m[1], keyId: bytes.subarray(0, 4), signature: bytes.subarray(4) };
   });
   return { text, signatures };
+}
+
+/**
+ * The signed note a file holds. A note ends with its last signature line's newline; one extra newline at
+ * the end of the file (as `jq -r .note > file` writes) is not the note's and is dropped. Throws on more.
+ * @param {Uint8Array} bytes
+ * @returns {Uint8Array}
+ */
+function noteFromFile(bytes) {
+  let newlines = 0;
+  while (newlines < bytes.length && bytes[bytes.length - 1 - newlines] === 0x0a) newlines++;
+  if (newlines > 2)
+    throw new Error(
+      `malformed note: the file ends with ${newlines - 1} newlines after the note's last line, where one extra newline is accepted`,
+    );
+  return newlines === 2 ? bytes.subarray(0, -1) : bytes;
 }
 
 /**
@@ -335,7 +352,8 @@ function openNote(note, verifierKey) {
 
 /**
  * Parses a checkpoint's note text: origin, tree size (decimal, no leading zero), base64 root hash, then
- * optional non-empty extension lines.
+ * optional non-empty extension lines. The service's extension line `time <seconds since the Unix epoch>`
+ * (when it signed the checkpoint; older checkpoints have none) is returned as `time`.
  * @param {string} text
  * @returns {Checkpoint}
  */
@@ -349,7 +367,11 @@ function parseCheckpoint(text) {
   const rootHash = decodeBase64(root);
   if (!rootHash || rootHash.length !== HASH_SIZE) throw fail('the root hash is not base64 of 32 bytes');
   if (extensions.some((line) => line === '')) throw fail('an empty extension line');
-  return { origin, treeSize: Number(size), rootHash, extensions };
+  const times = extensions.filter((line) => /^time( |$)/.test(line));
+  if (times.length > 1) throw fail('more than one time line');
+  const time = times.length ? /^time (0|[1-9][0-9]{0,14})$/.exec(times[0]) : null;
+  if (times.length && !time) throw fail('the time line is not "time" and a number of seconds');
+  return { origin, treeSize: Number(size), rootHash, extensions, ...(time ? { time: Number(time[1]) } : {}) };
 }
 
 /**
@@ -444,8 +466,12 @@ async function run(options, log = console.log) {
   }
 
   /** A note's checkpoint, if it carries a signature by a trusted key and every such signature verifies. */
-  const checkNote = (/** @type {string} */ what, /** @type {string | Uint8Array} */ note) => {
+  const checkNote = (
+    /** @type {string} */ what,
+    /** @type {string | Uint8Array | (() => Uint8Array)} */ read,
+  ) => {
     try {
+      const note = typeof read === 'function' ? read() : read;
       const { signatures } = parseNote(note);
       const signers = keys.filter((key) =>
         signatures.some((s) => s.name === key.name && s.keyId.equals(key.keyId)),
@@ -479,7 +505,8 @@ async function run(options, log = console.log) {
   );
 
   // 3. A checkpoint kept earlier: the log must have grown from it, not been rewritten.
-  const saved = options.checkpoint && checkNote('the saved checkpoint', fs.readFileSync(options.checkpoint));
+  const file = options.checkpoint;
+  const saved = file && checkNote('the saved checkpoint', () => noteFromFile(fs.readFileSync(file)));
   if (saved) {
     const what = `the log at size ${N} extends the saved checkpoint at size ${saved.treeSize}`;
     if (saved.origin !== current.origin)
@@ -602,6 +629,7 @@ module.exports = {
   keyHash,
   parseVerifierKey,
   parseNote,
+  noteFromFile,
   openNote,
   parseCheckpoint,
   verifyNote,

@@ -676,6 +676,22 @@ describe('signed checkpoints', () => {
     const extended = `${body}an extension\n`;
     expect(v.verifyNote(signer.sign(extended), signer.verifierKey).extensions).toEqual(['an extension']);
   });
+
+  it("reads the service's time line, when it signed the checkpoint; a checkpoint without one has no time", () => {
+    const timed = v.verifyNote(signer.sign(`${body}time 1795896737\n`), signer.verifierKey);
+    expect(timed).toEqual({
+      origin: 'vault.example.com/audit/t1',
+      treeSize: 2,
+      rootHash: root,
+      extensions: ['time 1795896737'],
+      time: 1795896737,
+    });
+    expect(v.verifyNote(signer.sign(body), signer.verifierKey).time).toBeUndefined();
+    for (const bad of ['time\n', 'time 01\n', 'time -1\n', 'time 1e9\n', 'time 1\ntime 2\n'])
+      expect(() => v.verifyNote(signer.sign(`${body}${bad}`), signer.verifierKey)).toThrow(
+        /malformed checkpoint: (the time line|more than one time line)/,
+      );
+  });
 });
 
 // The worked example of docs/audit-verification.md: every number there is checked here.
@@ -769,24 +785,39 @@ describe('the worked example of docs/audit-verification.md', () => {
       'vault.example.com/audit+a8410f28+AYqI4910CfGV/VLbLTy6XXLKZwm/HZQSG/N0iAG0D29c',
     );
     const note2 =
-      `vault.example.com/audit/${tenant}\n2\n1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=\n\n` +
-      '— vault.example.com/audit qEEPKJwc1h5Z4pm7UW+uvbbv2xYVibg0x1+LQDATp5Bkt3WIBZ5z17WL3SC3gHiNviqi8SFMu6CeLsyk1vW7B24oAQE=\n';
+      `vault.example.com/audit/${tenant}\n2\n1n5G1M3SQxmLBjnhFBjvU5S0v2hb8A018TngCxjRkLw=\ntime 1795712470\n\n` +
+      '— vault.example.com/audit qEEPKFLIAh5VmIxerLQAxauNCTSKjyp3kdvhIKpDMtM68LxO+nX+eyxpbLPbmax0fGDyxA6xvKFC1kDqdL9E7P5TMQ4=\n';
     const note3 =
-      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\n\n` +
-      '— vault.example.com/audit qEEPKKo5m+YeB82KER4ePv/pIlpcsgtAnUsQjgNql6ZFHOJoEKK/uTVMSAlF0ALe3sU0Zc1srd5bVYzF8gcyfY+utwM=\n';
+      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\ntime 1795712525\n\n` +
+      '— vault.example.com/audit qEEPKOjRhD/F5LAUo+4w8g4yWF8L0m8NGDSGVMVC8u4A7FW1ysY4gy0Z0h+1rEtwJhDWIQ8/lwR3+jRwZxifqdCoqAY=\n';
     expect(signer.sign(v.parseNote(note2).text)).toBe(note2);
     expect(signer.sign(v.parseNote(note3).text)).toBe(note3);
     expect(v.verifyNote(note3, signer.verifierKey)).toMatchObject({
       treeSize: 3,
       rootHash: v.rootFromLeaves(hashes),
+      time: Date.parse('2026-11-26T17:02:05Z') / 1000,
+    });
+    // The same checkpoint as signed before the time line was added still verifies, without a time.
+    const untimed =
+      `vault.example.com/audit/${tenant}\n3\n5tD8xQsj7SjnLHdFLBC7LQYiqSNzH05+Dp+ImYdtsHg=\n\n` +
+      '— vault.example.com/audit qEEPKKo5m+YeB82KER4ePv/pIlpcsgtAnUsQjgNql6ZFHOJoEKK/uTVMSAlF0ALe3sU0Zc1srd5bVYzF8gcyfY+utwM=\n';
+    expect(signer.sign(v.parseNote(untimed).text)).toBe(untimed);
+    expect(v.verifyNote(untimed, signer.verifierKey)).toEqual({
+      origin: `vault.example.com/audit/${tenant}`,
+      treeSize: 3,
+      rootHash: v.rootFromLeaves(hashes),
+      extensions: [],
     });
   });
 
   it('is the example the document shows, value for value', () => {
     const doc = fs.readFileSync(path.join(__dirname, '../../docs/audit-verification.md'), 'utf8');
     const roots = [1, 2, 3].map((n) => v.rootFromLeaves(hashes.slice(0, n)));
+    const signedAt = { 2: '2026-11-26T17:01:10Z', 3: '2026-11-26T17:02:05Z' } as Record<number, string>;
     const notes = [2, 3].map((n) =>
-      signer.sign(`vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\n`),
+      signer.sign(
+        `vault.example.com/audit/${tenant}\n${n}\n${roots[n - 1].toString('base64')}\ntime ${Date.parse(signedAt[n]) / 1000}\n`,
+      ),
     );
     const computed = [
       ...[...hashes, ...roots, signer.publicKey].flatMap((h) => [h.toString('hex'), h.toString('base64')]),
@@ -843,10 +874,10 @@ const makeRows = (n: number, message = (i: number) => `Token created (card) ${i}
     created_at: new Date(Date.UTC(2026, 10, 26, 17, 0, i)).toISOString(),
   }));
 
-/** A signed checkpoint of the first `size` rows. */
+/** A signed checkpoint of the first `size` rows, with the service's time line (when it was signed). */
 const checkpointNote = (rows: Log[], size: number): string =>
   fakeSigner.sign(
-    `vault.example.com/audit/${TENANT}\n${size}\n${v.rootFromLeaves(rows.slice(0, size).map((r) => v.logLeafHash(r))).toString('base64')}\n`,
+    `vault.example.com/audit/${TENANT}\n${size}\n${v.rootFromLeaves(rows.slice(0, size).map((r) => v.logLeafHash(r))).toString('base64')}\ntime ${1795712700 + size}\n`,
   );
 
 interface FakeService {
@@ -1002,6 +1033,25 @@ describe('the program, against a fake service', () => {
     expect(same.lines).toContain(
       'ok   the log at size 7 extends the saved checkpoint at size 7 (same size, same root)',
     );
+  });
+
+  it('reads a saved checkpoint with one extra newline at its end (as `jq -r .note > file` saves it), and says what is wrong with more', async () => {
+    const rows = makeRows(10);
+    const note = checkpointNote(rows, 4);
+    const one = await check({ rows, checkpoints: [4, 7] }, { checkpoint: save('jq.txt', `${note}\n`) });
+    expect(failures(one.lines)).toEqual([]);
+    expect(one.lines).toContain(
+      'ok   the log at size 7 extends the saved checkpoint at size 4 (consistency proof)',
+    );
+    const two = await check({ rows, checkpoints: [4, 7] }, { checkpoint: save('two.txt', `${note}\n\n`) });
+    expect(failures(two.lines)).toEqual([
+      "FAIL the saved checkpoint: malformed note: the file ends with 2 newlines after the note's last line, where one extra newline is accepted",
+    ]);
+    // The note itself ends with its last signature line: given whole, an extra newline is named as such.
+    expect(() => v.parseNote(`${note}\n`)).toThrow(
+      'malformed note: it ends with an empty line, not with a signature line',
+    );
+    expect(v.noteFromFile(Buffer.from(note))).toEqual(Buffer.from(note));
   });
 
   it('finds a history rewritten since a kept checkpoint, even with every hash recomputed', async () => {

@@ -9,7 +9,7 @@ import { AuditSigningKeys } from './audit-signing-keys.service';
 import { AuditTreeRepository, type LeafOrder, type TreeRow, type TreeState } from './audit-tree.repository';
 import { logLeafHash, logObject } from './log-object';
 import { rootHash } from './tree/merkle';
-import { checkpointBody, signNote } from './tree/signed-note';
+import { checkpointBody, checkpointTime, signNote } from './tree/signed-note';
 import { TileNeeds, TileSet } from './tree/tiles';
 
 /** Rows appended per transaction: the checkpointer loops until it has caught up or used its time. */
@@ -121,6 +121,7 @@ export class AuditCheckpointer {
         origin: this.keys.origin(tree.tenantId),
         treeSize: tree.size,
         rootHash: root,
+        time: checkpointTime(now),
       });
       const note = signNote(body, key.name, key.seed);
       await this.trees.addCheckpoint(change, {

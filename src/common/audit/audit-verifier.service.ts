@@ -1,10 +1,19 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { Clock } from '../jobs/clock';
 import { AuditChainService, type ChainProblem } from './audit-chain.service';
 import { AuditSigningKeys } from './audit-signing-keys.service';
 import { AuditTreeRepository, type StoredCheckpoint, type TreeState } from './audit-tree.repository';
 import { logLeafHash, logObject } from './log-object';
 import { TreeFrontier } from './tree/merkle';
-import { noteSignedBy, parseCheckpoint, parseNote, type NoteKey } from './tree/signed-note';
+import {
+  checkpointTime,
+  noteSignedBy,
+  parseCheckpoint,
+  parseNote,
+  type Checkpoint,
+  type NoteKey,
+} from './tree/signed-note';
 import { TILE_WIDTH } from './tree/tiles';
 
 /** What went wrong with a tenant's tree (or with a kept checkpoint). */
@@ -15,6 +24,7 @@ export interface TreeProblem {
     | 'leaf_deleted'
     | 'leaf_inserted'
     | 'leaf_reordered'
+    | 'leaf_deleted_within_retention'
     | 'kept_hash_missing'
     | 'checkpoint_signature_invalid'
     | 'checkpoint_root_mismatch'
@@ -26,6 +36,8 @@ export interface TreeProblem {
   tree_size?: number;
   /** Where a root mismatch cannot be pinned to one leaf: the first differing leaf is in [from, to). */
   differing_leaves?: { from: number; to: number };
+  /** Leaves whose rows were removed too early: [from, to), `to` the first leaf whose row the log holds. */
+  removed_leaves?: { from: number; to: number };
   detail?: string;
 }
 
@@ -38,12 +50,28 @@ export interface AuditReport {
 
 const PAGE = 5000;
 
+/** A checkpoint kept outside the service, its signature checked. */
+type Kept = Checkpoint & { tenantId: string };
+/**
+ * A leaf is appended (and so in no checkpoint signed before) a little after its row is written: a
+ * transaction's time, a tick of the checkpointer, a backlog. A checkpoint's time bounds its later leaves'
+ * write time from below only within that margin, so retention's honest deletions near the end of the
+ * period are not taken for early ones.
+ */
+const APPEND_MARGIN_SECONDS = 3600;
+
 /**
  * `vault logs verify`: recomputes each tenant's tree from its rows (and, below its first retained leaf,
  * from the kept hashes), compares each row's leaf with the stored one, checks every stored checkpoint's
  * signature and root, and, given a checkpoint kept outside the service, that the log still holds the tree
  * it signed. The rows of the old hash chain are verified as they were. Only keys this service can vouch
  * for (their seeds open under its master keys) count as signing keys.
+ *
+ * Rows removed from the start of a tenant's log must be older than LOG_RETENTION_DAYS, and the database's
+ * own record of what retention removed is not taken for it: a leaf was written after every checkpoint
+ * smaller than its index, so the newest signed checkpoint of size at most i bounds leaf i's write time from
+ * below, by its signed `time`. A removed leaf whose bound is within the retention period was removed early.
+ * The leaves of a tenant's first checkpoint have no such bound.
  */
 @Injectable()
 export class AuditVerifier {
@@ -51,12 +79,14 @@ export class AuditVerifier {
     private readonly trees: AuditTreeRepository,
     private readonly chain: AuditChainService,
     private readonly keys: AuditSigningKeys,
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
   ) {}
 
   async verify(options: { tenant?: string; checkpoint?: string } = {}): Promise<AuditReport> {
     const trusted = await this.keys.trusted();
     const report: AuditReport = { tenants_checked: 0, rows_checked: 0, checkpoints_checked: 0, problems: [] };
-    let kept: { tenantId: string; treeSize: number; rootHash: Buffer } | undefined;
+    let kept: Kept | undefined;
     let tenant = options.tenant;
     if (options.checkpoint !== undefined) {
       const checked = this.checkKept(options.checkpoint, trusted);
@@ -89,16 +119,27 @@ export class AuditVerifier {
     return report;
   }
 
-  /** Parses a kept signed note and checks its signature; answers its tenant, size and root. */
-  private checkKept(
-    note: string,
-    trusted: NoteKey[],
-  ): { tenantId: string; treeSize: number; rootHash: Buffer } | TreeProblem {
+  /**
+   * Parses a kept signed note, as a file holds it, and checks its signature; answers its tenant, size,
+   * root and time. The note ends with its last signature line's newline; one extra newline at the end of
+   * the file (as `jq -r .note > file` writes) is not the note's, and is accepted.
+   */
+  private checkKept(file: string, trusted: NoteKey[]): Kept | TreeProblem {
     const invalid = (detail: string): TreeProblem => ({
       tenant_id: null,
       problem: 'kept_checkpoint_invalid',
       detail,
     });
+    const newlines = /\n*$/.exec(file)![0].length;
+    if (file.includes('\r'))
+      return invalid('not a signed checkpoint note: its lines end with CR LF, a signed note with LF only');
+    if (newlines === 0) return invalid('not a signed checkpoint note: it does not end with a newline');
+    if (newlines > 2)
+      return invalid(
+        `not a signed checkpoint note: it ends with ${newlines - 1} newlines after its last line, ` +
+          'where one extra newline is accepted',
+      );
+    const note = newlines === 2 ? file.slice(0, -1) : file;
     const parsed = parseNote(note);
     const body = parsed && parseCheckpoint(parsed.text);
     if (!parsed || !body) return invalid('not a signed checkpoint note');
@@ -106,13 +147,13 @@ export class AuditVerifier {
       return invalid('no signature by a key of this service (its seed must open under a master key)');
     const match = /\/audit\/([0-9a-f-]{36})$/.exec(body.origin);
     if (!match) return invalid(`origin "${body.origin}" does not name a tenant's audit log`);
-    return { tenantId: match[1], treeSize: body.treeSize, rootHash: body.rootHash };
+    return { ...body, tenantId: match[1] };
   }
 
   private async verifyTree(
     tree: TreeState,
     trusted: NoteKey[],
-    kept: { treeSize: number; rootHash: Buffer } | undefined,
+    kept: Kept | undefined,
     report: AuditReport,
   ): Promise<void> {
     const tenantId = tree.tenantId;
@@ -141,9 +182,12 @@ export class AuditVerifier {
     const upTo = await this.trees.appendedUpTo();
     let after = { written: '-1', pos: '-1' };
     let index = tree.retainedFrom;
+    const walked = !problem;
+    let firstRow: number | undefined;
     while (!problem) {
       const rows = await this.trees.appendedRows(after, upTo, PAGE, tenantId);
       for (const row of rows) {
+        firstRow ??= index;
         const leaf = logLeafHash(logObject(row));
         const expected = await stored.at(index);
         if (!problem && expected && !expected.equals(leaf))
@@ -171,9 +215,10 @@ export class AuditVerifier {
 
     // Every stored checkpoint: signed by a key of this service, and the root of the tree recomputed.
     let matched = 0;
-    for (const c of checkpoints) {
+    const opened = checkpoints.map((c) => this.signedCheckpoint(c, trusted));
+    for (const [i, c] of checkpoints.entries()) {
       report.checkpoints_checked++;
-      if (!this.signedCheckpoint(c, trusted)) {
+      if (!opened[i]) {
         report.problems.push({
           tenant_id: tenantId,
           problem: 'checkpoint_signature_invalid',
@@ -213,18 +258,51 @@ export class AuditVerifier {
             : 'the log does not hold the tree the kept checkpoint signed',
       });
     }
+
+    // Rows removed from the start of the log, where it now starts: at its first row (every leaf when it
+    // holds none). Where that is, the recomputed roots have checked against the signed ones above.
+    const signed = [...(kept ? [kept] : []), ...opened].filter((c) => c !== undefined);
+    const start =
+      firstRow ?? (walked ? Math.max(tree.retainedFrom, tree.size, ...signed.map((c) => c.treeSize)) : 0);
+    const early = this.removedEarly(start, signed);
+    if (early)
+      report.problems.push({
+        tenant_id: tenantId,
+        problem: 'leaf_deleted_within_retention',
+        leaf_index: early.treeSize,
+        tree_size: early.treeSize,
+        removed_leaves: { from: early.treeSize, to: start },
+        detail:
+          `the log starts at leaf ${start}, but the checkpoint of size ${early.treeSize} signed at ` +
+          `${new Date(early.time! * 1000).toISOString()} shows that leaves ${early.treeSize} to ${start - 1} ` +
+          `were written after it, less than LOG_RETENTION_DAYS (${this.config.LOG_RETENTION_DAYS}) ago`,
+      });
   }
 
-  private signedCheckpoint(c: StoredCheckpoint, trusted: NoteKey[]): boolean {
+  /**
+   * Of the signed checkpoints (their signatures checked), the smallest below `start` signed within the
+   * retention period (less its margin): the leaves from its size up to `start` were written since, and
+   * retention may not have removed them yet.
+   */
+  private removedEarly(start: number, signed: Checkpoint[]): Checkpoint | undefined {
+    const since =
+      checkpointTime(this.clock.now()) - this.config.LOG_RETENTION_DAYS * 86_400 + APPEND_MARGIN_SECONDS;
+    return signed
+      .filter((c) => c.time !== undefined && c.time > since && c.treeSize < start)
+      .sort((a, b) => a.treeSize - b.treeSize)[0];
+  }
+
+  /** The checkpoint a stored note signs, when a key of this service signed it and it is the row's. */
+  private signedCheckpoint(c: StoredCheckpoint, trusted: NoteKey[]): Checkpoint | undefined {
     const body = parseNote(c.note);
     const parsed = body && parseCheckpoint(body.text);
-    return (
-      !!parsed &&
+    return parsed &&
       parsed.treeSize === c.treeSize &&
       parsed.rootHash.equals(c.rootHash) &&
       parsed.origin.endsWith(`/audit/${c.tenantId}`) &&
       trusted.some((key) => noteSignedBy(c.note, key))
-    );
+      ? parsed
+      : undefined;
   }
 
   /** Names what happened at the first leaf whose row no longer gives the stored hash. */

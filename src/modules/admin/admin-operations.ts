@@ -17,7 +17,7 @@ export type AdminRequest =
   | { op: 'keys.rotate'; active?: string }
   /**
    * `seal`: append and checkpoint what has committed first; `checkpoint`: a signed note kept outside the
-   * service, which the log must still hold.
+   * service, which the log must still hold, as its file holds it (one extra newline at the end accepted).
    */
   | { op: 'logs.verify'; tenant?: string; seal: boolean; checkpoint?: string };
 

@@ -1,6 +1,7 @@
 import { canonicalJson } from './canonical-json';
 import {
   checkpointBody,
+  checkpointTime,
   keyHash,
   noteSignedBy,
   parseCheckpoint,
@@ -60,6 +61,41 @@ describe('signed notes (C2SP signed-note, Ed25519)', () => {
       rootHash: Buffer.alloc(32, 9),
     });
     expect(parseCheckpoint('origin\n03\nAAAA\n')).toBeUndefined();
+  });
+
+  it('carries the time it was signed as the extension line `time <seconds>`; checkpoints without one still open', () => {
+    const seed = Buffer.alloc(32, 1);
+    const name = 'vault.example.com/audit';
+    const origin = `${name}/0d000000-0000-4000-8000-000000000000`;
+    const at = new Date('2026-11-28T20:12:17.999Z');
+    const body = checkpointBody({
+      origin,
+      treeSize: 3,
+      rootHash: Buffer.alloc(32, 9),
+      time: checkpointTime(at),
+    });
+    expect(body).toBe(`${origin}\n3\n${Buffer.alloc(32, 9).toString('base64')}\ntime 1795896737\n`);
+    const note = signNote(body, name, seed);
+    const opened = independent.verifyNote(note, verifierKey({ name, publicKey: publicKeyOf(seed) }));
+    expect(opened.extensions).toEqual(['time 1795896737']);
+    expect(opened.time).toBe(1795896737);
+    expect(parseCheckpoint(parseNote(note)!.text)).toEqual({
+      origin,
+      treeSize: 3,
+      rootHash: Buffer.alloc(32, 9),
+      time: 1795896737,
+    });
+    // The C2SP tlog-checkpoint specification's example: no extension line, no time.
+    const sofa = 'example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n';
+    expect(parseCheckpoint(sofa)).toEqual({
+      origin: 'example.com/behind-the-sofa',
+      treeSize: 20852163,
+      rootHash: Buffer.from('CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=', 'base64'),
+    });
+    expect(parseCheckpoint(`${sofa}another party's line\n`)?.time).toBeUndefined();
+    expect(parseCheckpoint(`${sofa}another party's line\ntime 5\n`)?.time).toBe(5);
+    for (const bad of ['time\n', 'time 01\n', 'time -5\n', 'time 1.5\n', 'time 5\ntime 6\n', '\n'])
+      expect(parseCheckpoint(`${sofa}${bad}`)).toBeUndefined();
   });
 });
 

@@ -14,6 +14,11 @@ export interface Checkpoint {
   origin: string;
   treeSize: number;
   rootHash: Buffer;
+  /**
+   * When it was signed, in seconds since the Unix epoch: its extension line `time <seconds>`. Checkpoints
+   * signed before the line was added have none.
+   */
+  time?: number;
 }
 
 export interface NoteKey {
@@ -21,9 +26,13 @@ export interface NoteKey {
   publicKey: Buffer;
 }
 
-/** The body: origin, tree size and base64 root hash, one per line. */
+/** The body: origin, tree size and base64 root hash, one per line, then the `time` extension line. */
 export const checkpointBody = (c: Checkpoint): string =>
-  `${c.origin}\n${c.treeSize}\n${c.rootHash.toString('base64')}\n`;
+  `${c.origin}\n${c.treeSize}\n${c.rootHash.toString('base64')}\n` +
+  (c.time === undefined ? '' : `time ${c.time}\n`);
+
+/** The `time` extension line's value for a moment: whole seconds since the Unix epoch. */
+export const checkpointTime = (at: Date): number => Math.floor(at.getTime() / 1000);
 
 /** The key hash: the first 4 bytes of SHA-256(name || "\n" || 0x01 || public key). */
 export function keyHash(name: string, publicKey: Buffer): Buffer {
@@ -91,11 +100,26 @@ export function noteSignedBy(note: string, key: NoteKey): boolean {
   );
 }
 
-/** A checkpoint body's fields; undefined when it is not one. */
+/**
+ * A checkpoint body's fields; undefined when it is not one. Extension lines must be non-empty (C2SP
+ * tlog-checkpoint); other parties' are ignored, but a `time` line must be this service's: one of them,
+ * `time` and a decimal number of seconds.
+ */
 export function parseCheckpoint(text: string): Checkpoint | undefined {
   const lines = text.split('\n');
-  if (lines.length < 4 || !/^(0|[1-9]\d*)$/.test(lines[1])) return undefined;
+  if (lines.length < 4 || lines[lines.length - 1] !== '' || !lines[0]) return undefined;
+  if (!/^(0|[1-9]\d*)$/.test(lines[1])) return undefined;
   const rootHash = Buffer.from(lines[2], 'base64');
   if (rootHash.length !== 32 || rootHash.toString('base64') !== lines[2]) return undefined;
-  return { origin: lines[0], treeSize: Number(lines[1]), rootHash };
+  const extensions = lines.slice(3, -1);
+  if (extensions.some((line) => line === '')) return undefined;
+  const times = extensions.filter((line) => /^time( |$)/.test(line));
+  const time = times.length === 1 ? /^time (0|[1-9]\d{0,14})$/.exec(times[0]) : null;
+  if (times.length && !time) return undefined;
+  return {
+    origin: lines[0],
+    treeSize: Number(lines[1]),
+    rootHash,
+    ...(time ? { time: Number(time[1]) } : {}),
+  };
 }
