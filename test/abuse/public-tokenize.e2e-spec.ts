@@ -158,3 +158,48 @@ describe('abuse: public keys and sessions cannot fill the vault', () => {
     expect(elsewhere.status).toBe(201);
   });
 });
+
+describe('abuse: public tokenizes are counted across instances', () => {
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    const env = {
+      RATE_LIMIT_PER_MINUTE: '100000',
+      PUBLIC_TOKENIZE_PER_MINUTE: '10',
+      TRUST_PROXY: '127.0.0.1',
+    };
+    a = await startApp(env);
+    b = await startApp(env);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  it('one address and public application through two instances on one database: 10 created, then 429s', async () => {
+    const tenant = await newTenant(a, 'public tokenize, two instances');
+    const pub = (
+      await newApplication(a, tenant.managementKey, { type: 'public', permissions: ['token:create'] })
+    ).key;
+    const left = 60_000 - (a.app.get(Clock).now().getTime() % 60_000);
+    if (left < 15_000) for (const t of [a, b]) t.app.get(Clock).advance(left + 100);
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++)
+      for (const t of [a, b])
+        statuses.push(
+          (
+            await request(t.http)
+              .post('/tokenize')
+              .set('BT-API-KEY', pub)
+              .set('X-Forwarded-For', '198.51.100.7')
+              .send([`v${i}`])
+          ).status,
+        );
+    process.stdout.write(
+      `14 public tokenizes through two instances at a limit of 10: ${statuses.join(',')}\n`,
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+  });
+});
