@@ -18,7 +18,9 @@ describe('loadConfig', () => {
       CARD_ENUMERATION_LIMIT: 10,
       SHUTDOWN_GRACE_MS: 25_000,
       SHUTDOWN_DRAIN_DELAY_MS: 3_000,
+      PUBLIC_TOKENIZE_PER_MINUTE: 60,
     });
+    expect(config.TRUST_PROXY).toBeUndefined();
     expect(config.embedded).toBe(true);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
   });
@@ -58,6 +60,15 @@ describe('loadConfig', () => {
     expect(loadConfig({}).vendorBaseUrls.size).toBe(0);
   });
 
+  it('reads TRUST_PROXY: addresses and CIDR blocks, IPv4 and IPv6, spaces around entries allowed', () => {
+    expect(loadConfig({ TRUST_PROXY: '127.0.0.1' }).TRUST_PROXY).toBe('127.0.0.1');
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,::1,fd00::/8' }).TRUST_PROXY).toBe(
+      '10.0.0.0/8, 192.168.1.7,::1,fd00::/8',
+    );
+    expect(loadConfig({ TRUST_PROXY: '' }).TRUST_PROXY).toBeUndefined();
+    expect(loadConfig({ PUBLIC_TOKENIZE_PER_MINUTE: '5' }).PUBLIC_TOKENIZE_PER_MINUTE).toBe(5);
+  });
+
   it('treats an empty DATABASE_URL as unset', () => {
     expect(loadConfig({ DATABASE_URL: '' }).embedded).toBe(true);
   });
@@ -90,6 +101,15 @@ describe('loadConfig', () => {
     ['VENDOR_BASE_URLS', 'stripe-card'],
     ['VENDOR_BASE_URLS', 'stripe-card=ftp://127.0.0.1'],
     ['VENDOR_BASE_URLS', 'stripe-card=http://127.0.0.1:12111,'],
+    ['TRUST_PROXY', 'balancer.internal'],
+    ['TRUST_PROXY', '127.0.0.1,'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
+    ['TRUST_PROXY', '10.0.0.0/'],
+    ['TRUST_PROXY', '300.0.0.1'],
+    ['TRUST_PROXY', '0x7f.1'],
+    ['TRUST_PROXY', '*'],
+    ['PUBLIC_TOKENIZE_PER_MINUTE', '0'],
+    ['PUBLIC_TOKENIZE_PER_MINUTE', 'lots'],
   ])('rejects %s=%s with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));

@@ -12,8 +12,10 @@ import {
   Min,
   MinLength,
   validateSync,
+  ValidateBy,
 } from 'class-validator';
 import { availableParallelism } from 'node:os';
+import { invalidTrustProxyEntries, TRUST_PROXY_FORMAT } from './trusted-proxies';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -153,13 +155,41 @@ export class AppConfig {
 
   /**
    * Failed authentications (a `BT-API-KEY` that is malformed, unknown, revoked or expired) one client
-   * address may make per minute on each instance; past it the address gets 429 until the minute ends,
-   * even with a valid key. IPv6 addresses count per /64.
+   * address (see TRUST_PROXY) may make per minute on each instance; past it the address's further
+   * failures are 429s until the minute ends. A valid key is always served. IPv6 addresses count per /64.
    */
   @Transform(toInteger)
   @IsInt()
   @Min(1)
   AUTH_FAILURES_PER_MINUTE = 60;
+
+  /**
+   * The balancers in front of the service, whose `X-Forwarded-For` is believed: comma-separated addresses
+   * or CIDR blocks (`127.0.0.1,10.0.0.0/8`). A request's client is then the rightmost address of the chain
+   * (the connection's peer last) that is none of them; a request from any other peer is its own client,
+   * whatever it forwards. Unset: every request's client is its peer, so behind a balancer every client
+   * shares the balancer's address (for AUTH_FAILURES_PER_MINUTE and PUBLIC_TOKENIZE_PER_MINUTE).
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @ValidateBy({
+    name: 'isTrustProxy',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && invalidTrustProxyEntries(value).length === 0,
+      defaultMessage: () => TRUST_PROXY_FORMAT,
+    },
+  })
+  TRUST_PROXY?: string;
+
+  /**
+   * Tokenize requests (`POST /tokenize`, `POST /tokens`) one client address may make per minute with the
+   * keys of one public application (its public keys and the sessions it created), across instances; past
+   * it a 429. Such a request creates at most 10 tokens. Private keys are not limited by it.
+   */
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  PUBLIC_TOKENIZE_PER_MINUTE = 60;
 
   /**
    * Worker threads that evaluate custom expressions (fingerprint and search-index expressions other than
@@ -362,6 +392,7 @@ export function knownVariables(): string[] {
     'CORS_ORIGINS',
     'OUTBOUND_ALLOWED_HOSTS',
     'VENDOR_BASE_URLS',
+    'TRUST_PROXY',
   ].filter((name, i, all) => all.indexOf(name) === i);
 }
 

@@ -188,7 +188,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize one value or a whole structure
-         * @description The response has the shape of the request. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
+         * @description The response has the shape of the request. A request with a public key or a session creates at most 10 tokens (400 `too_many_tokens` naming the first field past them, nothing created). With a public key or a session (which counts for the public application that created it) each client address makes at most `PUBLIC_TOKENIZE_PER_MINUTE` (default 60) tokenize and create requests per minute per public application (429 `rate_limited` with `Retry-After`, nothing created). Private keys are not concerned. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
          */
         post: operations["tokenize"];
         delete?: never;
@@ -212,7 +212,7 @@ export interface paths {
         put?: never;
         /**
          * Create one token
-         * @description Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
+         * @description With a public key or a session (which counts for the public application that created it) each client address makes at most `PUBLIC_TOKENIZE_PER_MINUTE` (default 60) tokenize and create requests per minute per public application (429 `rate_limited` with `Retry-After`, nothing created). Private keys are not concerned. Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` `card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. A card token made by a caller that was not counted (a public key) is counted at its first read that would show its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a `fingerprint` filter or search term does not match it.
          */
         post: operations["createToken"];
         delete?: never;
@@ -3206,7 +3206,7 @@ export interface operations {
                     } | components["schemas"]["TokenizedValue"][];
                 };
             };
-            /** @description Invalid input: `errors` names each bad field. */
+            /** @description Invalid input (`errors` names each bad field), more tokens than the request may create (`too_many_tokens`), or nothing to tokenize. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3251,7 +3251,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE), too many tokenizes from this address with this public application's keys (PUBLIC_TOKENIZE_PER_MINUTE), or too many card numbers of one group (`card_enumeration_suspected`); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3424,7 +3424,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetailsDto"];
                 };
             };
-            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE), too many tokenizes from this address with this public application's keys (PUBLIC_TOKENIZE_PER_MINUTE), or too many card numbers of one group (`card_enumeration_suspected`); see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;

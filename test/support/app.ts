@@ -25,13 +25,15 @@ export async function startApp(env: Record<string, string | undefined> = {}): Pr
   // Test files share the run's database: a webhook delivery worker in every app would claim other files'
   // deliveries (and fail them, their receivers being elsewhere). Tests of delivery turn it on.
   // Every test request comes from 127.0.0.1, so tests that try many bad keys (the access matrix) would
-  // meet the limit of failed authentications per address: the tests of that limit set it themselves.
+  // meet the limit of failed authentications per address, and tests that tokenize often with a public key
+  // (the fuzzer) the limit of public tokenizes per address: the tests of those limits set them themselves.
   const config = loadConfig({
     ...process.env,
     BOOTSTRAP: 'false',
     LOG_LEVEL: 'info',
     WEBHOOK_DELIVERY_ENABLED: 'false',
     AUTH_FAILURES_PER_MINUTE: '1000000',
+    PUBLIC_TOKENIZE_PER_MINUTE: '1000000',
     ...env,
   });
   const app = await createApp(config, { logStream: { write: (line: string) => void logs.push(line) } });

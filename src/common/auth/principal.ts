@@ -28,7 +28,11 @@ export interface Principal {
   authorizer?: { permissions: string[]; rules: AccessRule[] };
 }
 
-export type RequestWithPrincipal = Request & { principal?: Principal };
+export type RequestWithPrincipal = Request & {
+  principal?: Principal;
+  /** The client's address (ApiKeyAuthenticator.clientOf: TRUST_PROXY decides whom to believe). */
+  clientAddress?: string;
+};
 
 /** Handler parameter decorator: `@Principal() who: Principal`. */
 export const Principal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {

@@ -31,6 +31,17 @@ export class RateLimiter {
     private readonly config: AppConfig,
   ) {}
 
+  /**
+   * Counts one request of `tracker` under the limit `name` (its own counters, `limit` per minute, shared by
+   * the instances like the keys'): the seconds until the minute ends when this request is past the limit,
+   * else undefined. The tracker is stored as its SHA-256 digest, never in clear.
+   */
+  async hit(name: string, tracker: string, limit: number): Promise<number | undefined> {
+    const key = `${name}:${createHash('sha256').update(tracker).digest('hex')}`;
+    const record = await this.storage.increment(key, RATE_LIMIT_TTL_MS, limit);
+    return record.isBlocked ? record.timeToBlockExpire : undefined;
+  }
+
   async consume(key: string): Promise<void> {
     const limit = this.config.RATE_LIMIT_PER_MINUTE;
     const record = await this.storage.increment(rateLimitKey(key), RATE_LIMIT_TTL_MS, limit);

@@ -8,6 +8,8 @@ export type Origin = ChangeOrigin;
 /** The origin of a change an authenticated request makes: its actor is the request's principal. */
 export interface RequestOrigin extends ChangeOrigin {
   readonly actor: Principal;
+  /** The client's address, as the authenticator found it (TRUST_PROXY); absent outside a request. */
+  readonly client?: string;
 }
 
 /** A request as the guards and the idempotency interceptor leave it. */
@@ -21,5 +23,8 @@ export type RequestWithOrigin = RequestWithPrincipal & { idempotency?: Idempoten
 export const Origin = createParamDecorator((_: unknown, ctx: ExecutionContext): RequestOrigin => {
   const req = ctx.switchToHttp().getRequest<RequestWithOrigin>();
   if (!req.principal) throw new Error('Origin requested on a route that is not authenticated');
-  return req.idempotency ? { actor: req.principal, idempotency: req.idempotency } : { actor: req.principal };
+  const client = req.clientAddress === undefined ? {} : { client: req.clientAddress };
+  return req.idempotency
+    ? { actor: req.principal, idempotency: req.idempotency, ...client }
+    : { actor: req.principal, ...client };
 });

@@ -178,7 +178,6 @@ export class ProxyRequestService {
    */
   private async configuredRoute(request: ProxiedRequest, key: string): Promise<Route> {
     const anonymous = !request.http.principal;
-    if (anonymous) this.authenticator.refuseIfBlocked(request.http);
     const proxy: ProxyEntity | null = PROXY_KEY_FORMAT.test(key) ? await this.proxies.findByKey(key) : null;
     if (!proxy) {
       if (anonymous) this.authenticator.recordFailure(request.http);

@@ -6,11 +6,13 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiQuery,
+  ApiResponse,
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
+import { problemContent } from '../../common/errors/problem-details.dto';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { COMPONENT_SCHEMAS_EXTENSION } from '../../common/openapi';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
@@ -37,6 +39,29 @@ const ENUMERATION_NOTE =
   'A card token made by a caller that was not counted (a public key) is counted at its first read that would show ' +
   'its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a ' +
   '`fingerprint` filter or search term does not match it.';
+const PUBLIC_RATE_NOTE =
+  'With a public key or a session (which counts for the public application that created it) each client address ' +
+  'makes at most `PUBLIC_TOKENIZE_PER_MINUTE` (default 60) tokenize and create requests per minute per public ' +
+  'application (429 `rate_limited` with `Retry-After`, nothing created). Private keys are not concerned.';
+const PUBLIC_SIZE_NOTE =
+  'A request with a public key or a session creates at most 10 tokens (400 `too_many_tokens` naming the first ' +
+  'field past them, nothing created).';
+const TOO_MANY_TOKENS = ApiResponse({
+  status: 400,
+  description:
+    'Invalid input (`errors` names each bad field), more tokens than the request may create (`too_many_tokens`), ' +
+    'or nothing to tokenize.',
+  content: problemContent(),
+});
+const TOO_MANY_REQUESTS = ApiResponse({
+  status: 429,
+  description:
+    'Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), too many failed authentications ' +
+    'from this client address (AUTH_FAILURES_PER_MINUTE), too many tokenizes from this address with this public ' +
+    "application's keys (PUBLIC_TOKENIZE_PER_MINUTE), or too many card numbers of one group " +
+    '(`card_enumeration_suspected`); see Retry-After.',
+  content: problemContent(),
+});
 const FREE_FORM = {
   description:
     'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
@@ -77,8 +102,10 @@ export class TokensController {
   @ApiOperation({
     operationId: 'tokenize',
     summary: 'Tokenize one value or a whole structure',
-    description: `The response has the shape of the request. ${ENUMERATION_NOTE}`,
+    description: `The response has the shape of the request. ${PUBLIC_SIZE_NOTE} ${PUBLIC_RATE_NOTE} ${ENUMERATION_NOTE}`,
   })
+  @TOO_MANY_TOKENS
+  @TOO_MANY_REQUESTS
   @ApiBody(FREE_FORM)
   @ApiCreatedResponse({
     description:
@@ -99,7 +126,12 @@ export class TokensController {
 
   @Post('tokens')
   @RequirePermissions('token:create', { perToken: true })
-  @ApiOperation({ operationId: 'createToken', summary: 'Create one token', description: ENUMERATION_NOTE })
+  @ApiOperation({
+    operationId: 'createToken',
+    summary: 'Create one token',
+    description: `${PUBLIC_RATE_NOTE} ${ENUMERATION_NOTE}`,
+  })
+  @TOO_MANY_REQUESTS
   @ApiBody({
     schema: {
       type: 'object',

@@ -13,6 +13,7 @@ import { TokenRetentionRepository } from './retention/token-retention.repository
 import { TokenSearchRepository } from './search/token-search.repository';
 import { TokenSearchService } from './search/token-search.service';
 import { TokenReads } from './token-reads';
+import { PublicTokenizeLimit } from './tokenize/public-tokenize-limit';
 import { TokenizeService } from './tokenize/tokenize.service';
 import { TokensController } from './tokens.controller';
 import { TokensRepository } from './tokens.repository';
@@ -32,6 +33,7 @@ import { TokensService } from './tokens.service';
   // size comes from EXPRESSION_WORKERS.
   providers: [
     TokenizeService,
+    PublicTokenizeLimit,
     TokensService,
     TokenReads,
     TokenSearchService,

@@ -9,6 +9,9 @@ import { openData } from '../data/seal-data';
 import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
 import { DEFAULT_LIMITS, ExpressionEvaluator } from '../expressions/expression-evaluator';
 import type { NewTokens, TakenIds, TokenRow, TokensRepository } from '../tokens.repository';
+import type { RateLimiter } from '../../../common/throttling/rate-limiter';
+import type { AppConfig } from '../../../config/app-config';
+import { PublicTokenizeLimit } from './public-tokenize-limit';
 import { TokenizeService } from './tokenize.service';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
@@ -98,7 +101,7 @@ class FakeTokens {
   }
 }
 
-function setUp(options: { limit?: number } = {}) {
+function setUp(options: { limit?: number; publicPerMinute?: number } = {}) {
   const tokens = new FakeTokens();
   const work = new FakeUnitOfWork();
   const clock = new Clock();
@@ -113,6 +116,16 @@ function setUp(options: { limit?: number } = {}) {
   } as unknown as CardEnumerationGuard;
   const created: string[][] = [];
   const metrics = { tokensCreated: (types: string[]) => void created.push(types) } as unknown as Metrics;
+  // The shared counters, in memory: hits per tracker this minute.
+  const hits = new Map<string, number>();
+  const limiter = {
+    hit: async (name: string, tracker: string, limit: number) => {
+      const n = (hits.get(`${name}:${tracker}`) ?? 0) + 1;
+      hits.set(`${name}:${tracker}`, n);
+      return n > limit ? 42 : undefined;
+    },
+  } as unknown as RateLimiter;
+  const config = { PUBLIC_TOKENIZE_PER_MINUTE: options.publicPerMinute ?? 60 } as AppConfig;
   const service = new TokenizeService(
     new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 }),
     tokens as unknown as TokensRepository,
@@ -121,8 +134,9 @@ function setUp(options: { limit?: number } = {}) {
     metrics,
     enumeration,
     work.asUnitOfWork(),
+    new PublicTokenizeLimit(limiter, config),
   );
-  return { service, tokens, work, clock, counted, refusals, created };
+  return { service, tokens, work, clock, counted, refusals, created, hits };
 }
 
 const origin = (permissions: string[] = ['token:create'], tenantId = TENANT): RequestOrigin => ({
@@ -317,5 +331,64 @@ describe('TokenizeService', () => {
     const idempotent: RequestOrigin = { ...origin(), idempotency: claim };
     await s.service.createOne(idempotent, { type: 'token', data: 'a' });
     expect(s.work.committed[0].origin).toBe(idempotent);
+  });
+
+  describe('a public key or a session', () => {
+    const publicOrigin = (client: string, applicationId = '00000000-0000-4000-8000-000000000005') => ({
+      actor: {
+        ...principal(['token:create']),
+        applicationId,
+        applicationType: 'public' as const,
+        keyKind: 'public' as const,
+      },
+      client,
+    });
+    const problem = (call: Promise<unknown>) =>
+      call.then(
+        () => undefined,
+        (error: {
+          code?: string;
+          errors?: unknown;
+          extras?: { code?: string; headers?: unknown };
+          getStatus?: () => number;
+        }) => error,
+      );
+
+    it('creates at most 10 tokens per request: 11 is a 400 naming the 11th field, nothing written or counted', async () => {
+      const s = setUp();
+      const eleven = Array.from({ length: 11 }, (_, i) => `value ${i}`);
+      const refused = (await problem(s.service.tokenize(publicOrigin('192.0.2.1'), eleven))) as {
+        code: string;
+        errors: Record<string, string[]>;
+      };
+      expect(refused).toBeInstanceOf(Error);
+      expect(refused.code).toBe('too_many_tokens');
+      expect(Object.keys(refused.errors)).toEqual(['[10]']);
+      expect(JSON.stringify(refused)).not.toContain('value');
+      expect(s.tokens.inserts).toHaveLength(0);
+      expect(s.hits.size).toBe(0);
+      await s.service.tokenize(publicOrigin('192.0.2.1'), eleven.slice(0, 10));
+      expect(s.tokens.rows.size).toBe(10);
+      // A private key is not concerned.
+      await s.service.tokenize(origin(), eleven);
+      expect(s.tokens.rows.size).toBe(21);
+    });
+
+    it('past PUBLIC_TOKENIZE_PER_MINUTE requests of one address and application: 429 with Retry-After, nothing written', async () => {
+      const s = setUp({ publicPerMinute: 2 });
+      await s.service.tokenize(publicOrigin('192.0.2.1'), ['a']);
+      await s.service.createOne(publicOrigin('192.0.2.1'), { type: 'token', data: 'b' });
+      const refused = (await problem(s.service.tokenize(publicOrigin('192.0.2.1'), ['c']))) as {
+        getStatus(): number;
+        extras: { code: string; headers: Record<string, string> };
+      };
+      expect(refused.getStatus()).toBe(429);
+      expect(refused.extras).toMatchObject({ code: 'rate_limited', headers: { 'Retry-After': '42' } });
+      expect(s.tokens.rows.size).toBe(2);
+      await s.service.tokenize(publicOrigin('192.0.2.2'), ['d']);
+      await s.service.tokenize(publicOrigin('192.0.2.1', '00000000-0000-4000-8000-000000000006'), ['e']);
+      for (let i = 0; i < 3; i++) await s.service.tokenize(origin(), ['f']);
+      expect(s.tokens.rows.size).toBe(7);
+    });
   });
 });

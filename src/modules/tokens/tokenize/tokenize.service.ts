@@ -30,6 +30,7 @@ import {
   Slot,
 } from './tokenize-request';
 import { NewTokens, TokenRow, TokensRepository } from '../tokens.repository';
+import { PublicTokenizeLimit } from './public-tokenize-limit';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
@@ -70,6 +71,7 @@ export class TokenizeService {
     private readonly metrics: Metrics,
     private readonly enumeration: CardEnumerationGuard,
     private readonly work: UnitOfWork,
+    private readonly publicLimit: PublicTokenizeLimit,
   ) {}
 
   /** POST /tokenize: any shape in, the same shape out, every token created in one change or none. */
@@ -78,6 +80,10 @@ export class TokenizeService {
     const errors: FieldErrors = {};
     if (isElement(body)) return this.createOne(origin, body);
     const slots = collectSlots(body, errors);
+    this.publicLimit.checkSize(
+      origin,
+      slots.map((slot) => slot.path),
+    );
     if (slots.length > MAX_TOKENS_PER_REQUEST) {
       throw new TokensException(
         TokensErrorCode.TooManyTokens,
@@ -87,6 +93,7 @@ export class TokenizeService {
     if (slots.length === 0 && !Object.keys(errors).length) {
       throw new TokensException(TokensErrorCode.EmptyTokenize, 'The request holds nothing to tokenize.');
     }
+    await this.publicLimit.count(origin);
     const prepared = await this.prepare(who, slots, errors);
     return this.create(origin, prepared, (created) =>
       rebuild(
@@ -102,6 +109,7 @@ export class TokenizeService {
   async createOne(origin: RequestOrigin, body: unknown): Promise<TokenDto> {
     if (!isPlainObject(body))
       throw TokensException.badRequest('The body must be a token request object with type and data.');
+    await this.publicLimit.count(origin);
     const prepared = await this.prepare(origin.actor, [{ path: '', raw: body }]);
     return this.create(origin, prepared, ([created]) =>
       tokenDto(created.row, { transform: created.transform, readable: created.readable }),
