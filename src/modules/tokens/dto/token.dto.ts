@@ -1,5 +1,5 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { ReferenceObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { OffsetPaginationDto } from '../../../common/pagination/offset-pagination.dto';
 
 /** The masked form of a card or bank: never the clear number. */
@@ -100,7 +100,7 @@ export class TokenCursorPageDto {
 }
 
 /** A string's token id, a token object, or an object of tokenized values: what an array of them holds. */
-const TOKENIZED_MEMBERS: SchemaObject[] = [
+const TOKENIZED_MEMBERS: (SchemaObject | ReferenceObject)[] = [
   { type: 'string' },
   { $ref: getSchemaPath(TokenObjectDto) },
   { type: 'object', additionalProperties: { $ref: '#/components/schemas/TokenizedValue' } },
