@@ -47,7 +47,9 @@ describe('the example checkout in Chromium', () => {
   });
 
   it('prints the address to open: the origin allowed (as its README says), not http://localhost', async () => {
-    await waitFor(() => server.stdout().includes('\n'), { what: 'the example checkout to print its address' });
+    await waitFor(() => server.stdout().includes('\n'), {
+      what: 'the example checkout to print its address',
+    });
     expect(server.stdout()).toBe(`checkout on ${url} (vault ${vault.url})\n`);
   });
 
