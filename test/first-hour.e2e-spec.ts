@@ -87,6 +87,24 @@ describe('start-up failures: one line naming the variable', () => {
     expect(await tables()).toEqual([]);
   }, 90_000);
 
+  it('the CLI with an unreachable database server: the line naming DATABASE_URL, no stack trace, no password', async () => {
+    const run = spawnJs('dist/cli.js', ['tenant', 'create', '--name', 'acme'], {
+      DATABASE_URL: 'postgres://vault:s3cret-pw@127.0.0.1:1/vault',
+      ENCRYPTION_KEYS: key(),
+      LOG_LEVEL: 'warn',
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.stdout()).toBe('');
+    expect(run.stderr()).not.toMatch(/^\s+at /m);
+    expect(run.stderr()).not.toContain('s3cret-pw');
+    expect(run.stderr().trimEnd().split('\n')).toEqual([
+      'Using PostgreSQL at 127.0.0.1:1/vault.',
+      expect.stringMatching(
+        /^Cannot reach PostgreSQL at 127\.0\.0\.1:1\/vault \(ECONNREFUSED\).*DATABASE_URL/,
+      ),
+    ]);
+  }, 90_000);
+
   it('PORT=notaport is one line naming PORT and what it must be', async () => {
     const { code, output } = await failedStart({
       DATABASE_URL: db.url,
