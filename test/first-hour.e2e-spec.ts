@@ -112,7 +112,7 @@ describe('start-up failures: one line naming the variable', () => {
       PORT: 'notaport',
     });
     expect(code).not.toBe(0);
-    expect(output).toEqual(['Invalid configuration: PORT must be a whole number from 0 to 65535.']);
+    expect(output).toEqual(['Invalid configuration: PORT must be an integer from 0 to 65535.']);
     expect(await tables()).toEqual([]);
   }, 90_000);
 

@@ -95,7 +95,7 @@ describe('loadConfig', () => {
     'PORT=%s is one line: what PORT must be, its range, not the value',
     (value) => {
       expect(() => loadConfig({ PORT: value })).toThrow(
-        new ConfigError('Invalid configuration: PORT must be a whole number from 0 to 65535.'),
+        new ConfigError('Invalid configuration: PORT must be an integer from 0 to 65535.'),
       );
     },
   );

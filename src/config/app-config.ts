@@ -382,7 +382,7 @@ function problem(error: ValidationError): string {
         : max !== undefined
           ? ` of at most ${max}`
           : '';
-  return `${error.property} must be a whole number${range}`;
+  return `${error.property} must be an integer${range}`;
 }
 
 /**
