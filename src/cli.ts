@@ -2,8 +2,9 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliError } from './cli/admin-client';
 import { CliModule } from './cli/cli.module';
-import { ConfigError, loadConfig } from './config/app-config';
+import { AppConfig, loadConfig } from './config/app-config';
 import { misspelledVariables } from './config/misspelled-variables';
+import { describeKnownFailure } from './startup-failure';
 
 type RunOptions = Extract<Parameters<typeof CommandFactory.run>[1], { helpConfiguration?: unknown }>;
 type Help = NonNullable<RunOptions['helpConfiguration']>;
@@ -35,12 +36,17 @@ const isCommanderExit = (error: unknown): error is { exitCode: number } =>
   (error as { code: string }).code.startsWith('commander.') &&
   typeof (error as { exitCode?: unknown }).exitCode === 'number';
 
-/** What the operator sees of a failure: one line for the expected ones, the stack for the others. */
+let config: AppConfig | undefined;
+
+/**
+ * What the operator sees of a failure: one line for the expected ones (a refusal, a setting to change, a
+ * database that cannot be reached or refuses the credentials), the stack for the others.
+ */
 function report(error: unknown): never {
   if (isCommanderExit(error)) process.exit(error.exitCode);
+  const known = error instanceof CliError ? error.message : describeKnownFailure(error, config);
   if (!(error instanceof Error)) process.stderr.write(`${String(error)}\n`);
-  else if (error instanceof ConfigError || error instanceof CliError)
-    process.stderr.write(`${error.message}\n`);
+  else if (known) process.stderr.write(`${known}\n`);
   else process.stderr.write(`${error.stack ?? error.message}\n`);
   process.exit(1);
 }
@@ -48,7 +54,7 @@ function report(error: unknown): never {
 /** `npm run --silent cli -- tenant create --name acme`: JSON on stdout, diagnostics on stderr. */
 async function main(): Promise<void> {
   for (const warning of misspelledVariables(process.env)) process.stderr.write(`${warning}\n`);
-  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
+  config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
   config.role = 'cli';
   await CommandFactory.run(CliModule.forRoot(config), {
     logger: ['error'],

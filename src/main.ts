@@ -5,6 +5,7 @@ import { createApp } from './app.setup';
 import { stdoutStream } from './common/context/logging';
 import { GracefulShutdown } from './common/lifecycle/graceful-shutdown';
 import { ShutdownState } from './common/lifecycle/shutdown-state';
+import { checkMasterKeys } from './common/crypto/master-keys';
 import { AppConfig, loadConfig } from './config/app-config';
 import { misspelledVariables } from './config/misspelled-variables';
 import { BootstrapService } from './modules/tenants/bootstrap.service';
@@ -29,6 +30,8 @@ let config: AppConfig | undefined;
 async function main(): Promise<void> {
   for (const warning of misspelledVariables(process.env)) process.stderr.write(`${warning}\n`);
   config = loadConfig();
+  // Before anything opens the database: a refusal for want of master keys runs no migration.
+  checkMasterKeys(config);
   // Read by V8 at every full collection, so it applies from here on (docs/benchmarks.md measures it).
   if (config.HEAP_GROWTH_PERCENT > 0)
     setFlagsFromString(`--heap-growing-percent=${config.HEAP_GROWTH_PERCENT}`);

@@ -35,6 +35,18 @@ const UNREACHABLE = new Set([
  * ENCRYPTION_KEYS, PORT, DATA_DIR) and what to do; the stack trace only at LOG_LEVEL=debug.
  */
 export function describeStartupFailure(error: unknown, config?: AppConfig): string {
+  const known = describeKnownFailure(error, config);
+  if (known) return known;
+  const first = chain(error)[0];
+  const summary = first ? first.message.split('\n')[0] : String(error);
+  return `Failed to start: ${summary} (LOG_LEVEL=debug shows the details)`;
+}
+
+/**
+ * The one line of a failure the operator can fix (a setting, the database's address, its credentials, a
+ * port), or undefined for any other: what the server says at start, and the CLI when it opens the database.
+ */
+export function describeKnownFailure(error: unknown, config?: AppConfig): string | undefined {
   const errors = chain(error);
   const known = errors.find(
     (e) => e instanceof ConfigError || e instanceof StartupFailure || e instanceof EmbeddedDatabaseInUse,
@@ -51,9 +63,7 @@ export function describeStartupFailure(error: unknown, config?: AppConfig): stri
     if (e.code && UNREACHABLE.has(e.code))
       return `Cannot reach PostgreSQL at ${target} (${e.code}): start it, or set DATABASE_URL to a server that runs.`;
   }
-  const first = errors[0];
-  const summary = first ? first.message.split('\n')[0] : String(error);
-  return `Failed to start: ${summary} (LOG_LEVEL=debug shows the details)`;
+  return undefined;
 }
 
 /** The details of a failure, for LOG_LEVEL=debug or trace. */

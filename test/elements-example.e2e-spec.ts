@@ -46,6 +46,13 @@ describe('the example checkout in Chromium', () => {
     await vault?.close();
   });
 
+  it('prints the address to open: the origin allowed (as its README says), not http://localhost', async () => {
+    await waitFor(() => server.stdout().includes('\n'), {
+      what: 'the example checkout to print its address',
+    });
+    expect(server.stdout()).toBe(`checkout on ${url} (vault ${vault.url})\n`);
+  });
+
   it('Pay is enabled once the card is complete, and pays with a token; the screenshot for the docs', async () => {
     const page = await browser.newPage({ viewport: { width: 640, height: 460 }, deviceScaleFactor: 1 });
     const logged: string[] = [];

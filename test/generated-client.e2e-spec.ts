@@ -69,6 +69,38 @@ export async function firstHour(key: string): Promise<string[]> {
 `;
 
 /**
+ * Uses the tokenize answer's recursive type (`TokenizedValue`) of a generated client, as `tsc --strict`
+ * checks it without `skipLibCheck`: a type that refers to itself where TypeScript cannot defer it fails
+ * (TS2502) in the generated file, and becomes `any` where the file is not checked. Each `@ts-expect-error`
+ * line fails if the type is `any`.
+ */
+const TOKENIZED_VALUE_PROGRAM = `
+import type { components, operations } from './vault-api';
+import type { components as Committed } from './committed-vault-api';
+
+type TokenizedValue = components['schemas']['TokenizedValue'];
+type Answer = operations['tokenize']['responses'][201]['content']['application/json'];
+
+export const answer: Answer = {
+  email: '0b6c2a57-4a7e-4e0e-9d4b-1c7f6a4a3c11',
+  profile: { phones: ['9a1f7a0e-2b7c-4c41-9a55-2d8a4b9c6f10'], address: { line1: 'a4f1c5d2' } },
+  list: [{ nested: 'c1f3' }, 'd2e4'],
+};
+export const committed: Committed['schemas']['TokenizedValue'] = { a: ['b', { c: 'd' }] };
+
+// @ts-expect-error a number is no tokenized value
+export const wrongLeaf: TokenizedValue = 42;
+// @ts-expect-error nor an object with one
+export const wrongMember: TokenizedValue = { email: 42 };
+// @ts-expect-error nor an array with one
+export const wrongItem: TokenizedValue = ['a', true];
+// @ts-expect-error nor an answer
+export const wrongAnswer: Answer = 42;
+// @ts-expect-error nor in the committed client
+export const wrongCommitted: Committed['schemas']['TokenizedValue'] = { email: 42 };
+`;
+
+/**
  * A client generated from openapi.json (openapi-typescript types + openapi-fetch) walks the main
  * journey against a running server: if the document were wrong, this would not compile or would fail.
  */
@@ -140,6 +172,50 @@ describe('generated TypeScript client (openapi-typescript + openapi-fetch)', () 
             types: [],
           },
           files: ['program.ts'],
+        }),
+      );
+      const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+        cwd: dir,
+        encoding: 'utf8',
+      });
+      expect(tsc.stdout + tsc.stderr).toBe('');
+      expect(tsc.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the generated types compile under tsc --strict without skipLibCheck, and TokenizedValue is not `any`', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vault-strict-client-'));
+    try {
+      execFileSync(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules/openapi-typescript/bin/cli.js'),
+          join(ROOT, 'openapi.json'),
+          '-o',
+          'vault-api.d.ts',
+        ],
+        { cwd: dir, stdio: 'pipe' },
+      );
+      writeFileSync(
+        join(dir, 'committed-vault-api.d.ts'),
+        readFileSync(join(ROOT, 'test/generated/vault-api.d.ts'), 'utf8'),
+      );
+      writeFileSync(join(dir, 'program.ts'), TOKENIZED_VALUE_PROGRAM);
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'commonjs',
+            moduleResolution: 'node',
+            strict: true,
+            noEmit: true,
+            skipLibCheck: false,
+            types: [],
+          },
+          files: ['program.ts', 'vault-api.d.ts', 'committed-vault-api.d.ts'],
         }),
       );
       const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {

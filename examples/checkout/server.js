@@ -45,4 +45,5 @@ http
       res.writeHead(404).end();
     }
   })
-  .listen(PORT, () => console.log(`checkout on http://localhost:${PORT} (vault ${VAULT_URL})`));
+  // The address to open is the origin the README allows (http://localhost is another origin, refused).
+  .listen(PORT, () => console.log(`checkout on http://127.0.0.1:${PORT} (vault ${VAULT_URL})`));

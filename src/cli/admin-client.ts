@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createConnection } from 'node:net';
+import { checkMasterKeys } from '../common/crypto/master-keys';
 import { AppConfig } from '../config/app-config';
 import { EmbeddedDatabaseInUse, lockOwner } from '../database/embedded-lock';
 import type { AdminRequest, AdminResult } from '../modules/admin/admin-operations';
@@ -33,6 +34,8 @@ export class AdminClient {
         if (remote) return remote;
       } else if (owner) throw new CliError(new EmbeddedDatabaseInUse(owner, this.config.DATA_DIR).message);
     }
+    // Before the database is opened (and migrated): missing master keys are one line, and change nothing.
+    checkMasterKeys(this.config);
     process.stderr.write(`Using ${this.config.databaseDescription}.\n`);
     return this.local(request);
   }
@@ -49,8 +52,12 @@ export class AdminClient {
     try {
       context = await NestFactory.createApplicationContext(CliCoreModule.forRoot(this.config), {
         logger: ['error'],
+        // A context that fails to start is reported once, by the CLI (src/cli.ts): not Nest's stack trace too.
+        bufferLogs: true,
+        autoFlushLogs: false,
         abortOnError: false,
       });
+      context.flushLogs();
     } catch (error) {
       if (error instanceof EmbeddedDatabaseInUse) throw new CliError(error.message);
       throw error;

@@ -114,6 +114,21 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
   });
+
+  it.each(['notaport', '1.5', '-1', '70000'])(
+    'PORT=%s is one line: what PORT must be, its range, not the value',
+    (value) => {
+      expect(() => loadConfig({ PORT: value })).toThrow(
+        new ConfigError('Invalid configuration: PORT must be an integer from 0 to 65535.'),
+      );
+    },
+  );
+
+  it('names each bad variable on a line of its own', () => {
+    expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'loud' })).toThrow(
+      /^Invalid configuration: (PORT|LOG_LEVEL) .*\.\nInvalid configuration: (PORT|LOG_LEVEL) .*\.$/,
+    );
+  });
 });
 
 describe('misspelledVariables', () => {

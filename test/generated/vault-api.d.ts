@@ -2019,10 +2019,12 @@ export interface components {
             /** @description 500 only: the trace id to quote when reporting the failure. */
             trace_id?: string;
         };
-        /** @description Where the request had a string: the id of the `token` token made of it; a token request element: the token object; an object or an array: the same for each of its members. */
+        /** @description Where the request had a string: the id of the `token` token made of it; a token request element: the token object; an object or an array: the same for each of its members (an array directly in an array is described as an array of any values). */
         TokenizedValue: string | components["schemas"]["TokenObjectDto"] | {
             [key: string]: components["schemas"]["TokenizedValue"];
-        } | components["schemas"]["TokenizedValue"][];
+        } | (string | components["schemas"]["TokenObjectDto"] | {
+            [key: string]: components["schemas"]["TokenizedValue"];
+        } | unknown[])[];
     };
     responses: never;
     parameters: never;

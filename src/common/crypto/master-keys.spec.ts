@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../config/app-config';
-import { KEY_FILE_NAME, loadMasterKeys, parseMasterKeys } from './master-keys';
+import { checkMasterKeys, KEY_FILE_NAME, loadMasterKeys, parseMasterKeys } from './master-keys';
 
 const b64 = () => randomBytes(32).toString('base64');
 
@@ -52,6 +52,27 @@ describe('master keys', () => {
       expect(second.active.key.equals(first.active.key)).toBe(true);
       expect(warnings).toHaveLength(1);
       expect(readFileSync(file, 'utf8')).toMatch(/^v1:/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('checkMasterKeys (run before the database is opened) refuses as loadMasterKeys does, writing nothing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vault-keys-'));
+    try {
+      expect(() =>
+        checkMasterKeys(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://db/vault' })),
+      ).toThrow(/ENCRYPTION_KEYS: required when DATABASE_URL is set/);
+      expect(() => checkMasterKeys(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir }))).toThrow(
+        ConfigError,
+      );
+      expect(() => checkMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()},v1:${b64()}` }))).toThrow(
+        ConfigError,
+      );
+      // The embedded database outside production: a key file will stand in, made later by loadMasterKeys.
+      expect(checkMasterKeys(loadConfig({ DATA_DIR: dir }))).toBeUndefined();
+      expect(checkMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()}` }))?.active.version).toBe('v1');
+      expect(readdirSync(dir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
