@@ -293,7 +293,8 @@ describe('stopping: SIGTERM lets the requests in flight finish', () => {
           .filter((l) => l.trim() !== '');
         // One line per phase (docs/operations.md); jobs and requests end in either order.
         expect(after).toEqual([
-          'shutdown: SIGTERM: not ready',
+          // The default drain delay (SHUTDOWN_DRAIN_DELAY_MS): serving, not ready, before the listener closes.
+          'shutdown: SIGTERM: not ready, serving for 3000 ms more',
           'shutdown: draining 1 request, no new connections (grace 25000 ms)',
           expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),
           expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),

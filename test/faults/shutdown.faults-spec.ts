@@ -193,7 +193,8 @@ describe('graceful shutdown of a server with work in flight', () => {
         leased: false,
       });
       expect(lines).toEqual([
-        'shutdown: SIGTERM: not ready',
+        // The default drain delay (SHUTDOWN_DRAIN_DELAY_MS): serving, not ready, before the listener closes.
+        'shutdown: SIGTERM: not ready, serving for 3000 ms more',
         `shutdown: draining 2 requests, no new connections (grace ${GRACE_MS} ms)`,
         expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),
         expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),
