@@ -12,6 +12,7 @@ import { createWebhookRow, recordEvents, Receiver } from '../support/webhooks';
 import { api, Server, startServer } from './support';
 
 const GRACE_MS = 8_000;
+const DRAIN_DELAY_MS = 300;
 
 /** A connection opened now whose request is sent later: the server counts it as busy, not idle. */
 async function heldRequest(port: number, path: string): Promise<{ finish: () => Promise<string> }> {
@@ -79,6 +80,8 @@ describe('graceful shutdown of a server with work in flight', () => {
         ...env,
         BOOTSTRAP: 'false',
         SHUTDOWN_GRACE_MS: String(GRACE_MS),
+        // Shorter than the default 3 s, so that the slow vendor call is still in flight when the drain begins.
+        SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS),
         WEBHOOK_POLL_MS: '100',
         WEBHOOK_RETRY_SECONDS: '600',
       });
@@ -193,8 +196,8 @@ describe('graceful shutdown of a server with work in flight', () => {
         leased: false,
       });
       expect(lines).toEqual([
-        // The default drain delay (SHUTDOWN_DRAIN_DELAY_MS): serving, not ready, before the listener closes.
-        'shutdown: SIGTERM: not ready, serving for 3000 ms more',
+        // SHUTDOWN_DRAIN_DELAY_MS: serving, not ready, before the listener closes.
+        `shutdown: SIGTERM: not ready, serving for ${DRAIN_DELAY_MS} ms more`,
         `shutdown: draining 2 requests, no new connections (grace ${GRACE_MS} ms)`,
         expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),
         expect.stringMatching(/^shutdown: (jobs stopped|requests finished)/),
