@@ -19,7 +19,7 @@ interface Create {
 }
 
 /**
- * Every create that honours `BT-IDEMPOTENCY-KEY` (buyers, stored cards, flow rules, connections, proxies),
+ * Every create that honours `BT-IDEMPOTENCY-KEY` (tokens, buyers, stored cards, flow rules, connections, proxies),
  * with the server killed (SIGKILL) at the point where the answer is written: the test holds the request's
  * idempotency record locked, so the server's write of its answer waits, and kills it there. Before the
  * fix, buyers, stored cards and flow rules had committed by then and recorded their answer in a later
@@ -84,6 +84,13 @@ describe('creates killed as their answer is recorded, retried with the same key'
     ).body.id as string;
 
     const creates: Create[] = [
+      {
+        name: 'token',
+        table: 'tokens',
+        path: '/tokens',
+        body: { type: 'token', data: 'a secret of its own' },
+        status: 201,
+      },
       {
         name: 'buyer',
         table: 'buyers',
