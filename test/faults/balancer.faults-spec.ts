@@ -144,8 +144,9 @@ describe('the shipped balancer when an instance dies mid-vendor-call', () => {
           );
         },
       );
-      await victim.kill();
+      // The survivor back in rotation before the kill: a balancer that re-sends has somewhere to send to.
       await cluster!.haproxy.command(`enable server instances/${survivor.name}`);
+      await victim.kill();
       const seen = await Promise.all(answers);
       // Time for a re-sent request to reach Stripe, were the balancer to send one.
       await new Promise((resolve) => setTimeout(resolve, 3_000));
