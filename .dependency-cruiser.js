@@ -106,6 +106,17 @@ module.exports = {
       to: { circular: true, pathNot: '^src/$1(/|$)' },
     },
     {
+      name: 'no-circular-between-orchestration-folders',
+      comment:
+        "Orchestration's folders (formulas, processors, connections, flows, buyers, transactions, approvals, " +
+        'notifications) do not import each other in a cycle: each builds on the ones below it. Files of one ' +
+        'folder and its sub-folders may.',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: '^src/modules/orchestration/([^/]+)(/|$)' },
+      to: { circular: true, pathNot: '^src/modules/orchestration/$1(/|$)' },
+    },
+    {
       name: 'no-test-code-in-src',
       comment: 'Production code does not import specs or the test support.',
       severity: 'error',

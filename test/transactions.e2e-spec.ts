@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { fromReconciliationId } from '../src/modules/orchestration/transactions/reconciliation';
+import { fromReconciliationId } from '../src/modules/orchestration/processors/reconciliation';
 import { Clock } from '../src/common/jobs/clock';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { TransactionsRepository } from '../src/modules/orchestration/transactions/transactions.repository';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { Clock } from '../../src/common/jobs/clock';
-import { fromReconciliationId } from '../../src/modules/orchestration/transactions/reconciliation';
+import { fromReconciliationId } from '../../src/modules/orchestration/processors/reconciliation';
 import { SettlementService } from '../../src/modules/orchestration/transactions/settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { FakeStripe } from '../support/fake-stripe';

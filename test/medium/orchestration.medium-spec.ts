@@ -3,6 +3,7 @@ import type { Change } from '../../src/common/unit-of-work/change';
 import { UnitOfWork } from '../../src/common/unit-of-work/unit-of-work';
 import { FORMULAS } from '../../src/modules/orchestration/formulas/formulas';
 import { ConnectionsService } from '../../src/modules/orchestration/connections/connections.service';
+import { ConnectionsRepository } from '../../src/modules/orchestration/connections/connections.repository';
 import { RefundsRepository } from '../../src/modules/orchestration/transactions/refunds.repository';
 import { SettlementService } from '../../src/modules/orchestration/transactions/settlement.service';
 import { TransactionJournal } from '../../src/modules/orchestration/transactions/transaction-journal';
@@ -125,7 +126,9 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     expect(
       await inChange((change) => transactions.apply(change, other, tx.id, refused, new Date())),
     ).toBeUndefined();
-    expect(await inChange((change) => transactions.usesConnection(change, other, connectionId))).toBe(false);
+    expect(
+      await inChange((change) => m.get(ConnectionsRepository).hasTransactions(change, other, connectionId)),
+    ).toBe(false);
     expect(
       (await m.run(() => m.get(RefundsRepository).list(other, tx.id, { skip: 0, take: 10 }))).total,
     ).toBe(0);

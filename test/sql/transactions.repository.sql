@@ -75,6 +75,3 @@ SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.me
                    AND COALESCE(t.pending_since, t.updated_at) > $5)
            OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)
         ORDER BY t.updated_at LIMIT $3;
-
--- TransactionsRepository.usesConnection
-SELECT 1 FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1;

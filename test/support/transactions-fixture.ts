@@ -12,7 +12,6 @@ import type { Change, IdempotencyClaim } from '../../src/common/unit-of-work/cha
 import type { RequestOrigin } from '../../src/common/unit-of-work/origin.decorator';
 import type { AppConfig } from '../../src/config/app-config';
 import type { TokensService, UsableToken } from '../../src/modules/tokens/tokens.service';
-import { ApprovalsService } from '../../src/modules/orchestration/approvals/approvals.service';
 import type {
   ConnectionsService,
   UsableConnection,
@@ -239,12 +238,10 @@ export function setup(options: { candidates?: number } = {}) {
     metrics as unknown as Metrics,
     new ChargedCards(tokens, new BuyersService(buyersRepository, tokens, clock, work), work),
   );
-  const approvals = new ApprovalsService(repository, journal, connections, processors, links, clock, work);
   const settlement = new SettlementService(
     repository,
     refundsRepository,
     journal,
-    approvals,
     connections,
     processors,
     clock,

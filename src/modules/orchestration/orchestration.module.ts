@@ -9,6 +9,7 @@ import { DatabaseModule } from '../../database/database.module';
 import { ConnectionEntity } from './connections/entities/connection.entity';
 import { FlowRuleEntity } from './flows/entities/flow-rule.entity';
 import { FlowRulesController } from './flows/flow-rules.controller';
+import { FlowEvaluationController } from './transactions/flow-evaluation.controller';
 import { FlowRulesRepository } from './flows/flow-rules.repository';
 import { FlowRulesService } from './flows/flow-rules.service';
 import { TransactionRouting } from './transactions/transaction-routing';
@@ -56,6 +57,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ConnectionsController,
     TransactionsController,
     FlowRulesController,
+    FlowEvaluationController,
     BuyersController,
     ApprovalsController,
     AdyenNotificationsController,

@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../../common/jobs/clock';
-import type { Change, Origin } from '../../../common/unit-of-work/change';
+import type { Origin } from '../../../common/unit-of-work/change';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { ConnectionsService } from '../connections/connections.service';
 import { processorFailure, ProcessorUnavailable, withTimeout } from '../processors/processor-calls';
 import type { AuthorizeResult, Processor } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { approvalDigest, ApprovalLinks } from '../transactions/approval-links';
-import { fromReconciliationId } from '../transactions/reconciliation';
+import { fromReconciliationId } from '../processors/reconciliation';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { transition } from '../transactions/transaction-state';
 import { stateOf, TransactionRow, TransactionsRepository } from '../transactions/transactions.repository';
@@ -77,7 +77,7 @@ export class ApprovalsService {
       if (atVendor) return { outcome: 'unknown' as const };
       const now = this.clock.now();
       if (row.approval_expires_at && row.approval_expires_at <= now) {
-        await this.expire(change, row, now);
+        await this.journal.expireApproval(change, row, now);
         return { outcome: 'expired' as const, row };
       }
       await this.journal.apply(
@@ -212,21 +212,5 @@ export class ApprovalsService {
     });
     const updated = applied ?? (await this.transactions.find(row.tenant_id, row.id))!;
     return { outcome: PAGE_OUTCOME[result.outcome], row: updated };
-  }
-
-  /**
-   * Ends a buyer approval that ran out of time, in the caller's change (the approval page's, or the
-   * settlement job's): the payment failed and the link stops working.
-   */
-  async expire(change: Change, row: TransactionRow, now: Date): Promise<boolean> {
-    const applied = !!(await this.journal.apply(
-      change,
-      row.tenant_id,
-      row.id,
-      transition(stateOf(row), { kind: 'approval_expired' }, now),
-      now,
-    ));
-    if (applied) this.journal.log(change, row.id, 'update', 'Buyer approval expired: authorization_failed');
-    return applied;
   }
 }

@@ -10,7 +10,7 @@ import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorato
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { CardEnumerationRefused, normalizeTokenId, TokensService } from '../../tokens/tokens.service';
 import { OrchestrationException } from '../orchestration.errors';
-import { schemeOf } from '../transactions/transaction-checks';
+import { schemeOf } from '../formulas/card-schemes';
 import type {
   BuyerDto,
   BuyerPageDto,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, IsNull, Repository } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
+import { GenerateSql } from '../../../database/generate-sql';
 import { ConnectionEntity, ConnectionField } from './entities/connection.entity';
 
 export type { ConnectionField };
@@ -107,6 +108,22 @@ export class ConnectionsRepository {
       lock: { mode: 'pessimistic_write' },
     });
     return row ?? undefined;
+  }
+
+  /**
+   * Whether any transaction, deleted connection or not, refers to the connection (read in the change that
+   * deletes it, to choose between a soft and a hard delete).
+   */
+  @GenerateSql({
+    change: true,
+    params: ['4cd3f9b0-5d44-4c50-9a44-3f4b8c0f1a10', '5b0c7a3e-8f65-4c1e-b2a9-0d6c1f2e3a41'],
+  })
+  async hasTransactions(change: Change, tenantId: string, id: string): Promise<boolean> {
+    const rows = await change.query(
+      'SELECT 1 FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1',
+      [tenantId, id],
+    );
+    return rows.length > 0;
   }
 
   /** Marks a connection deleted and inactive, keeping the row for the transactions that refer to it. */

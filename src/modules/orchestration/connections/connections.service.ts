@@ -17,7 +17,6 @@ import { findFormula, Formula, supports } from '../formulas/formulas';
 import type { Credentials } from '../processors/processor.port';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { OrchestrationException } from '../orchestration.errors';
-import { TransactionsRepository } from '../transactions/transactions.repository';
 import { ConnectionDto, ConnectionRequestDto } from './connection.dto';
 import { ConnectionsRepository, ConnectionValues } from './connections.repository';
 import { ConnectionEntity } from './entities/connection.entity';
@@ -152,7 +151,6 @@ export class ConnectionsService implements OnApplicationShutdown {
 
   constructor(
     private readonly connections: ConnectionsRepository,
-    private readonly transactions: TransactionsRepository,
     private readonly tenantKeys: TenantKeysService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
@@ -255,7 +253,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     await this.work.transaction(origin, async (change) => {
       if (!(await this.connections.lock(change, who.tenantId, id)))
         throw OrchestrationException.connectionNotFound();
-      if (await this.transactions.usesConnection(change, who.tenantId, id))
+      if (await this.connections.hasTransactions(change, who.tenantId, id))
         await this.connections.softDelete(change, who.tenantId, id, this.clock.now());
       else await this.connections.delete(change, who.tenantId, id);
       change.audit({

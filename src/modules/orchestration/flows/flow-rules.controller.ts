@@ -12,10 +12,8 @@ import { Principal } from '../../../common/auth/principal';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
 import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
-import { CreateTransactionDto } from '../transactions/transaction.dto';
-import { TransactionCreationService } from '../transactions/transaction-creation.service';
 import { ACTIONS, FlowAction } from './flow-conditions';
-import { FlowEvaluationDto, FlowRuleDto, FlowRuleRequestDto } from './flow-rule.dto';
+import { FlowRuleDto, FlowRuleRequestDto } from './flow-rule.dto';
 import { actionOf, FlowRulesService } from './flow-rules.service';
 
 const RuleId = () => Param('id', new ParseIdPipe('Rule'));
@@ -32,10 +30,7 @@ const ActionParam = () =>
 @ApiTags('Orchestration')
 @Controller('orchestration/flows/card-transaction')
 export class FlowRulesController {
-  constructor(
-    private readonly rules: FlowRulesService,
-    private readonly creation: TransactionCreationService,
-  ) {}
+  constructor(private readonly rules: FlowRulesService) {}
 
   @Get('actions/:action/rules')
   @RequirePermissions('orchestration:flows:read')
@@ -105,21 +100,5 @@ export class FlowRulesController {
   @ApiNoContentResponse()
   delete(@Origin() origin: RequestOrigin, @Action() action: FlowAction, @RuleId() id: string): Promise<void> {
     return this.rules.delete(origin, action, id);
-  }
-
-  @Post('evaluate')
-  @HttpCode(200)
-  @RequirePermissions(['orchestration:flows:read', 'token:use'], { perToken: true })
-  @ApiOperation({
-    operationId: 'evaluateFlow',
-    summary: 'Which connections a transaction would be tried on (a dry run)',
-    description:
-      'Takes a transaction create body without `connection_id`. The token needs `token:use`, checked through ' +
-      "the caller's rules as a transaction create checks it (its scheme and first 6 digits decide): a key " +
-      'without it is refused as a create is. Creates nothing and calls no vendor.',
-  })
-  @ApiOkResponse({ type: FlowEvaluationDto })
-  evaluate(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<FlowEvaluationDto> {
-    return this.creation.evaluate(origin.actor, body);
   }
 }

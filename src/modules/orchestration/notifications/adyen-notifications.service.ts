@@ -6,7 +6,7 @@ import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { AdyenProcessor } from '../processors/adyen/adyen.processor';
 import { SignedNotificationFields, verifyAdyenSignature } from '../processors/adyen/adyen-hmac';
-import { fromReconciliationId, toReconciliationId } from '../transactions/reconciliation';
+import { fromReconciliationId, toReconciliationId } from '../processors/reconciliation';
 import { RefundsRepository } from '../transactions/refunds.repository';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { FinalOutcome, settlementOperation, transition } from '../transactions/transaction-state';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Provider } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
-import type { ConnectionEnvironment } from '../connections/entities/connection.entity';
+import type { ConnectionEnvironment } from '../formulas/environments';
 import type { Processor, ProcessorPort, VendorHooks, VendorSettings } from './processor.port';
 import { SANDBOX_PROCESSORS } from './sandbox-vendors';
 import { AdyenProcessor } from './adyen/adyen.processor';

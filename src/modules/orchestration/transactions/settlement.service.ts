@@ -7,7 +7,6 @@ import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { AppConfig } from '../../../config/app-config';
 import { ExclusiveJobRunner } from '../../../common/jobs/exclusive';
 import { LOCK_KEYS } from '../../../database/data-source';
-import { ApprovalsService } from '../approvals/approvals.service';
 import { ConnectionsService } from '../connections/connections.service';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { RefundRow, RefundsRepository } from './refunds.repository';
@@ -34,7 +33,6 @@ export class SettlementService {
     private readonly transactions: TransactionsRepository,
     private readonly refunds: RefundsRepository,
     private readonly journal: TransactionJournal,
-    private readonly approvals: ApprovalsService,
     private readonly connections: ConnectionsService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
@@ -87,7 +85,7 @@ export class SettlementService {
       return this.work.transaction(systemOrigin(row.tenant_id), async (change) => {
         const current = await this.transactions.lock(change, row.tenant_id, row.id);
         if (current?.status !== 'buyer_approval_pending') return false;
-        return this.approvals.expire(change, current, this.clock.now());
+        return this.journal.expireApproval(change, current, this.clock.now());
       });
     }
 

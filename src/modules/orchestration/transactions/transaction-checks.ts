@@ -3,14 +3,10 @@ import { ValidationException } from '../../../common/errors/domain.exception';
 import type { UsableToken } from '../../tokens/tokens.service';
 import type { ThreeDSecureData } from '../processors/processor.port';
 import type { UsableConnection } from '../connections/connections.service';
+import { schemeOf } from '../formulas/card-schemes';
 import { supports } from '../formulas/formulas';
 import type { CreateTransactionDto } from './transaction.dto';
 import type { PaymentMethodSummary } from './transactions.repository';
-
-const SCHEMES: Record<string, string> = { 'american-express': 'amex', 'diners-club': 'diners-club' };
-
-/** The scheme a transaction or stored card shows for a token's card brand. */
-export const schemeOf = (brand: string | null): string | null => (brand ? (SCHEMES[brand] ?? brand) : null);
 
 /** What the connection refuses of a payment request (inactive, currency, country, unsupported features). */
 export function checkAgainstConnection(

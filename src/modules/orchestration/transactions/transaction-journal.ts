@@ -9,14 +9,15 @@ import type { OperationRequest } from '../processors/processor.port';
 import { randomUUID } from 'node:crypto';
 import { AttemptOutcome, AttemptsRepository } from './attempts.repository';
 import { BuyersRepository } from '../buyers/buyers.repository';
-import { toReconciliationId } from './reconciliation';
+import { toReconciliationId } from '../processors/reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
-import type { Transition } from './transaction-state';
+import { transition as transitionOf, type Transition } from './transaction-state';
 import type { TransactionStatus } from './transaction.dto';
 import { transactionDto } from './transaction.mapper';
 import {
   IssuedApproval,
   NewTransaction,
+  stateOf,
   TransactionsRepository,
   TransactionRow,
 } from './transactions.repository';
@@ -147,6 +148,17 @@ export class TransactionJournal {
   }
 
   /** An audit row of the transaction, written with the change (by its actor). */
+  /**
+   * The buyer did not approve in time: the transaction fails (`approval_expired`), with its audit row.
+   * False when it had moved on meanwhile. Used by the approval page and by settlement.
+   */
+  async expireApproval(change: Change, row: TransactionRow, now: Date): Promise<boolean> {
+    const expired = transitionOf(stateOf(row), { kind: 'approval_expired' }, now);
+    const applied = !!(await this.apply(change, row.tenant_id, row.id, expired, now));
+    if (applied) this.log(change, row.id, 'update', 'Buyer approval expired: authorization_failed');
+    return applied;
+  }
+
   log(change: Change, id: string, operation: AuditEntry['operation'], message: string): void {
     change.audit({ entityType: 'transaction', entityId: id, operation, message });
   }

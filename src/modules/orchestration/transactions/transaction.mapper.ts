@@ -1,4 +1,4 @@
-import { toReconciliationId } from './reconciliation';
+import { toReconciliationId } from '../processors/reconciliation';
 import type { RefundRow } from './refunds.repository';
 import { intentOutcome } from './transaction-state';
 import type { AttemptRow } from './attempts.repository';

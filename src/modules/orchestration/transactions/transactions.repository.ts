@@ -329,14 +329,4 @@ export class TransactionsRepository {
       [stuckBefore, now, limit, notified.formulas, notified.waitingSince],
     );
   }
-
-  /** Whether any transaction, deleted connection or not, refers to the connection (read in the change that deletes it). */
-  @GenerateSql({ change: true, params: [TENANT, CONNECTION] })
-  async usesConnection(change: Change, tenantId: string, connectionId: string): Promise<boolean> {
-    const rows = await change.query(
-      'SELECT 1 FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1',
-      [tenantId, connectionId],
-    );
-    return rows.length > 0;
-  }
 }

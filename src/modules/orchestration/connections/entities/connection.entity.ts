@@ -1,7 +1,8 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-export const CONNECTION_ENVIRONMENTS = ['sandbox', 'test', 'live'] as const;
-export type ConnectionEnvironment = (typeof CONNECTION_ENVIRONMENTS)[number];
+import type { ConnectionEnvironment } from '../../formulas/environments';
+
+export { CONNECTION_ENVIRONMENTS, type ConnectionEnvironment } from '../../formulas/environments';
 
 export interface ConnectionField {
   key: string;

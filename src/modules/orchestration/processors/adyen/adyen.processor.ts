@@ -1,4 +1,4 @@
-import { toReconciliationId } from '../../transactions/reconciliation';
+import { toReconciliationId } from '../reconciliation';
 import type {
   AuthorizeRequest,
   AuthorizeResult,
