@@ -3,7 +3,15 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { RetentionJob } from '../../src/common/jobs/retention.job';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from '../support/app';
-import { authorizedSession, cardData, patchToken, tokenize, luhnValid } from '../support/attacker';
+import {
+  authorizedSession,
+  cardData,
+  patchToken,
+  PUBLIC_BATCH,
+  tokenize,
+  tokenizeInBatches,
+  luhnValid,
+} from '../support/attacker';
 
 /**
  * The Luhn-valid 16-digit numbers that begin with `bin` and end with `last4`, in order of their middle
@@ -112,7 +120,7 @@ describe('abuse: card-number oracle', () => {
     };
   }
 
-  it('the public key, 100 candidates a request, recovers nothing: its answers carry no fingerprint', async () => {
+  it('the public key, 10 candidates a request (its most), recovers nothing: its answers carry no fingerprint', async () => {
     const number = groupNumbers(freshGroup(), 1)[0];
     const seen = await victim(number);
     expect(seen.fingerprint).toEqual(expect.any(String));
@@ -123,8 +131,8 @@ describe('abuse: card-number oracle', () => {
     let requests = 0;
     let recovered: string | undefined;
     let fingerprintsSeen = 0;
-    for (let i = 0; i < tries.length && !recovered; i += 100) {
-      const batch = tries.slice(i, i + 100);
+    for (let i = 0; i < tries.length && !recovered; i += PUBLIC_BATCH) {
+      const batch = tries.slice(i, i + PUBLIC_BATCH);
       const res = await tokenize(
         t,
         pub,
@@ -276,12 +284,12 @@ describe('abuse: card-number oracle', () => {
     const eleventh = await tokenize(t, reader, card(numbers[10], { containers: ['/attacker/'] }));
     expect(eleventh.status).toBe(429);
     // Keys without token:read are never counted (and never get fingerprints).
-    const byPublic = await tokenize(
+    const byPublic = (await tokenizeInBatches(
       t,
       pub,
       groupNumbers(group, 30).map((n) => card(n)),
-    ).expect(201);
-    expect(byPublic.body[0].fingerprint).toBeUndefined();
+    )) as { fingerprint?: string }[];
+    expect(byPublic.filter((token) => token.fingerprint !== undefined)).toEqual([]);
 
     // Another tenant counts on its own: the same eleven numbers pass there up to its own limit.
     const other = await newTenant(t, 'enumeration other');

@@ -61,6 +61,22 @@ export const tokenize = (t: TestApp, key: string, body: unknown) =>
     .set('BT-API-KEY', key)
     .send(body as object);
 
+/** The most tokens a public key or a session may create in one request (section "Limits of public keys"). */
+export const PUBLIC_BATCH = 10;
+
+/**
+ * Tokenizes `bodies` as a public key or a session must, at most PUBLIC_BATCH a request, each answered 201;
+ * returns the tokens answered, in order.
+ */
+export async function tokenizeInBatches(t: TestApp, key: string, bodies: unknown[]): Promise<unknown[]> {
+  const answered: unknown[] = [];
+  for (let i = 0; i < bodies.length; i += PUBLIC_BATCH)
+    answered.push(
+      ...((await tokenize(t, key, bodies.slice(i, i + PUBLIC_BATCH)).expect(201)).body as unknown[]),
+    );
+  return answered;
+}
+
 export const patchToken = (t: TestApp, key: string, id: string, body: Record<string, unknown>) =>
   request(t.http)
     .patch(`/tokens/${id}`)
