@@ -664,9 +664,10 @@ describe('access matrix: every keyed operation × every caller that must be refu
       fullApps('tenant B', tenantB.managementKey),
     ]);
 
-    // The session that expires: authorized for 1.5 s, shown to work, then left to expire.
+    // The session that expires: authorized for 15 s on the service's clock (long enough for the
+    // authorization and a tokenize on a loaded machine), shown to work, then its time passes on the clock.
     const expiring = await call('post', '/sessions', aFull.public.key).expect(201);
-    const expiresAt = Date.now() + 1500;
+    const expiresAt = t.app.get(Clock).now().getTime() + 15_000;
     await call('post', '/sessions/authorize', aFull.private.key, {
       nonce: expiring.body.nonce,
       permissions: ['token:create'],

@@ -7,6 +7,7 @@ import createClient from 'openapi-fetch';
 import type { paths } from './generated/vault-api';
 import { newTenant, startApp, TestApp } from './support/app';
 import { freePort, ROOT } from './support/processes';
+import { ignoreTimeout, waitFor } from './support/wait';
 
 /**
  * What a user writes first with a generated client: every body holds only what it must (no `page`,
@@ -279,14 +280,18 @@ describe('generated TypeScript client (openapi-typescript + openapi-fetch)', () 
     });
     expect(connection.data!.status).toBe('pending');
     const connectionId = connection.data!.id;
+    // Verified in the background: polled until it is no longer pending, however loaded the machine.
     let status: string = connection.data!.status;
-    for (let i = 0; i < 50 && status === 'pending'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const got = await api.GET('/orchestration/connections/{id}', {
-        params: { path: { id: connectionId } },
-      });
-      status = got.data!.status;
-    }
+    await waitFor(
+      async () => {
+        const got = await api.GET('/orchestration/connections/{id}', {
+          params: { path: { id: connectionId } },
+        });
+        status = got.data!.status;
+        return status !== 'pending';
+      },
+      { intervalMs: 100, what: 'the connection verified' },
+    ).catch(ignoreTimeout);
     expect(status).toBe('available');
 
     const authorized = await api.POST('/orchestration/transactions', {
