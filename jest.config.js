@@ -34,7 +34,11 @@ module.exports = {
       rootDir: __dirname,
       roots: ['<rootDir>/src', '<rootDir>/examples'],
       testMatch: ['**/*.spec.ts'],
-      testPathIgnorePatterns: ['\\.service\\.spec\\.ts$', '\\.controller\\.spec\\.ts$'],
+      testPathIgnorePatterns: [
+        '\\.service\\.spec\\.ts$',
+        '\\.controller\\.spec\\.ts$',
+        '\\.lint\\.spec\\.ts$',
+      ],
       transform,
     },
     {
@@ -54,6 +58,18 @@ module.exports = {
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
       testMatch: ['**/*.controller.spec.ts'],
+      transform,
+    },
+    {
+      // Checks of the project's tooling, run by `npm run lint` (lint:specs) rather than the quick tier: the
+      // layering and SQL-placement rules fire on probe files (they spawn dependency-cruiser and ESLint
+      // over a copy of src/), the SQL rule with type information, and the SQL snapshots are current
+      // (test/sql; `npm run sql` rewrites them). Each takes 10 to 30 s; no database.
+      displayName: 'lint',
+      testEnvironment: 'node',
+      rootDir: __dirname,
+      roots: ['<rootDir>/src'],
+      testMatch: ['**/*.lint.spec.ts'],
       transform,
     },
     {
