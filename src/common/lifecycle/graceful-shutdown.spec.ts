@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { GracefulShutdown } from './graceful-shutdown';
 import { ShutdownState, StoppableWork } from './shutdown-state';
 
@@ -72,7 +72,7 @@ class FakeServer extends EventEmitter {
     const res = new FakeResponse(connection);
     connection.answering = res;
     res.once('close', () => this.settle());
-    this.emit('request', { method: 'GET', url: path } as IncomingMessage, res as unknown as ServerResponse);
+    this.emit('request', { method: 'GET', url: path }, res);
     return res;
   }
 
