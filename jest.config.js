@@ -17,6 +17,9 @@ const openapiTransform = {
   ],
 };
 
+// The quick tier opens no socket: a spec that tries fails (test/support/no-sockets.ts).
+const noSockets = { setupFiles: ['<rootDir>/test/support/no-sockets.ts'] };
+
 const database = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
@@ -34,6 +37,7 @@ module.exports = {
     // programs for the service's users, with their unit tests.
     {
       displayName: 'unit',
+      ...noSockets,
       testEnvironment: 'node',
       rootDir: __dirname,
       roots: ['<rootDir>/src', '<rootDir>/examples'],
@@ -48,6 +52,7 @@ module.exports = {
     {
       // A service with its repositories replaced by in-memory fakes (test/support/fake-unit-of-work.ts).
       displayName: 'service',
+      ...noSockets,
       testEnvironment: 'node',
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
@@ -58,6 +63,7 @@ module.exports = {
       // A controller in a small Nest application: the real guards, pipes and filter, its services faked
       // (test/support/controller-app.ts).
       displayName: 'controller',
+      ...noSockets,
       testEnvironment: 'node',
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
