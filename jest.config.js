@@ -32,7 +32,7 @@ module.exports = {
     // network (supertest reaches the controllers' app in memory: test/support/in-memory-http.ts) and no
     // real clock, and spawn no tool: what does is in the `lint` project (npm run lint) or the medium and
     // timing tiers. Measured on 2 cores (2026-11-28), the load average at 7 to 10 from other runs: 57 to
-    // 98 s, 54 to 68 s of CPU, the files' durations summing to 104 to 189 s. Before the tooling checks
+    // 98 s, 54 to 78 s of CPU, the files' durations summing to 104 to 189 s. Before the tooling checks
     // moved out: 158 s, 137 s of CPU, 305 s summed (load average 4 to 8). examples/ holds standalone
     // programs for the service's users, with their unit tests.
     {
