@@ -1,5 +1,5 @@
 // The module boundaries of src/, checked by `npm run lint` (dependency-cruiser; paths are relative to the
-// repository root). src/layering.spec.ts shows that each rule fires on an import that breaks it.
+// repository root). src/layering.lint.spec.ts shows that each rule fires on an import that breaks it.
 
 /** The modules that keep secrets (the vault): they know nothing of payments. */
 const VAULT = '(tokens|sessions|applications|tenants)';

@@ -1,13 +1,11 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as v from './verify-audit';
 
 // The standalone audit verifier (examples/verify-audit) checked against the standards' own vectors, then
-// against a fake service. Each vector says where it comes from.
+// against a fake service (in place of `fetch`: no socket). Each vector says where it comes from.
 
 const hex = (s: string): Buffer => Buffer.from(s, 'hex');
 const b64 = (s: string): Buffer => Buffer.from(s, 'base64');
@@ -896,18 +894,22 @@ interface FakeService {
   maxPage?: number;
 }
 
-async function serve(fake: FakeService): Promise<{ url: string; close: () => Promise<void> }> {
+/** Where the fake service answers; a request anywhere else fails as an unreachable address does. */
+const SERVICE_URL = 'http://vault.test';
+
+/**
+ * The fake service, answering the program's `fetch` in place of the global one until `close`. The
+ * program's requests are all GETs with its headers; the socket under them is Node's, not the program's.
+ */
+function serve(fake: FakeService): { url: string; close: () => void } {
   const hashes = fake.rows.map((row) => v.logLeafHash(row));
   const shown = (i: number) => (fake.shown ?? ((row) => row))(fake.rows[i], i);
   const largest = Math.max(...fake.checkpoints);
-  const server = http.createServer((req, res) => {
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
+  const answer = (url: URL, headers: Headers): Response => {
+    const send = (status: number, body: unknown) =>
+      new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
     const problem = (status: number, code: string, detail: string) => send(status, { status, code, detail });
-    if (req.headers['bt-api-key'] !== API_KEY) return problem(401, 'unauthenticated', 'no key');
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (headers.get('bt-api-key') !== API_KEY) return problem(401, 'unauthenticated', 'no key');
     const q = (name: string) => url.searchParams.get(name);
     const proof = /^\/logs\/([^/]+)\/proof$/.exec(url.pathname);
     if (url.pathname === '/logs/checkpoint') {
@@ -962,13 +964,17 @@ async function serve(fake: FakeService): Promise<{ url: string; close: () => Pro
       return send(200, { pagination: { page_size: size, ...after }, data });
     }
     return problem(404, 'not_found', url.pathname);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+  const fetch = jest.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.origin !== SERVICE_URL) {
+      // As undici reports an address nobody listens on.
+      const refused = Object.assign(new Error(`connect ECONNREFUSED ${url.host}`), { code: 'ECONNREFUSED' });
+      throw new TypeError('fetch failed', { cause: refused });
+    }
+    return answer(url, new Headers(init?.headers));
+  });
+  return { url: SERVICE_URL, close: () => fetch.mockRestore() };
 }
 
 describe('the program, against a fake service', () => {
@@ -980,7 +986,7 @@ describe('the program, against a fake service', () => {
     fake: FakeService,
     options: { checkpoint?: string; verifierKey?: string; limit?: number } = {},
   ) {
-    const service = await serve(fake);
+    const service = serve(fake);
     const lines: string[] = [];
     try {
       const report = await v.run(
@@ -989,7 +995,7 @@ describe('the program, against a fake service', () => {
       );
       return { ...report, lines };
     } finally {
-      await service.close();
+      service.close();
     }
   }
   const save = (name: string, note: string) => {
@@ -1123,7 +1129,7 @@ describe('the program, against a fake service', () => {
     const out = jest.spyOn(console, 'log').mockImplementation(() => undefined);
     const err = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
-      const service = await serve({ rows: makeRows(3), checkpoints: [3] });
+      const service = serve({ rows: makeRows(3), checkpoints: [3] });
       try {
         const args = ['--url', service.url, '--key', API_KEY, '--verifier-key', fakeSigner.verifierKey];
         expect(await v.main(args)).toBe(0);
@@ -1131,12 +1137,13 @@ describe('the program, against a fake service', () => {
           '5 passed, 0 failed, 0 rows skipped (not yet checkpointed); 3 rows read',
         );
         expect(await v.main(['--url', service.url, '--key', 'wrong'])).toBe(1);
+        // An address nobody answers on (the fake refuses it).
+        expect(await v.main(['--url', 'http://127.0.0.1:1', '--key', API_KEY])).toBe(1);
       } finally {
-        await service.close();
+        service.close();
       }
       expect(await v.main(['--key', API_KEY])).toBe(1);
       expect(err).toHaveBeenCalledWith(expect.stringMatching(/^usage: /));
-      expect(await v.main(['--url', 'http://127.0.0.1:1', '--key', API_KEY])).toBe(1);
     } finally {
       out.mockRestore();
       err.mockRestore();

@@ -1,7 +1,7 @@
 import { Body, Controller, INestApplication, Post } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Test } from '@nestjs/testing';
-import request from 'supertest';
+import { inMemoryRequest } from '../../test/support/in-memory-http';
 import { Script } from 'node:vm';
 import { setupOpenApi } from './openapi';
 
@@ -37,7 +37,7 @@ describe('setupOpenApi', () => {
   afterAll(() => app.close());
 
   it('serves a /docs/swagger-ui-init.js that parses, whatever `$` sequences the descriptions hold', async () => {
-    const res = await request(app.getHttpServer()).get('/docs/swagger-ui-init.js').expect(200);
+    const res = await inMemoryRequest(app.getHttpServer()).get('/docs/swagger-ui-init.js').expect(200);
     expect(res.headers['content-type']).toMatch(/javascript/);
     expect(() => new Script(res.text, { filename: 'swagger-ui-init.js' })).not.toThrow();
     // The UI loads the document from /openapi.json rather than from text pasted into the script.
@@ -46,12 +46,12 @@ describe('setupOpenApi', () => {
   });
 
   it('serves the document at /openapi.json with the descriptions as written', async () => {
-    const res = await request(app.getHttpServer()).get('/openapi.json').expect(200);
+    const res = await inMemoryRequest(app.getHttpServer()).get('/openapi.json').expect(200);
     expect(res.body.components.schemas.DollarsDto.properties.query).toMatchObject({
       description: DOLLARS,
       example: 'a $` b',
     });
-    const html = await request(app.getHttpServer()).get('/docs').expect(200);
+    const html = await inMemoryRequest(app.getHttpServer()).get('/docs').expect(200);
     expect(html.text).toContain('swagger-ui-init.js');
   });
 });

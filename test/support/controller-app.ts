@@ -6,7 +6,6 @@ import { Test } from '@nestjs/testing';
 import { ClsService } from 'nestjs-cls';
 import { PinoLogger } from 'nestjs-pino';
 import { randomBytes } from 'node:crypto';
-import request from 'supertest';
 import { BASE62, KEY_KINDS, type KeyKind } from '../../src/common/auth/api-key';
 import { ApiKeyAuthenticator, ApiKeyGuard } from '../../src/common/auth/api-key.guard';
 import type { ApplicationType } from '../../src/common/auth/permissions';
@@ -19,6 +18,7 @@ import { ProblemDetailsFilter } from '../../src/common/errors/problem-details.fi
 import { createValidationPipe } from '../../src/common/errors/validation';
 import { Clock } from '../../src/common/jobs/clock';
 import { AppConfig } from '../../src/config/app-config';
+import { inMemoryRequest } from './in-memory-http';
 
 /**
  * A controller in a small Nest application, without a database: the real authentication and
@@ -28,8 +28,8 @@ import { AppConfig } from '../../src/config/app-config';
  */
 export interface ControllerApp {
   app: INestApplication;
-  /** supertest on the application's server. */
-  http: ReturnType<typeof request>;
+  /** supertest on the application's server, in memory (test/support/in-memory-http.ts). */
+  http: ReturnType<typeof inMemoryRequest>;
   /** A fresh well-formed key of this kind whose principal holds these permissions. */
   key(kind: KeyKind, permissions?: string[], options?: { authorized?: boolean }): string;
   close(): Promise<void>;
@@ -86,7 +86,7 @@ export async function controllerApp(
   let n = 0;
   return {
     app,
-    http: request(app.getHttpServer()),
+    http: inMemoryRequest(app.getHttpServer()),
     key(kind, permissions = [], options = {}) {
       const key = `key_${KEY_KINDS[kind]}_${BASE62.encode(randomBytes(32))}`;
       n += 1;

@@ -1,6 +1,17 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DEFAULT_LIMITS, ExpressionEvaluator, ExpressionOutcome } from './expression-evaluator';
-import { ExpressionError } from './expression-engine';
+import { ExpressionError } from '../../src/modules/tokens/expressions/expression-engine';
+import {
+  DEFAULT_LIMITS,
+  ExpressionEvaluator,
+  ExpressionOutcome,
+} from '../../src/modules/tokens/expressions/expression-evaluator';
+
+/**
+ * The evaluator's worker threads, their time budgets and hard time-outs, and the event loop's delay while
+ * they run: real threads and the real clock (from a few milliseconds to seconds), so here with the load-
+ * and wall-clock-sensitive tests rather than in the quick tier. The expressions themselves:
+ * src/modules/tokens/expressions/expression-engine.spec.ts.
+ */
 
 const TENANT = 'tenant-a';
 

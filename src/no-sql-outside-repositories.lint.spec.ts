@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 
 /**
  * The rule that keeps SQL in repositories (eslint-rules/no-sql-outside-repositories.js), on snippets.
- * Which files it applies to is the configuration's part: src/sql-placement.spec.ts runs `npm run lint`'s
+ * Which files it applies to is the configuration's part: src/sql-placement.lint.spec.ts runs `npm run lint`'s
  * ESLint over probe files.
  */
 
