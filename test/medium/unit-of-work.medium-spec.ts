@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Change, IdempotencyClaim, Origin, partOf } from '../../src/common/unit-of-work/change';
 import { UnitOfWork } from '../../src/common/unit-of-work/unit-of-work';
 import { MediumContext, startMedium } from './support';
+import { waitFor } from '../support/wait';
 
 /** The unit of work on the run's PostgreSQL, with a scratch table of this test. */
 describe('UnitOfWork: one change per write, with its audit rows, its idempotency record and after-commit work', () => {
@@ -77,7 +78,8 @@ describe('UnitOfWork: one change per write, with its audit rows, its idempotency
         expect(await notes(id)).toEqual([id, `${id}-record`]);
         expect(claimed.recorded).toEqual([{ id }]);
         expect(await auditRows(id)).toEqual([{ message: 'Token created', actor_type: 'system' }]);
-        await new Promise((resolve) => setImmediate(resolve));
+        // The after-commit work reads on the pool: wait for its answer, not for a turn of the event loop.
+        await waitFor(() => seen.length > 0, { what: 'the after-commit read' });
         expect(seen).toEqual([[id, `${id}-record`]]);
       });
 
