@@ -12,7 +12,7 @@ interface SoakResult {
   faults: { name: string; error?: string; firstOkAfterActionMs: number | null }[];
   audit: {
     tokens: { acknowledged: number; readBack: number };
-    payments: { acknowledged: number; intents: number };
+    payments: { acknowledged: number; intents: number; failed: number };
     webhooks: { events: number; outOfOrder: number };
     replays: { replayed: number; matched: number };
     logs: { cli?: { problems: number } };
@@ -80,7 +80,11 @@ describe('soak under faults', () => {
       ])
         expect(result.operations[kind]?.done).toBeGreaterThan(0);
       expect(result.audit.tokens.readBack).toBe(result.audit.tokens.acknowledged);
-      expect(result.audit.payments.intents).toBe(result.audit.payments.acknowledged);
+      // One PaymentIntent per acknowledged payment, but for a payment the client was told failed: one whose
+      // instance was killed before its call reached Stripe has none (the auditor checks each by its id).
+      const { intents, acknowledged, failed } = result.audit.payments;
+      expect(intents).toBeLessThanOrEqual(acknowledged);
+      expect(intents).toBeGreaterThanOrEqual(acknowledged - failed);
       expect(result.audit.webhooks.outOfOrder).toBe(0);
       expect(result.audit.replays.matched).toBe(result.audit.replays.replayed);
       expect(result.audit.logs.cli?.problems).toBe(0);
