@@ -16,6 +16,10 @@ import {
   waitForTransaction,
 } from './support/orchestration';
 
+// Creating the embedded database and running every migration on it (the first boot, and the restart's)
+// takes about 10 s on a quiet machine and over a minute on a loaded one.
+jest.setTimeout(300_000);
+
 /** The embedded default: PGlite under DATA_DIR, reached through pg over a private socket. */
 describe('embedded PGlite database', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-pglite-test-'));

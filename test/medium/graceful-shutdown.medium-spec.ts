@@ -12,18 +12,34 @@ import { ShutdownState, StoppableWork } from '../../src/common/lifecycle/shutdow
  * real waits (a loaded machine once failed it there); no database.
  */
 
-/** A server on 127.0.0.1 whose `/slow` answers when `release()` is called and `/hang` never does. */
-async function server(): Promise<{ server: Server; port: number; release: () => void }> {
+/**
+ * A server on 127.0.0.1 whose `/slow` answers when `release()` is called and `/hang` never does;
+ * `received()` resolves once the server holds a request (not a guess of how long that takes: on a loaded
+ * machine a connection still in the listener's backlog when it closes is reset).
+ */
+async function server(): Promise<{
+  server: Server;
+  port: number;
+  release: () => void;
+  received: () => Promise<void>;
+}> {
   const waiting: ServerResponse[] = [];
+  let arrived: () => void = () => undefined;
+  let held = new Promise<void>((resolve) => (arrived = resolve));
   const s = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = req.url!.split('?')[0];
+    if (path === '/slow' || path === '/hang') arrived();
     if (path === '/slow') waiting.push(res);
     // Answered a tick later, as the application's handlers do (the shutdown's own listener runs after).
     else if (path !== '/hang') setImmediate(() => res.end('fast'));
   });
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   const release = () => waiting.splice(0).forEach((res) => res.end('slow'));
-  return { server: s, port: (s.address() as AddressInfo).port, release };
+  const received = async () => {
+    await held;
+    held = new Promise<void>((resolve) => (arrived = resolve));
+  };
+  return { server: s, port: (s.address() as AddressInfo).port, release, received };
 }
 
 function request(port: number, path: string, agent?: Agent) {
@@ -58,7 +74,7 @@ function setup(graceMs: number, work: StoppableWork[] = []) {
 
 describe('GracefulShutdown', () => {
   it('not ready at once, refuses new connections, lets the request in flight finish, stops jobs, then closes', async () => {
-    const { server: s, port, release } = await server();
+    const { server: s, port, release, received } = await server();
     const deadlines: number[] = [];
     const jobs: StoppableWork = {
       name: 'jobs',
@@ -71,7 +87,7 @@ describe('GracefulShutdown', () => {
     const { state, lines, close, options } = setup(10_000, [jobs]);
     const shutdown = new GracefulShutdown({ server: s, ...options });
     const inFlight = request(port, '/slow');
-    await tick(50);
+    await received();
 
     const startedAt = Date.now();
     const done = shutdown.run('SIGTERM');
@@ -96,10 +112,12 @@ describe('GracefulShutdown', () => {
     expect(lines).toHaveLength(5);
   });
 
+  // The delay is long enough for the requests below to be made within it on a loaded machine (with 400 ms,
+  // one once arrived after the listener closed).
   it('with a drain delay, goes on accepting and serving, not ready, before it closes its listener', async () => {
     const { server: s, port } = await server();
     const { state, lines, options } = setup(10_000);
-    const shutdown = new GracefulShutdown({ server: s, ...options, drainDelayMs: 400 });
+    const shutdown = new GracefulShutdown({ server: s, ...options, drainDelayMs: 3_000 });
     const agent = new Agent({ keepAlive: true });
     expect((await request(port, '/fast', agent)).connection).toBe('keep-alive');
     const [idle] = Object.values(agent.freeSockets).flat();
@@ -115,9 +133,9 @@ describe('GracefulShutdown', () => {
     expect(await refused(port)).toBe('connected');
     expect(idleClosedAt).toBeUndefined();
     expect(await request(port, '/fast', agent)).toEqual({ status: 200, connection: 'close', body: 'fast' });
-    expect(lines[0]).toBe('shutdown: SIGTERM: not ready, serving for 400 ms more');
+    expect(lines[0]).toBe('shutdown: SIGTERM: not ready, serving for 3000 ms more');
     expect(await done).toBe(0);
-    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(390);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2_990);
     expect(await refused(port)).toBe('ECONNREFUSED');
     expect(lines).toContain('shutdown: draining 0 requests, no new connections (grace 10000 ms)');
     agent.destroy();
@@ -157,12 +175,12 @@ describe('GracefulShutdown', () => {
   });
 
   it('cuts what still runs when the grace runs out, names it, and does not close the application', async () => {
-    const { server: s, port } = await server();
+    const { server: s, port, received } = await server();
     const stuck: StoppableWork = { name: 'stuck job', stop: () => new Promise(() => undefined) };
     const { lines, close, options } = setup(200, [stuck]);
     const shutdown = new GracefulShutdown({ server: s, ...options });
     const inFlight = request(port, '/hang?secret=1').catch((error: NodeJS.ErrnoException) => error.code);
-    await tick(50);
+    await received();
     expect(await shutdown.run('SIGTERM')).toBe(1);
     expect(close).not.toHaveBeenCalled();
     expect(lines.at(-1)).toBe(
@@ -173,11 +191,11 @@ describe('GracefulShutdown', () => {
   });
 
   it('a second signal cuts the shutdown', async () => {
-    const { server: s, port } = await server();
+    const { server: s, port, received } = await server();
     const { lines, options } = setup(60_000);
     const shutdown = new GracefulShutdown({ server: s, ...options });
     const inFlight = request(port, '/hang').catch(() => 'cut');
-    await tick(50);
+    await received();
     const before = process.listeners('SIGUSR2');
     const codes: number[] = [];
     const exited = new Promise<void>((resolve) =>
