@@ -1,6 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from './support/browser';
-import { waitFor } from './support/wait';
+import { launchChromium } from '../support/browser';
+import { waitFor } from '../support/wait';
 import {
   checkoutPage,
   elementsTenant,
@@ -8,8 +8,8 @@ import {
   harness,
   startMerchant,
   startVault,
-} from './support/elements-merchant';
-import type { Merchant, Vault } from './support/elements-merchant';
+} from '../support/elements-merchant';
+import type { Merchant, Vault } from '../support/elements-merchant';
 
 const ROUNDS = 20;
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2034, cvc: '318' };
