@@ -114,7 +114,7 @@ function validateCard(
         errors,
         `${path}.number`,
         brand
-          ? `a ${brand.niceType} number has ${brand.lengths.join(', ')} digits`
+          ? `a ${brand.niceType} number has ${lengthsOf(brand)} digits`
           : 'number is not a card number',
       );
     }
@@ -153,6 +153,12 @@ function validateCard(
 }
 
 const brands = new Map<string, CardBrand | undefined>();
+
+/** A brand's lengths as a message names them: `16, 18 or 19`. */
+const lengthsOf = (brand: CardBrand): string =>
+  brand.lengths.length > 1
+    ? `${brand.lengths.slice(0, -1).join(', ')} or ${brand.lengths[brand.lengths.length - 1]}`
+    : String(brand.lengths[0]);
 
 /**
  * The card's brand (card-rules.ts). It depends only on the leading digits and the length, so it is
