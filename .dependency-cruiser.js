@@ -72,12 +72,11 @@ module.exports = {
     {
       name: 'repositories-are-given-their-change',
       comment:
-        'A repository runs the SQL of the change it is given: it opens none (UnitOfWork), reads no request ' +
-        'context (nestjs-cls) and calls no service.',
+        'A repository runs the SQL of the change it is given: it opens none (UnitOfWork) and calls no service.',
       severity: 'error',
       from: { path: '[.]repository[.]ts$' },
       to: {
-        path: '(^src/common/unit-of-work/unit-of-work[.]ts$|node_modules/nestjs-cls/|[.](service|controller)[.]ts$)',
+        path: '(^src/common/unit-of-work/unit-of-work[.]ts$|[.](service|controller)[.]ts$)',
       },
     },
     {

@@ -40,7 +40,9 @@ module.exports = {
       ...noSockets,
       testEnvironment: 'node',
       rootDir: __dirname,
-      roots: ['<rootDir>/src', '<rootDir>/examples'],
+      // elements/test: the card elements' checks run against the vault's (the frame bundle and the API
+      // share src/modules/tokens/data/card-rules.ts).
+      roots: ['<rootDir>/src', '<rootDir>/examples', '<rootDir>/elements/test'],
       testMatch: ['**/*.spec.ts'],
       testPathIgnorePatterns: [
         '\\.service\\.spec\\.ts$',

@@ -1,8 +1,6 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import type { Request } from 'express';
-import { ClsModule } from 'nestjs-cls';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { AuditModule } from './common/audit/audit.module';
@@ -11,7 +9,6 @@ import { ApiKeyGuard } from './common/auth/api-key.guard';
 import { AuthModule } from './common/auth/auth.module';
 import { PermissionsGuard } from './common/auth/permissions.guard';
 import { loggerParams } from './common/context/logging';
-import { assignTraceId } from './common/context/trace-id';
 import { CryptoModule } from './common/crypto/crypto.module';
 import { EventsModule } from './common/events/events.module';
 import { JobsModule } from './common/jobs/jobs.module';
@@ -63,14 +60,6 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
     JobsModule,
     AuditModule,
     UnitOfWorkModule,
-    ClsModule.forRoot({
-      global: true,
-      middleware: {
-        mount: true,
-        generateId: true,
-        idGenerator: (req: Request) => assignTraceId(req, req.res),
-      },
-    }),
   ];
 }
 
@@ -92,8 +81,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
  *   filter        8. ProblemDetailsFilter    anything thrown above becomes problem+json (docs/errors.md)
  *
  * Guards run in the order they are listed, then interceptors in theirs; pipes run after both, just
- * before the handler. nestjs-cls adds a pass-through guard and interceptor of its own after these (the
- * request context comes from its middleware). The only route-scoped enhancer is the proxy's error filter
+ * before the handler. The only route-scoped enhancer is the proxy's error filter
  * (`ProxyErrorFilter`, on `/proxy`). Middleware (body parsing, trace ids, security headers) runs before
  * all of them and is set up in app.setup.ts.
  */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../src/common/auth/principal';
@@ -104,14 +103,10 @@ describe('idempotency: a retry after a crash answers the resource its request cr
     const claim = await idempotency.claim(scope);
     if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`);
     return t.app
-      .get(ClsService)
-      .run(async () =>
-        t.app
-          .get(TransactionCreationService)
-          .create(
-            { actor: principal(c), idempotency: requestClaim(scope, claim.claimId, claim.resumed) },
-            body as CreateTransactionDto,
-          ),
+      .get(TransactionCreationService)
+      .create(
+        { actor: principal(c), idempotency: requestClaim(scope, claim.claimId, claim.resumed) },
+        body as CreateTransactionDto,
       );
   };
   const transactions = async (c: Caller = me): Promise<number> =>
@@ -285,12 +280,8 @@ describe('idempotency: a retry after a crash answers the resource its request cr
     expect(taken.kind).toBe('claimed');
     const before = await transactions();
     const late = t.app
-      .get(ClsService)
-      .run(async () =>
-        t.app
-          .get(TransactionCreationService)
-          .create({ actor: principal(me), idempotency: requestClaim(scope, slow.claimId) }, body),
-      );
+      .get(TransactionCreationService)
+      .create({ actor: principal(me), idempotency: requestClaim(scope, slow.claimId) }, body);
     const refused: unknown = await late.catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ProblemException);
     expect((refused as ProblemException).getStatus()).toBe(409);

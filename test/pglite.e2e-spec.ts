@@ -1,7 +1,6 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { waitFor } from './support/wait';
 import { DataSource } from 'typeorm';
@@ -257,12 +256,8 @@ describe('embedded PGlite database', () => {
     const principal = (await request(t.http).get('/applications/key').set('BT-API-KEY', cardKey).expect(200))
       .body;
     const token = await t.app
-      .get(ClsService)
-      .run(() =>
-        t.app
-          .get(TokensService)
-          .loadForUse(privatePrincipal(principal.tenant_id, principal.permissions), cardTokenId),
-      );
+      .get(TokensService)
+      .loadForUse(privatePrincipal(principal.tenant_id, principal.permissions), cardTokenId);
     expect(token?.data).toMatchObject({ number: '4242424242424242' });
   });
 });

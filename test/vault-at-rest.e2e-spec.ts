@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { ClsService } from 'nestjs-cls';
 import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { AuditSigningKeys } from '../src/common/audit/audit-signing-keys.service';
 import { AuditVerifier } from '../src/common/audit/audit-verifier.service';
@@ -179,8 +178,7 @@ describe('sensitive data at rest', () => {
       .expect(201);
     const [a, b] = res.body.map((x: { id: string }) => x.id);
     const tokens = t.app.get(TokensService);
-    const cls = t.app.get(ClsService);
-    const use = (id: string) => cls.run(() => tokens.loadForUse(privatePrincipal(tenant.tenantId), id));
+    const use = (id: string) => tokens.loadForUse(privatePrincipal(tenant.tenantId), id);
     expect((await use(a))?.data).toMatchObject({ number: '4242424242424242' });
 
     const db = t.app.get(DataSource);
@@ -249,9 +247,7 @@ describe('master key rotation', () => {
       // v1 dropped: every token and the connection's secret still open; orchestration still charges.
       t = await boot(v2);
       const use = () =>
-        t.app
-          .get(ClsService)
-          .run(() => t.app.get(TokensService).loadForUse(privatePrincipal(tenant.tenantId), created.body.id));
+        t.app.get(TokensService).loadForUse(privatePrincipal(tenant.tenantId), created.body.id);
       await expect(use()).resolves.toMatchObject({ data: { number: '4242424242424242' } });
       expect(await charge(t, created.body.id)).toBe('authorization_succeeded');
       expect(await charge(t, during.body.id)).toBe('authorization_succeeded');

@@ -34,34 +34,30 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   const who = () => principal(tenant, PERMISSIONS);
   /** Work in a change of its own, as a request or a job opens one (no audit rows: no actor). */
   const inChange = <T>(work: (change: Change) => Promise<T>): Promise<T> =>
-    m.run(() => m.get(UnitOfWork).transaction({}, work));
+    m.get(UnitOfWork).transaction({}, work);
 
   async function card(number = '4242424242424242'): Promise<string> {
-    const token = (await m.run(() =>
-      m.get(TokenizeService).tokenize(
-        { actor: who() },
-        {
-          type: 'card',
-          data: { number, expiration_month: 12, expiration_year: 2031 },
-        },
-      ),
+    const token = (await m.get(TokenizeService).tokenize(
+      { actor: who() },
+      {
+        type: 'card',
+        data: { number, expiration_month: 12, expiration_year: 2031 },
+      },
     )) as { id: string };
     return token.id;
   }
 
   async function pay(intent: 'authorize' | 'capture' = 'capture') {
     const token = await card();
-    return m.run(() =>
-      m.get(TransactionCreationService).create(
-        { actor: who() },
-        {
-          amount: 1200,
-          currency: 'USD',
-          connection_id: connectionId,
-          token,
-          intent,
-        },
-      ),
+    return m.get(TransactionCreationService).create(
+      { actor: who() },
+      {
+        amount: 1200,
+        currency: 'USD',
+        connection_id: connectionId,
+        token,
+        intent,
+      },
     );
   }
 
@@ -70,21 +66,19 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     tenant = await m.newTenant();
     other = await m.newTenant();
     const formula = FORMULAS.find((f) => f.id === 'stripe-card')!;
-    const connection = await m.run(() =>
-      m.get(ConnectionsService).create(
-        { actor: who() },
-        {
-          connection_formula_id: formula.id,
-          method: 'card',
-          display_name: 'medium',
-          fields: sandboxFields(formula),
-          accepted_countries: formula.supported_countries.slice(0, 2),
-          accepted_currencies: ['USD'],
-        },
-      ),
+    const connection = await m.get(ConnectionsService).create(
+      { actor: who() },
+      {
+        connection_formula_id: formula.id,
+        method: 'card',
+        display_name: 'medium',
+        fields: sandboxFields(formula),
+        accepted_countries: formula.supported_countries.slice(0, 2),
+        accepted_currencies: ['USD'],
+      },
     );
     connectionId = connection.id;
-    await m.run(() => m.get(ConnectionsService).verify(tenant, connectionId));
+    await m.get(ConnectionsService).verify(tenant, connectionId);
   });
 
   afterAll(() => m.close());
@@ -92,7 +86,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   it('applies a transition only from the status it was computed for: of two racing writers one wins', async () => {
     const tx = await pay('authorize');
     const repository = m.get(TransactionsRepository);
-    const row = (await m.run(() => repository.find(tenant, tx.id)))!;
+    const row = (await repository.find(tenant, tx.id))!;
     expect(row.status).toBe('authorization_succeeded');
     const now = new Date();
     const begin = transition(stateOf(row), { kind: 'begin', operation: 'capture', amount: 1200 }, now);
@@ -102,7 +96,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     ]);
     // The writer that applied it gets the transaction as it now stands; the other, nothing.
     expect(outcomes.map((o) => o !== undefined).sort()).toEqual([false, true]);
-    const held = (await m.run(() => repository.find(tenant, tx.id)))!;
+    const held = (await repository.find(tenant, tx.id))!;
     expect(held).toMatchObject({
       status: 'processing',
       previous_status: 'authorization_succeeded',
@@ -113,11 +107,11 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
   it('never reaches another tenant’s transaction or refunds', async () => {
     const tx = await pay();
     const transactions = m.get(TransactionsRepository);
-    expect(await m.run(() => transactions.find(other, tx.id))).toBeUndefined();
+    expect(await transactions.find(other, tx.id)).toBeUndefined();
     expect(await inChange((change) => transactions.lock(change, other, tx.id))).toBeUndefined();
-    expect((await m.run(() => transactions.list(other, {}, { skip: 0, take: 100 }))).total).toBe(0);
+    expect((await transactions.list(other, {}, { skip: 0, take: 100 })).total).toBe(0);
     const refused = transition(
-      stateOf((await m.run(() => transactions.find(tenant, tx.id)))!),
+      stateOf((await transactions.find(tenant, tx.id))!),
       {
         kind: 'approval_expired',
       },
@@ -129,9 +123,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     expect(
       await inChange((change) => m.get(ConnectionsRepository).hasTransactions(change, other, connectionId)),
     ).toBe(false);
-    expect(
-      (await m.run(() => m.get(RefundsRepository).list(other, tx.id, { skip: 0, take: 10 }))).total,
-    ).toBe(0);
+    expect((await m.get(RefundsRepository).list(other, tx.id, { skip: 0, take: 10 })).total).toBe(0);
   });
 
   it('settles a refund once, adding to the refunded amount once', async () => {
@@ -153,7 +145,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
       inChange((change) => journal.settleRefund(change, refund, 'succeeded', 're_1')),
     ]);
     expect(settled.map((r) => r.status).sort()).toEqual(['processing', 'succeeded']);
-    const row = (await m.run(() => m.get(TransactionsRepository).find(tenant, tx.id)))!;
+    const row = (await m.get(TransactionsRepository).find(tenant, tx.id))!;
     expect(Number(row.refunded_amount)).toBe(500);
   });
 
@@ -187,7 +179,7 @@ describe('orchestration services and repositories on PostgreSQL (no HTTP)', () =
     );
     const settlement = m.get(SettlementService);
     await Promise.all([settlement.settle(), settlement.settle(), settlement.settle()]);
-    const row = (await m.run(() => m.get(TransactionsRepository).find(tenant, id)))!;
+    const row = (await m.get(TransactionsRepository).find(tenant, id))!;
     expect(row.status).not.toBe('processing');
     const logs: { n: number }[] = await m.db.query(
       `SELECT count(*)::int AS n FROM audit_logs WHERE tenant_id = $1 AND entity_id = $2 AND message LIKE 'Settled authorize%'`,

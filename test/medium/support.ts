@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import type { INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ClsService } from 'nestjs-cls';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module';
 import type { Principal } from '../../src/common/auth/principal';
@@ -15,8 +14,6 @@ import { TenantsService } from '../../src/modules/tenants/tenants.service';
 export interface MediumContext {
   get<T>(type: Type<T>): T;
   db: DataSource;
-  /** Runs work in a request-like context (CLS), as a handler or a job would. */
-  run<T>(work: () => Promise<T>): Promise<T>;
   newTenant(): Promise<string>;
   close(): Promise<void>;
 }
@@ -28,13 +25,10 @@ export async function startMedium(): Promise<MediumContext> {
     abortOnError: false,
   });
   await ctx.init();
-  const cls = ctx.get(ClsService);
-  const run = <T>(work: () => Promise<T>): Promise<T> => cls.run(work);
   return {
     get: (type) => ctx.get(type),
     db: ctx.get(DataSource),
-    run,
-    newTenant: async () => (await run(() => ctx.get(TenantsService).createTenant('medium tenant'))).tenant_id,
+    newTenant: async () => (await ctx.get(TenantsService).createTenant('medium tenant')).tenant_id,
     close: () => ctx.close(),
   };
 }

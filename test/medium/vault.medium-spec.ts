@@ -29,9 +29,13 @@ describe('the vault on PostgreSQL (no HTTP)', () => {
               : type === 'bank'
                 ? { routing_number: '110000000', account_number: `00012345${i}` }
                 : `value ${container} ${i}`;
-          const created = (await m.run(() =>
-            m.get(TokenizeService).createOne({ actor: who }, { type, data, containers: [container] }),
-          )) as { id: string; type: string; containers: string[] };
+          const created = (await m
+            .get(TokenizeService)
+            .createOne({ actor: who }, { type, data, containers: [container] })) as {
+            id: string;
+            type: string;
+            containers: string[];
+          };
           tokens.push({ id: created.id, type: created.type, containers: created.containers });
         }
   });
@@ -72,12 +76,10 @@ describe('the vault on PostgreSQL (no HTTP)', () => {
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(rule, { maxLength: 4, selector: (r) => r.priority }), async (rules) => {
         const who = { ...principal(tenant, []), rules };
-        const { rows, total } = await m.run(() =>
-          search.findOffsetPage(
-            { who, permission: 'token:read', now: new Date() },
-            { query: { kind: 'all' }, digest: () => Buffer.alloc(0) },
-            { page: 1, size: 100 },
-          ),
+        const { rows, total } = await search.findOffsetPage(
+          { who, permission: 'token:read', now: new Date() },
+          { query: { kind: 'all' }, digest: () => Buffer.alloc(0) },
+          { page: 1, size: 100 },
         );
         const expected = tokens.filter((t) => decide(who, 'token:read', t).allowed).map((t) => t.id);
         if (expected.length > 0 && expected.length < tokens.length) partial++;
@@ -95,18 +97,16 @@ describe('the vault on PostgreSQL (no HTTP)', () => {
     const other = await m.newTenant();
     const keyDigest = Buffer.from(randomUUID().replace(/-/g, ''), 'hex');
     const claim = (tenantId: string) =>
-      m.run(() =>
-        repository.claim({
-          tenantId,
-          scope: 'medium',
-          keyDigest,
-          requestDigest: Buffer.alloc(32, 1),
-          claimId: randomUUID(),
-          claimedUntil: new Date(Date.now() + 60_000),
-          createdAt: new Date(),
-          expiresAt: new Date(Date.now() + 86_400_000),
-        }),
-      );
+      repository.claim({
+        tenantId,
+        scope: 'medium',
+        keyDigest,
+        requestDigest: Buffer.alloc(32, 1),
+        claimId: randomUUID(),
+        claimedUntil: new Date(Date.now() + 60_000),
+        createdAt: new Date(),
+        expiresAt: new Date(Date.now() + 86_400_000),
+      });
     const mine = await Promise.all(Array.from({ length: 8 }, () => claim(tenant)));
     expect(mine.filter((claimed) => claimed !== undefined)).toHaveLength(1);
     // Another tenant's request with the same key is its own.

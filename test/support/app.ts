@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
-import { ClsService } from 'nestjs-cls';
 import request from 'supertest';
 import { createApp } from '../../src/app.setup';
 import { loadConfig } from '../../src/config/app-config';
@@ -51,8 +50,7 @@ export interface TestTenant {
 
 /** A fresh tenant with its management key, so that tests never see each other's data. */
 export async function newTenant(t: TestApp, name = 'test tenant'): Promise<TestTenant> {
-  const cls = t.app.get(ClsService);
-  const created = await cls.run(() => t.app.get(TenantsService).createTenant(name));
+  const created = await t.app.get(TenantsService).createTenant(name);
   return {
     tenantId: created.tenant_id,
     managementApplicationId: created.management_application_id,

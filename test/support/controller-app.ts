@@ -3,7 +3,6 @@ import type { INestApplication, Provider, Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
-import { ClsService } from 'nestjs-cls';
 import { PinoLogger } from 'nestjs-pino';
 import { randomBytes } from 'node:crypto';
 import { BASE62, KEY_KINDS, type KeyKind } from '../../src/common/auth/api-key';
@@ -64,8 +63,6 @@ export async function controllerApp(
       { provide: APP_GUARD, useClass: PermissionsGuard },
       { provide: APP_FILTER, useClass: ProblemDetailsFilter },
       { provide: PinoLogger, useValue: quiet },
-      // No request context: the authenticator then leaves the principal on the request only.
-      { provide: ClsService, useValue: { isActive: () => false } },
       Clock,
       // Every request of a spec comes from the same address: no limit of failed authentications.
       { provide: AppConfig, useValue: { AUTH_FAILURES_PER_MINUTE: 1_000_000 } },

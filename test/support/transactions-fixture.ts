@@ -2,7 +2,6 @@
  * The transactions service with the settlement job on in-memory repositories and a fake processor, for
  * its service spec (src/modules/orchestration/transactions/transactions.service.spec.ts).
  */
-import type { ClsService } from 'nestjs-cls';
 import { FakeUnitOfWork } from './fake-unit-of-work';
 import type { Principal } from '../../src/common/auth/principal';
 import { Clock } from '../../src/common/jobs/clock';
@@ -245,7 +244,6 @@ export function setup(options: { candidates?: number } = {}) {
     connections,
     processors,
     clock,
-    { run: <T>(fn: () => T) => fn() } as unknown as ClsService,
     {} as ExclusiveJobRunner,
     { VENDOR_NOTIFICATION_TIMEOUT_SECONDS: 600 } as AppConfig,
     work,

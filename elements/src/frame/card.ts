@@ -1,25 +1,22 @@
 /**
- * Card checks and formatting inside the frames, with card-validator as the API uses it
- * (src/modules/tokens/data/validate-data.ts): Luhn and length by brand, expiry month and year not in the
- * past (by the UTC month, as the API counts), CVC length by brand. Runs only in the vault's origin.
+ * Card checks and formatting inside the frames. The number's brand, lengths, Luhn check and CVC length
+ * are the vault's own rules (src/modules/tokens/data/card-rules.ts, bundled in): the frame accepts what
+ * the API accepts. Expiry month and year not in the past (by the UTC month, as the API counts). Runs only
+ * in the vault's origin.
  */
 import valid from 'card-validator';
-import luhn10 from 'card-validator/dist/luhn-10';
+import {
+  brandOf,
+  candidateBrands,
+  type CardBrand,
+  cvcSizeOf,
+  MAX_NUMBER_DIGITS,
+  numberVerdict,
+  schemeOf,
+} from '../../../src/modules/tokens/data/card-rules';
 import type { ErrorType } from '../shared/protocol';
 
-type Brand = NonNullable<ReturnType<typeof valid.number>['card']>;
-type CardTypes = (digits: string) => Brand[];
-/**
- * credit-card-type, as card-validator exposes it: a namespace object whose `default` is the function
- * (its typings name the module's function).
- */
-const exposed = valid.creditCardType as unknown as CardTypes | { default: CardTypes };
-const cardTypes: CardTypes = typeof exposed === 'function' ? exposed : exposed.default;
-
-/** The API's scheme names (transaction-checks.ts schemeOf): American Express is `amex`. */
-const SCHEMES: Record<string, string> = { 'american-express': 'amex' };
-export const schemeOf = (brand: string | null | undefined): string | null =>
-  brand ? (SCHEMES[brand] ?? brand) : null;
+export { brandOf, schemeOf };
 
 /** A part's state: valid, or why not. */
 export type PartState = { valid: true } | { valid: false; reason: ErrorType };
@@ -29,23 +26,14 @@ const invalid: PartState = { valid: false, reason: 'invalid' };
 
 export const digitsOf = (value: string): string => value.replace(/\D/g, '');
 
-/** The one brand the leading digits name (as the API finds it), or null while ambiguous or unknown. */
-export function brandOf(digits: string): Brand | null {
-  if (!digits) return null;
-  return valid.number(digits, { luhnValidateUnionPay: true }).card ?? null;
-}
-
 /** The brand used to format while typing: the single candidate, else the first of several, else none. */
-function formattingBrand(digits: string): Brand | null {
-  const exact = brandOf(digits);
-  if (exact) return exact;
-  const candidates = cardTypes(digits);
-  return candidates.length > 0 ? candidates[0] : null;
+function formattingBrand(digits: string): CardBrand | null {
+  return brandOf(digits) ?? candidateBrands(digits)[0] ?? null;
 }
 
 export function maxNumberLength(digits: string): number {
-  const candidates = digits ? cardTypes(digits) : [];
-  if (candidates.length === 0) return 19;
+  const candidates = candidateBrands(digits);
+  if (candidates.length === 0) return MAX_NUMBER_DIGITS;
   return Math.max(...candidates.flatMap((candidate) => candidate.lengths));
 }
 
@@ -60,20 +48,10 @@ export function formatNumber(digits: string): string {
   return out;
 }
 
-/**
- * The number's state. A known brand: card-validator's verdict (Luhn, UnionPay included, and the brand's
- * lengths). An unknown brand: what the API accepts, 13 to 19 digits that pass Luhn.
- */
-export function numberState(digits: string): PartState {
-  if (!digits) return incomplete;
-  if (!/^\d+$/.test(digits) || digits.length > 19) return invalid;
-  const verdict = valid.number(digits, { luhnValidateUnionPay: true });
-  if (verdict.isValid && luhn10(digits)) return VALID;
-  if (cardTypes(digits).length > 0) return verdict.isPotentiallyValid ? incomplete : invalid;
-  if (digits.length < 13) return incomplete;
-  if (luhn10(digits)) return VALID;
-  return digits.length < 19 ? incomplete : invalid;
-}
+const NUMBER_STATES = { valid: VALID, incomplete, invalid } as const;
+
+/** The number's state, by the vault's rules (card-rules.ts numberVerdict). */
+export const numberState = (digits: string): PartState => NUMBER_STATES[numberVerdict(digits)];
 
 /** An expiry as typed: two-digit month, two-digit year (either may be partial). */
 export interface Expiry {
@@ -126,7 +104,7 @@ export function expiryState(expiry: Expiry, now: Date = new Date()): PartState {
 }
 
 /** The CVC lengths: the brand's, else 3 or 4 while the brand is unknown. */
-export function cvcSizes(brand: Brand | null): number[] {
+export function cvcSizes(brand: CardBrand | null): number[] {
   return brand ? [brand.code.size] : [3, 4];
 }
 
@@ -164,8 +142,7 @@ export function cardProblems(card: {
     problems.push('expiration_date');
   }
   if (card.cvc !== undefined) {
-    const brand = number ? brandOf(number) : null;
-    const size = brand?.code.size ?? 3;
+    const size = cvcSizeOf(brandOf(number));
     if (typeof card.cvc !== 'string' || !cvcState(card.cvc, [size]).valid) problems.push('cvc');
   }
   return problems;

@@ -14,7 +14,9 @@ export type DomainErrorKind =
   /** A destination the service called for the client failed or answered unusably (the proxy). */
   | 'bad_gateway'
   /** A destination the service called for the client did not answer in time. */
-  | 'gateway_timeout';
+  | 'gateway_timeout'
+  /** What the request needs is missing on this server (the card elements not built). */
+  | 'unavailable';
 
 /**
  * The base of every module's own exceptions. A module declares its codes as an enum and the kind of

@@ -69,6 +69,7 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   unprocessable: 422,
   bad_gateway: 502,
   gateway_timeout: 504,
+  unavailable: 503,
 };
 
 const isDomainException = (e: unknown): e is DomainException => e instanceof DomainException;

@@ -1,4 +1,3 @@
-import type { ClsService } from 'nestjs-cls';
 import type { AppConfig } from '../../config/app-config';
 import { ShutdownState } from '../lifecycle/shutdown-state';
 import type { Metrics } from '../metrics/metrics';
@@ -12,7 +11,6 @@ describe('ExclusiveJobRunner at shutdown', () => {
     const shutdown = new ShutdownState();
     const jobs = new ExclusiveJobRunner(
       {} as UnitOfWork,
-      { run: <T>(fn: () => T) => fn() } as unknown as ClsService,
       new Clock(),
       {} as JobRunsRepository,
       { embedded: true } as AppConfig,

@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ClsService } from 'nestjs-cls';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
 import { ShutdownState } from '../lifecycle/shutdown-state';
@@ -28,7 +27,6 @@ export class ExclusiveJobRunner {
 
   constructor(
     private readonly work: UnitOfWork,
-    private readonly cls: ClsService,
     private readonly clock: Clock,
     private readonly runs: JobRunsRepository,
     private readonly config: AppConfig,
@@ -89,11 +87,10 @@ export class ExclusiveJobRunner {
   ): Promise<T | undefined> {
     this.running.add(name);
     try {
-      const run = () =>
-        this.cls.run(() => {
-          this.metrics.jobRan(name);
-          return work();
-        });
+      const run = () => {
+        this.metrics.jobRan(name);
+        return work();
+      };
       if (this.config.embedded) return await run();
       return (await this.runs.whileLocked(lockKey, run))?.value;
     } catch (error) {
@@ -126,14 +123,12 @@ export class ExclusiveJobRunner {
     tick?: Tick,
   ): Promise<T | undefined> {
     try {
-      return await this.cls.run(() =>
-        this.work.transaction({}, async (change) => {
-          if (!(await this.runs.tryLock(change, lockKey))) return undefined;
-          if (tick && !(await this.claimTick(change, name, tick))) return undefined;
-          this.metrics.jobRan(name);
-          return work(change);
-        }),
-      );
+      return await this.work.transaction({}, async (change) => {
+        if (!(await this.runs.tryLock(change, lockKey))) return undefined;
+        if (tick && !(await this.claimTick(change, name, tick))) return undefined;
+        this.metrics.jobRan(name);
+        return work(change);
+      });
     } catch (error) {
       this.metrics.jobFailed(name);
       this.logger.error({ err: error, job: name }, `job ${name} failed`);

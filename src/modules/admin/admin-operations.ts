@@ -1,5 +1,4 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { ClsService } from 'nestjs-cls';
 import { AuditCheckpointer } from '../../common/audit/audit-checkpointer.service';
 import { AuditSigningKeys } from '../../common/audit/audit-signing-keys.service';
 import { AuditVerifier, type AuditReport } from '../../common/audit/audit-verifier.service';
@@ -31,7 +30,7 @@ export type AdminResult = CreatedTenantDto | RotatedKeys | AuditReport;
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
 
-/** The operator's operations, run in a request context of their own, in the CLI or in the server. */
+/** The operator's operations, in the CLI or in the server. */
 @Injectable()
 export class AdminOperations {
   constructor(
@@ -40,30 +39,27 @@ export class AdminOperations {
     private readonly checkpointer: AuditCheckpointer,
     private readonly verifier: AuditVerifier,
     private readonly signingKeys: AuditSigningKeys,
-    private readonly cls: ClsService,
     private readonly ring: MasterKeyRing,
     private readonly instances: InstancesRepository,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
-  run(request: AdminRequest): Promise<AdminResult> {
-    return this.cls.run(async (): Promise<AdminResult> => {
-      switch (request.op) {
-        case 'tenant.create':
-          return this.tenants.createTenant(request.name);
-        case 'keys.rotate': {
-          await this.checkRotation(request.active);
-          const result = await this.tenantKeys.rotate();
-          // The audit log's signing keys are sealed under the master key too.
-          await this.signingKeys.reseal();
-          return { active_version: result.active, rewrapped_tenants: result.rewrapped };
-        }
-        case 'logs.verify':
-          // Rows committed since the last tick are appended first, so that the report covers them too.
-          if (request.seal) await this.checkpointer.run();
-          return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
+  async run(request: AdminRequest): Promise<AdminResult> {
+    switch (request.op) {
+      case 'tenant.create':
+        return this.tenants.createTenant(request.name);
+      case 'keys.rotate': {
+        await this.checkRotation(request.active);
+        const result = await this.tenantKeys.rotate();
+        // The audit log's signing keys are sealed under the master key too.
+        await this.signingKeys.reseal();
+        return { active_version: result.active, rewrapped_tenants: result.rewrapped };
       }
-    });
+      case 'logs.verify':
+        // Rows committed since the last tick are appended first, so that the report covers them too.
+        if (request.seal) await this.checkpointer.run();
+        return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
+    }
   }
 
   /**

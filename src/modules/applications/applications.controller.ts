@@ -1,16 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import {
-  ApiConflictResponse,
-  ApiCreatedResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { NeverReplayed } from '../../common/context/never-replayed.decorator';
-import { problemContent } from '../../common/errors/problem-details.dto';
 import { ParseIdPipe } from '../../common/pipes/parse-id.pipe';
 import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { ApplicationsService } from './applications.service';
@@ -18,20 +11,9 @@ import { ApiKeyDto, ApplicationDto, ApplicationPageDto } from './dto/application
 import { CreateApplicationDto } from './dto/create-application.dto';
 import { ListApplicationsQueryDto } from './dto/list-applications-query.dto';
 import { UpdateApplicationDto } from './dto/update-application.dto';
+import { ApplicationsApi } from './dto/applications.openapi';
 
 const AppId = () => Param('id', new ParseIdPipe('Application'));
-
-const GRANTS =
-  'The caller must hold every management permission it grants, and every management permission the ' +
-  'application it acts on holds (else 403).';
-const NOT_REPLAYED =
-  'BT-IDEMPOTENCY-KEY is ignored here: every call makes a new key, so that no other holder of a key of ' +
-  'the calling application is ever sent it, and no idempotency record keeps it.';
-const LastAdministrator = (what: string) =>
-  ApiConflictResponse({
-    description: `${what} would leave the tenant without an application holding application:create and application:update (with a key).`,
-    content: problemContent(),
-  });
 
 @ApiTags('Applications')
 @Controller('applications')
@@ -42,12 +24,7 @@ export class ApplicationsController {
   @RequirePermissions('application:create')
   // The answer holds the new key: no idempotency record may keep it for a replay.
   @NeverReplayed()
-  @ApiOperation({
-    operationId: 'createApplication',
-    summary: 'Create an application',
-    description: `The response holds the new key in clear; it is never shown again. ${NOT_REPLAYED} ${GRANTS}`,
-  })
-  @ApiCreatedResponse({ type: ApplicationDto })
+  @ApplicationsApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: CreateApplicationDto): Promise<ApplicationDto> {
     return this.applications.create(origin, body);
   }
@@ -55,8 +32,7 @@ export class ApplicationsController {
   @Get()
   @RequirePermissions('application:read')
   @Audited('application', 'read')
-  @ApiOperation({ operationId: 'listApplications', summary: 'List applications' })
-  @ApiOkResponse({ type: ApplicationPageDto })
+  @ApplicationsApi.list()
   list(@Principal() who: Principal, @Query() query: ListApplicationsQueryDto): Promise<ApplicationPageDto> {
     return this.applications.list(who, query);
   }
@@ -64,8 +40,7 @@ export class ApplicationsController {
   @Get('key')
   @RequirePermissions()
   @Audited('application', 'read')
-  @ApiOperation({ operationId: 'getApplicationByKey', summary: 'Get the application of the calling key' })
-  @ApiOkResponse({ type: ApplicationDto })
+  @ApplicationsApi.getByKey()
   getByKey(@Principal() who: Principal): Promise<ApplicationDto> {
     return this.applications.get(who, who.applicationId);
   }
@@ -73,19 +48,14 @@ export class ApplicationsController {
   @Get(':id')
   @RequirePermissions('application:read')
   @Audited('application', 'read')
-  @ApiOperation({ operationId: 'getApplication', summary: 'Get an application' })
-  @ApiOkResponse({ type: ApplicationDto })
+  @ApplicationsApi.get()
   get(@Principal() who: Principal, @AppId() id: string): Promise<ApplicationDto> {
     return this.applications.get(who, id);
   }
 
   @Put(':id')
   @RequirePermissions('application:update')
-  @ApiOperation({ operationId: 'updateApplication', summary: 'Update an application', description: GRANTS })
-  @ApiOkResponse({ type: ApplicationDto })
-  @LastAdministrator(
-    'Removing application:create or application:update from the last application holding them',
-  )
+  @ApplicationsApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @AppId() id: string,
@@ -97,12 +67,7 @@ export class ApplicationsController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('application:delete')
-  @ApiOperation({
-    operationId: 'deleteApplication',
-    summary: 'Delete an application',
-    description: `Its keys stop working at once, and so do the sessions it authorized. ${GRANTS}`,
-  })
-  @LastAdministrator('Deleting it')
+  @ApplicationsApi.delete()
   delete(@Origin() origin: RequestOrigin, @AppId() id: string): Promise<void> {
     return this.applications.delete(origin, id);
   }
@@ -110,11 +75,7 @@ export class ApplicationsController {
   @Get(':id/keys')
   @RequirePermissions('application:read')
   @Audited('application', 'read', { message: 'Application keys listed' })
-  @ApiOperation({
-    operationId: 'listApplicationKeys',
-    summary: "List an application's keys (never in clear)",
-  })
-  @ApiOkResponse({ type: ApiKeyDto, isArray: true })
+  @ApplicationsApi.listKeys()
   listKeys(@Principal() who: Principal, @AppId() id: string): Promise<ApiKeyDto[]> {
     return this.applications.listKeys(who, id);
   }
@@ -122,11 +83,7 @@ export class ApplicationsController {
   @Get(':id/keys/:keyId')
   @RequirePermissions('application:read')
   @Audited('application', 'read', { message: (req) => `Application key ${String(req.params.keyId)} read` })
-  @ApiOperation({
-    operationId: 'getApplicationKey',
-    summary: "Get one of an application's keys (never in clear)",
-  })
-  @ApiOkResponse({ type: ApiKeyDto })
+  @ApplicationsApi.getKey()
   getKey(
     @Principal() who: Principal,
     @AppId() id: string,
@@ -139,12 +96,7 @@ export class ApplicationsController {
   @RequirePermissions('application:update')
   // The answer holds the new key: no idempotency record may keep it for a replay.
   @NeverReplayed()
-  @ApiOperation({
-    operationId: 'createApplicationKey',
-    summary: 'Create a key (rotation)',
-    description: `The response holds the new key in clear; it is never shown again. Old keys keep working until deleted. ${NOT_REPLAYED} ${GRANTS}`,
-  })
-  @ApiCreatedResponse({ type: ApiKeyDto })
+  @ApplicationsApi.createKey()
   createKey(@Origin() origin: RequestOrigin, @AppId() id: string): Promise<ApiKeyDto> {
     return this.applications.createKey(origin, id);
   }
@@ -152,8 +104,7 @@ export class ApplicationsController {
   @Delete(':id/keys/:keyId')
   @HttpCode(204)
   @RequirePermissions('application:update')
-  @ApiOperation({ operationId: 'deleteApplicationKey', summary: 'Revoke a key', description: GRANTS })
-  @LastAdministrator('Deleting the last key of the last application holding them')
+  @ApplicationsApi.deleteKey()
   deleteKey(
     @Origin() origin: RequestOrigin,
     @AppId() id: string,

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
-import { ApiConsumes, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
@@ -8,12 +8,9 @@ import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.dec
 import { ListProxiesQueryDto } from './dto/list-proxies-query.dto';
 import { CreateProxyDto, PatchProxyDto, ProxyDto, ProxyPageDto, UpdateProxyDto } from './dto/proxy.dto';
 import { ProxiesService } from './proxies.service';
+import { ProxiesApi } from './dto/proxies.openapi';
 
 const ProxyId = () => Param('id', new ParseIdPipe('Proxy'));
-
-const POLICY =
-  '`destination_url` must pass the outbound policy (http or https; a public address unless listed in ' +
-  'OUTBOUND_ALLOWED_HOSTS), else 400.';
 
 @ApiTags('Proxies')
 @Controller('proxies')
@@ -22,8 +19,7 @@ export class ProxiesController {
 
   @Post()
   @RequirePermissions('proxy:create')
-  @ApiOperation({ operationId: 'createProxy', summary: 'Create a pre-configured proxy', description: POLICY })
-  @ApiCreatedResponse({ type: ProxyDto })
+  @ProxiesApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: CreateProxyDto): Promise<ProxyDto> {
     return this.proxies.create(origin, body);
   }
@@ -31,8 +27,7 @@ export class ProxiesController {
   @Get()
   @RequirePermissions('proxy:read')
   @Audited('proxy', 'read', { message: 'Proxies listed' })
-  @ApiOperation({ operationId: 'listProxies', summary: 'List pre-configured proxies' })
-  @ApiOkResponse({ type: ProxyPageDto })
+  @ProxiesApi.list()
   list(@Principal() who: Principal, @Query() query: ListProxiesQueryDto): Promise<ProxyPageDto> {
     return this.proxies.list(who, query);
   }
@@ -40,20 +35,14 @@ export class ProxiesController {
   @Get(':id')
   @RequirePermissions('proxy:read')
   @Audited('proxy', 'read')
-  @ApiOperation({ operationId: 'getProxy', summary: 'Get a pre-configured proxy' })
-  @ApiOkResponse({ type: ProxyDto })
+  @ProxiesApi.get()
   get(@Principal() who: Principal, @ProxyId() id: string): Promise<ProxyDto> {
     return this.proxies.get(who, id);
   }
 
   @Put(':id')
   @RequirePermissions('proxy:update')
-  @ApiOperation({
-    operationId: 'updateProxy',
-    summary: 'Replace a pre-configured proxy',
-    description: `\`require_auth\` omitted is true. ${POLICY}`,
-  })
-  @ApiOkResponse({ type: ProxyDto })
+  @ProxiesApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @ProxyId() id: string,
@@ -65,12 +54,7 @@ export class ProxiesController {
   @Patch(':id')
   @HttpCode(204)
   @RequirePermissions('proxy:update')
-  @ApiConsumes('application/merge-patch+json', 'application/json')
-  @ApiOperation({
-    operationId: 'patchProxy',
-    summary: 'Change some fields of a pre-configured proxy',
-    description: `204 without a body, as Basis Theory answers it. ${POLICY}`,
-  })
+  @ProxiesApi.patch()
   async patch(
     @Origin() origin: RequestOrigin,
     @ProxyId() id: string,
@@ -82,11 +66,7 @@ export class ProxiesController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('proxy:delete')
-  @ApiOperation({
-    operationId: 'deleteProxy',
-    summary: 'Delete a pre-configured proxy',
-    description: 'Requests naming its key are refused (404) from then on.',
-  })
+  @ProxiesApi.delete()
   delete(@Origin() origin: RequestOrigin, @ProxyId() id: string): Promise<void> {
     return this.proxies.delete(origin, id);
   }

@@ -1,5 +1,4 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { ClsService } from 'nestjs-cls';
 import { AppConfig } from '../../config/app-config';
 import { CreatedTenantDto } from './dto/tenant.dto';
 import { TenantsService } from './tenants.service';
@@ -16,12 +15,11 @@ export class BootstrapService implements OnApplicationBootstrap {
   constructor(
     private readonly config: AppConfig,
     private readonly tenants: TenantsService,
-    private readonly cls: ClsService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.BOOTSTRAP) return;
-    this.created = await this.cls.run(() => this.tenants.createFirstTenant('default'));
+    this.created = await this.tenants.createFirstTenant('default');
   }
 
   /** Prints the first-start banner (once), if this process created the default tenant. */

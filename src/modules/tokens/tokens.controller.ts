@@ -1,92 +1,26 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import {
-  ApiBody,
-  ApiCreatedResponse,
-  ApiExtension,
-  ApiOkResponse,
-  ApiOperation,
-  ApiQuery,
-  ApiResponse,
-  ApiTags,
-  getSchemaPath,
-} from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
-import { CONTAINER_PATTERN } from '../../common/auth/access-rule';
-import { problemContent } from '../../common/errors/problem-details.dto';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
-import { COMPONENT_SCHEMAS_EXTENSION } from '../../common/openapi';
 import type { OffsetPage } from '../../common/pagination/offset-pagination';
 import { Origin, type RequestOrigin } from '../../common/unit-of-work/origin.decorator';
 import { SearchTokensDto, SearchTokensV2Dto } from './dto/search-tokens.dto';
-import { TOKENIZED_VALUE, TokenCursorPageDto, TokenObjectDto, TokenPageDto } from './dto/token.dto';
+import { TokensApi } from './dto/tokens.openapi';
 import { TokenPatch, UpdateTokenDto, UpdateTokenPipe } from './dto/update-token.dto';
-import { ParseTokenIdPipe, TOKEN_ID_PATTERN } from './data/token-id';
-import { MAX_LIST_IDS, TokenListQuery, TokenListQueryPipe } from './search/list-query';
+import { ParseTokenIdPipe } from './data/token-id';
+import { TokenListQuery, TokenListQueryPipe } from './search/list-query';
 import { CursorTokenPage, TokenDto } from './token-answer';
 import { TokenizeService } from './tokenize/tokenize.service';
 import { TokenSearchService } from './search/token-search.service';
 import { TokensService } from './tokens.service';
 
 const TokenId = () => Param('id', new ParseTokenIdPipe());
-const REVEAL_NOTE =
-  'Each token is shown as the rule deciding it says: masked (flat permissions, `mask`), without data ' +
-  '(`redact`), or with `data` in clear instead of `mask` (`reveal`; never a CVC; one `reveal` audit row per token).';
-const ENUMERATION_NOTE =
-  'Answers carry `fingerprint` only for tokens the caller may read (`token:read`, rules-aware). Keys that receive ' +
-  'fingerprints may together tokenize at most `CARD_ENUMERATION_LIMIT` (default 10) distinct card numbers sharing ' +
-  'their first 6 and last 4 digits per tenant in 24 hours; a request past it is a 429 with `code` ' +
-  '`card_enumeration_suspected` and creates nothing. A bulk import that needs no fingerprints uses a key without token:read. ' +
-  'A card token made by a caller that was not counted (a public key) is counted at its first read that would show ' +
-  'its fingerprint, under the same limit; past it the read answers without `fingerprint`. Until then a ' +
-  '`fingerprint` filter or search term does not match it.';
-const PUBLIC_RATE_NOTE =
-  'With a public key or a session (which counts for the public application that created it) each client address ' +
-  'makes at most `PUBLIC_TOKENIZE_PER_MINUTE` (default 60) tokenize and create requests per minute per public ' +
-  'application (429 `rate_limited` with `Retry-After`, nothing created). Private keys are not concerned.';
-const PUBLIC_SIZE_NOTE =
-  'A request with a public key or a session creates at most 10 tokens (400 `too_many_tokens` naming the first ' +
-  'field past them, nothing created).';
-const TOO_MANY_TOKENS = ApiResponse({
-  status: 400,
-  description:
-    'Invalid input (`errors` names each bad field), more tokens than the request may create (`too_many_tokens`), ' +
-    'or nothing to tokenize.',
-  content: problemContent(),
-});
-const TOO_MANY_REQUESTS = ApiResponse({
-  status: 429,
-  description:
-    'Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), too many failed authentications ' +
-    'from this client address (AUTH_FAILURES_PER_MINUTE), too many tokenizes from this address with this public ' +
-    "application's keys (PUBLIC_TOKENIZE_PER_MINUTE), or too many card numbers of one group " +
-    '(`card_enumeration_suspected`); see Retry-After.',
-  content: problemContent(),
-});
-const FREE_FORM = {
-  description:
-    'A token request element `{type, data, ...}`, or any object or array whose leaves are strings (each becomes a ' +
-    '`token` token) and token request elements, nested to any depth. At most 100 tokens, each `data` at most ' +
-    '64 KiB as JSON.',
-  schema: {
-    oneOf: [
-      { type: 'object', additionalProperties: true },
-      { type: 'array', items: {} },
-    ],
-    example: {
-      card: {
-        type: 'card',
-        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' },
-      },
-      email: 'jane@example.com',
-    },
-  },
-};
 
 /**
  * Writes take the request's origin (`@Origin()`) and their services write their own audit rows with the
  * change. Reads and searches keep `@Audited` (the interceptor logs them once they succeed) and take the
  * origin too: a read through a reveal rule writes `reveal` audit rows, and keeps its answer out of
- * idempotency records through the request's claim.
+ * idempotency records through the request's claim. The OpenAPI description: dto/tokens.openapi.ts.
  */
 @ApiTags('Tokens')
 @Controller()
@@ -99,72 +33,14 @@ export class TokensController {
 
   @Post('tokenize')
   @RequirePermissions('token:create', { perToken: true })
-  @ApiOperation({
-    operationId: 'tokenize',
-    summary: 'Tokenize one value or a whole structure',
-    description: `The response has the shape of the request. ${PUBLIC_SIZE_NOTE} ${PUBLIC_RATE_NOTE} ${ENUMERATION_NOTE}`,
-  })
-  @TOO_MANY_TOKENS
-  @TOO_MANY_REQUESTS
-  @ApiBody(FREE_FORM)
-  @ApiCreatedResponse({
-    description:
-      'The request shape with each value replaced by a token id or a token object; a single element gives the ' +
-      'token object itself.',
-    schema: {
-      anyOf: [
-        { $ref: getSchemaPath(TokenObjectDto) },
-        { type: 'object', additionalProperties: { $ref: '#/components/schemas/TokenizedValue' } },
-        { type: 'array', items: { $ref: '#/components/schemas/TokenizedValue' } },
-      ],
-    },
-  })
-  @ApiExtension(COMPONENT_SCHEMAS_EXTENSION, { TokenizedValue: TOKENIZED_VALUE })
+  @TokensApi.tokenize()
   tokenize(@Origin() origin: RequestOrigin, @Body() body: unknown): Promise<unknown> {
     return this.tokenizer.tokenize(origin, body);
   }
 
   @Post('tokens')
   @RequirePermissions('token:create', { perToken: true })
-  @ApiOperation({
-    operationId: 'createToken',
-    summary: 'Create one token',
-    description: `${PUBLIC_RATE_NOTE} ${ENUMERATION_NOTE}`,
-  })
-  @TOO_MANY_REQUESTS
-  @ApiBody({
-    schema: {
-      type: 'object',
-      additionalProperties: true,
-      required: ['type', 'data'],
-      properties: {
-        type: { type: 'string', enum: ['token', 'card', 'bank'] },
-        id: {
-          type: 'string',
-          pattern: TOKEN_ID_PATTERN.source,
-          description:
-            'Optional: 1 to 400 letters, digits, `_` and `-`, unique in the tenant (409 if taken). Default: a uuid.',
-        },
-        containers: {
-          type: 'array',
-          items: { type: 'string', pattern: CONTAINER_PATTERN.source },
-          description: '`/` (the root) or paths such as `/pci/high/`.',
-        },
-        data: {
-          description:
-            'A string or any JSON for `token`; `{number, expiration_month, expiration_year, cvc?}` for `card`; `{routing_number, account_number}` for `bank`. At most 64 KiB as JSON (UTF-8).',
-        },
-      },
-      example: {
-        type: 'card',
-        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
-      },
-    },
-  })
-  @ApiCreatedResponse({
-    description: 'The token object, with `mask` for cards and banks.',
-    type: TokenObjectDto,
-  })
+  @TokensApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: unknown): Promise<TokenDto> {
     return this.tokenizer.createOne(origin, body);
   }
@@ -172,27 +48,7 @@ export class TokensController {
   @Get('tokens')
   @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
-  @ApiOperation({
-    operationId: 'listTokens',
-    summary: 'List tokens',
-    description: `Also filters by \`metadata.<name>=<value>\`. Filters combine: a token must match all of them. ${REVEAL_NOTE}`,
-  })
-  @ApiOkResponse({ type: TokenPageDto })
-  @ApiQuery({
-    name: 'id',
-    required: false,
-    description: `Only these tokens (repeat \`id=\` for several, at most ${MAX_LIST_IDS}); those the key may not read are left out.`,
-    schema: {
-      type: 'array',
-      maxItems: MAX_LIST_IDS,
-      items: { type: 'string', pattern: TOKEN_ID_PATTERN.source },
-    },
-  })
-  @ApiQuery({ name: 'type', required: false })
-  @ApiQuery({ name: 'container', required: false })
-  @ApiQuery({ name: 'fingerprint', required: false })
-  @ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1 } })
-  @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
+  @TokensApi.list()
   list(
     @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v1')) query: TokenListQuery,
@@ -204,8 +60,7 @@ export class TokensController {
   @HttpCode(200)
   @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
-  @ApiOperation({ operationId: 'searchTokens', summary: 'Search tokens', description: REVEAL_NOTE })
-  @ApiOkResponse({ description: 'An offset page of token objects.', type: TokenPageDto })
+  @TokensApi.search()
   search(@Origin() origin: RequestOrigin, @Body() body: SearchTokensDto): Promise<OffsetPage<TokenDto>> {
     return this.searches.search(origin, body);
   }
@@ -213,24 +68,7 @@ export class TokensController {
   @Get('v2/tokens')
   @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
-  @ApiOperation({
-    operationId: 'listTokensV2',
-    summary: 'List tokens (cursor pagination)',
-    description:
-      'Newest first; pass `pagination.next` as `start` for the next page. `metadata` is a JSON object. ' +
-      REVEAL_NOTE,
-  })
-  @ApiQuery({ name: 'type', required: false })
-  @ApiQuery({ name: 'container', required: false })
-  @ApiQuery({ name: 'fingerprint', required: false })
-  @ApiQuery({
-    name: 'metadata',
-    required: false,
-    description: 'A JSON object of string values, e.g. {"k":"v"}',
-  })
-  @ApiQuery({ name: 'start', required: false })
-  @ApiQuery({ name: 'size', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } })
-  @ApiOkResponse({ type: TokenCursorPageDto })
+  @TokensApi.listV2()
   listV2(
     @Origin() origin: RequestOrigin,
     @Query(new TokenListQueryPipe('v2')) query: TokenListQuery,
@@ -242,12 +80,7 @@ export class TokensController {
   @HttpCode(200)
   @RequirePermissions('token:search', { perToken: true })
   @Audited('token', 'search')
-  @ApiOperation({
-    operationId: 'searchTokensV2',
-    summary: 'Search tokens (cursor pagination)',
-    description: REVEAL_NOTE,
-  })
-  @ApiOkResponse({ type: TokenCursorPageDto })
+  @TokensApi.searchV2()
   searchV2(@Origin() origin: RequestOrigin, @Body() body: SearchTokensV2Dto): Promise<CursorTokenPage> {
     return this.searches.searchV2(origin, body);
   }
@@ -255,29 +88,14 @@ export class TokensController {
   @Get('tokens/:id')
   @RequirePermissions('token:read', { perToken: true })
   @Audited('token', 'read')
-  @ApiOperation({
-    operationId: 'getToken',
-    summary: 'Get a token',
-    description: REVEAL_NOTE,
-  })
-  @ApiOkResponse({ type: TokenObjectDto })
+  @TokensApi.get()
   get(@Origin() origin: RequestOrigin, @TokenId() id: string): Promise<TokenDto> {
     return this.tokens.get(origin, id);
   }
 
   @Patch('tokens/:id')
   @RequirePermissions('token:update', { perToken: true })
-  @ApiOperation({
-    operationId: 'updateToken',
-    summary: 'Update metadata, search indexes, fingerprint expression or expiry',
-    description:
-      'Metadata is merged (null removes a key); the rest is replaced. Changing `fingerprint_expression` or ' +
-      '`search_indexes` evaluates them over the stored data, so it needs the rule deciding token:read for the ' +
-      'token to carry `reveal` (403 otherwise). Setting `expires_at`, or moving it earlier, needs token:delete. ' +
-      'The answer is masked, even through a reveal rule.',
-  })
-  @ApiOkResponse({ type: TokenObjectDto })
-  @ApiBody({ type: UpdateTokenDto })
+  @TokensApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @TokenId() id: string,
@@ -289,7 +107,7 @@ export class TokensController {
   @Delete('tokens/:id')
   @HttpCode(204)
   @RequirePermissions('token:delete', { perToken: true })
-  @ApiOperation({ operationId: 'deleteToken', summary: 'Delete a token and destroy its data' })
+  @TokensApi.delete()
   delete(@Origin() origin: RequestOrigin, @TokenId() id: string): Promise<void> {
     return this.tokens.delete(origin, id);
   }

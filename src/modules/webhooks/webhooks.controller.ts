@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../common/audit/audited.decorator';
 import { Principal } from '../../common/auth/principal';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
@@ -17,13 +17,10 @@ import {
   WebhookPageDto,
 } from './dto/webhook.dto';
 import { WebhooksService } from './webhooks.service';
+import { WebhooksApi } from './dto/webhooks.openapi';
 
 const WebhookId = () => Param('id', new ParseIdPipe('Webhook'));
 const DeliveryId = () => Param('deliveryId', new ParseIdPipe('Webhook delivery'));
-
-const RULES =
-  '`url` must pass the outbound policy (http or https; a public address unless listed in ' +
-  'OUTBOUND_ALLOWED_HOSTS); `events` at least one type of GET /webhooks/event-types, no repeats; else 400.';
 
 @ApiTags('Webhooks')
 @Controller('webhooks')
@@ -34,14 +31,7 @@ export class WebhooksController {
   @RequirePermissions('webhook:create')
   // The answer holds the signing secret: no idempotency record may keep it for a replay.
   @NeverReplayed()
-  @ApiOperation({
-    operationId: 'createWebhook',
-    summary: 'Create a webhook',
-    description:
-      'The response holds the signing secret (`secret`, Standard Webhooks `whsec_...`); it is never ' +
-      `shown again. BT-IDEMPOTENCY-KEY is ignored here: a retry creates another webhook. ${RULES}`,
-  })
-  @ApiCreatedResponse({ type: CreatedWebhookDto })
+  @WebhooksApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: CreateWebhookDto): Promise<CreatedWebhookDto> {
     return this.webhooks.create(origin, body);
   }
@@ -49,12 +39,7 @@ export class WebhooksController {
   @Get()
   @RequirePermissions('webhook:read')
   @Audited('webhook', 'read', { message: 'Webhooks listed' })
-  @ApiOperation({
-    operationId: 'listWebhooks',
-    summary: 'List webhooks',
-    description: 'Oldest first; `pagination.next` is the cursor of the next page (pass it as `start`).',
-  })
-  @ApiOkResponse({ type: WebhookPageDto })
+  @WebhooksApi.list()
   list(@Principal() who: Principal, @Query() query: ListWebhooksQueryDto): Promise<WebhookPageDto> {
     return this.webhooks.list(who, query);
   }
@@ -62,11 +47,7 @@ export class WebhooksController {
   // Before `:id`, which would take `event-types` for an id.
   @Get('event-types')
   @RequirePermissions('webhook:read')
-  @ApiOperation({
-    operationId: 'listWebhookEventTypes',
-    summary: 'List the event types a webhook may receive',
-  })
-  @ApiOkResponse({ type: String, isArray: true })
+  @WebhooksApi.eventTypes()
   eventTypes(): string[] {
     return this.webhooks.eventTypes();
   }
@@ -74,23 +55,14 @@ export class WebhooksController {
   @Get(':id')
   @RequirePermissions('webhook:read')
   @Audited('webhook', 'read')
-  @ApiOperation({ operationId: 'getWebhook', summary: 'Get a webhook (without its secret)' })
-  @ApiOkResponse({ type: WebhookDto })
+  @WebhooksApi.get()
   get(@Principal() who: Principal, @WebhookId() id: string): Promise<WebhookDto> {
     return this.webhooks.get(who, id);
   }
 
   @Put(':id')
   @RequirePermissions('webhook:update')
-  @ApiOperation({
-    operationId: 'updateWebhook',
-    summary: 'Replace a webhook',
-    description:
-      '`name`, `url` and `events` are replaced; `status` and `notify_email` keep their value when ' +
-      'omitted (`notify_email: null` clears it). `status: "enabled"` starts the count of consecutive ' +
-      `failures afresh. ${RULES}`,
-  })
-  @ApiOkResponse({ type: WebhookDto })
+  @WebhooksApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @WebhookId() id: string,
@@ -102,11 +74,7 @@ export class WebhooksController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('webhook:delete')
-  @ApiOperation({
-    operationId: 'deleteWebhook',
-    summary: 'Delete a webhook',
-    description: 'Its deliveries, pending or past, are deleted with it.',
-  })
+  @WebhooksApi.delete()
   delete(@Origin() origin: RequestOrigin, @WebhookId() id: string): Promise<void> {
     return this.webhooks.delete(origin, id);
   }
@@ -114,11 +82,7 @@ export class WebhooksController {
   @Get(':id/deliveries')
   @RequirePermissions('webhook:read')
   @Audited('webhook', 'read', { message: 'Webhook deliveries listed' })
-  @ApiOperation({
-    operationId: 'listWebhookDeliveries',
-    summary: "List a webhook's deliveries, newest first",
-  })
-  @ApiOkResponse({ type: WebhookDeliveryPageDto })
+  @WebhooksApi.deliveries()
   deliveries(
     @Principal() who: Principal,
     @WebhookId() id: string,
@@ -130,14 +94,7 @@ export class WebhooksController {
   @Post(':id/deliveries/:deliveryId/retry')
   @HttpCode(200)
   @RequirePermissions('webhook:update')
-  @ApiOperation({
-    operationId: 'retryWebhookDelivery',
-    summary: 'Send a delivery again',
-    description:
-      'The delivery becomes pending and due now, whatever its status (its attempts are kept); the ' +
-      'answer is the delivery as it stands then.',
-  })
-  @ApiOkResponse({ type: WebhookDeliveryDto })
+  @WebhooksApi.retry()
   retry(
     @Origin() origin: RequestOrigin,
     @WebhookId() id: string,
@@ -148,16 +105,12 @@ export class WebhooksController {
 }
 
 /** `GET /ping`: lets a client check that the service answers and its key is valid (Basis Theory's SDK). */
+
 @ApiTags('Webhooks')
 @Controller('ping')
 export class PingController {
   @Get()
   @RequirePermissions()
-  @ApiOperation({
-    operationId: 'ping',
-    summary: 'Check the service and the key',
-    description: 'Answers 200 without a body.',
-  })
-  @ApiOkResponse({ description: 'The service answers and the key is valid.' })
+  @WebhooksApi.ping()
   ping(): void {}
 }

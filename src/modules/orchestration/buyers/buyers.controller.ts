@@ -1,11 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiNoContentResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
@@ -21,6 +15,7 @@ import {
   StorePaymentMethodDto,
 } from './buyer.dto';
 import { BuyersService } from './buyers.service';
+import { BuyersApi } from './buyers.openapi';
 
 const BuyerId = () => Param('id', new ParseIdPipe('Buyer'));
 
@@ -31,12 +26,7 @@ export class BuyersController {
 
   @Post()
   @RequirePermissions('orchestration:buyers:create')
-  @ApiOperation({
-    operationId: 'createBuyer',
-    summary: 'Create a buyer',
-    description: '`external_identifier` is unique in the tenant: a second buyer with it is a 409.',
-  })
-  @ApiCreatedResponse({ type: BuyerDto })
+  @BuyersApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: BuyerRequestDto): Promise<BuyerDto> {
     return this.buyers.create(origin, body);
   }
@@ -44,12 +34,7 @@ export class BuyersController {
   @Get()
   @RequirePermissions('orchestration:buyers:read')
   @Audited('buyer', 'read', { message: 'Buyers listed' })
-  @ApiOperation({
-    operationId: 'listBuyers',
-    summary: 'List buyers, newest first',
-    description: '`search` matches the start of the display name or of the external identifier, in any case.',
-  })
-  @ApiOkResponse({ type: BuyerPageDto })
+  @BuyersApi.list()
   list(@Principal() who: Principal, @Query() query: ListBuyersQueryDto): Promise<BuyerPageDto> {
     return this.buyers.list(who, query);
   }
@@ -57,21 +42,14 @@ export class BuyersController {
   @Get(':id')
   @RequirePermissions('orchestration:buyers:read')
   @Audited('buyer', 'read')
-  @ApiOperation({ operationId: 'getBuyer', summary: 'Get a buyer' })
-  @ApiOkResponse({ type: BuyerDto })
+  @BuyersApi.get()
   get(@Principal() who: Principal, @BuyerId() id: string): Promise<BuyerDto> {
     return this.buyers.get(who, id);
   }
 
   @Put(':id')
   @RequirePermissions('orchestration:buyers:update')
-  @ApiOperation({
-    operationId: 'updateBuyer',
-    summary: 'Update a buyer',
-    description:
-      'A field left out keeps its value; `null` clears it. A taken `external_identifier` is a 409.',
-  })
-  @ApiOkResponse({ type: BuyerDto })
+  @BuyersApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @BuyerId() id: string,
@@ -83,28 +61,14 @@ export class BuyersController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('orchestration:buyers:delete')
-  @ApiOperation({
-    operationId: 'deleteBuyer',
-    summary: 'Delete a buyer',
-    description: 'Its stored cards are removed from it (the tokens stay); its transactions keep showing it.',
-  })
-  @ApiNoContentResponse()
+  @BuyersApi.delete()
   delete(@Origin() origin: RequestOrigin, @BuyerId() id: string): Promise<void> {
     return this.buyers.delete(origin, id);
   }
 
   @Post(':id/payment-methods')
   @RequirePermissions('orchestration:buyers:update')
-  @ApiOperation({
-    operationId: 'storeBuyerPaymentMethod',
-    summary: 'Store a card token for the buyer',
-    description:
-      'Needs `token:use` on the card token. 201 with the stored card; 200 with the one already stored when the ' +
-      'buyer has this card (the same fingerprint). A token stored for another buyer is a 409. Counted by the ' +
-      'card enumeration guard as a read that shows the fingerprint would be.',
-  })
-  @ApiCreatedResponse({ type: StoredPaymentMethodDto })
-  @ApiOkResponse({ type: StoredPaymentMethodDto, description: 'The buyer already had this card' })
+  @BuyersApi.store()
   async store(
     @Origin() origin: RequestOrigin,
     @BuyerId() id: string,
@@ -119,13 +83,7 @@ export class BuyersController {
   @Get(':id/payment-methods')
   @RequirePermissions('orchestration:buyers:read')
   @Audited('buyer', 'read', { message: 'Payment methods listed' })
-  @ApiOperation({
-    operationId: 'listBuyerPaymentMethods',
-    summary: "The buyer's stored cards (a plain array), most recently used first",
-    description:
-      'Never used: most recently added first. This order is the one a transaction with `buyer_id` and no `token` charges the first of.',
-  })
-  @ApiOkResponse({ type: [StoredPaymentMethodDto] })
+  @BuyersApi.listMethods()
   listMethods(@Principal() who: Principal, @BuyerId() id: string): Promise<StoredPaymentMethodDto[]> {
     return this.buyers.listMethods(who, id);
   }
@@ -133,11 +91,7 @@ export class BuyersController {
   @Delete(':id/payment-methods/:token_id')
   @HttpCode(204)
   @RequirePermissions('orchestration:buyers:update')
-  @ApiOperation({
-    operationId: 'deleteBuyerPaymentMethod',
-    summary: 'Remove a stored card from the buyer (the token stays)',
-  })
-  @ApiNoContentResponse()
+  @BuyersApi.detach()
   detach(
     @Origin() origin: RequestOrigin,
     @BuyerId() id: string,

@@ -1,11 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiExcludeEndpoint,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
@@ -13,6 +7,7 @@ import { ParseIdPipe } from '../../../common/pipes/parse-id.pipe';
 import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { ConnectionDto, ConnectionRequestDto } from './connection.dto';
 import { ConnectionsService } from './connections.service';
+import { ConnectionsApi } from './connections.openapi';
 
 const ConnectionId = () => Param('id', new ParseIdPipe('Connection'));
 
@@ -23,14 +18,7 @@ export class ConnectionsController {
 
   @Post()
   @RequirePermissions('orchestration:connections:create')
-  @ApiOperation({
-    operationId: 'createConnection',
-    summary: 'Create a connection from a formula',
-    description:
-      'The connection starts `pending`; a verification with the vendor makes it `available` or `failed`, normally ' +
-      'within a second. Secret field values are stored encrypted and shown as `********`.',
-  })
-  @ApiCreatedResponse({ type: ConnectionDto })
+  @ConnectionsApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: ConnectionRequestDto): Promise<ConnectionDto> {
     return this.connections.create(origin, body);
   }
@@ -38,8 +26,7 @@ export class ConnectionsController {
   @Get()
   @RequirePermissions('orchestration:connections:update')
   @Audited('connection', 'read')
-  @ApiOperation({ operationId: 'listConnections', summary: 'List connections (a plain array)' })
-  @ApiOkResponse({ type: [ConnectionDto] })
+  @ConnectionsApi.list()
   list(@Principal() who: Principal): Promise<ConnectionDto[]> {
     return this.connections.list(who);
   }
@@ -56,20 +43,14 @@ export class ConnectionsController {
   @Get(':id')
   @RequirePermissions('orchestration:connections:update')
   @Audited('connection', 'read')
-  @ApiOperation({ operationId: 'getConnection', summary: 'Get a connection' })
-  @ApiOkResponse({ type: ConnectionDto })
+  @ConnectionsApi.get()
   get(@Principal() who: Principal, @ConnectionId() id: string): Promise<ConnectionDto> {
     return this.connections.get(who, id);
   }
 
   @Put(':id')
   @RequirePermissions('orchestration:connections:update')
-  @ApiOperation({
-    operationId: 'updateConnection',
-    summary: 'Update a connection',
-    description: 'The connection is verified again. A secret sent as `********` keeps its stored value.',
-  })
-  @ApiOkResponse({ type: ConnectionDto })
+  @ConnectionsApi.update()
   update(
     @Origin() origin: RequestOrigin,
     @ConnectionId() id: string,
@@ -94,11 +75,7 @@ export class ConnectionsController {
   @Delete(':id')
   @HttpCode(204)
   @RequirePermissions('orchestration:connections:delete')
-  @ApiOperation({
-    operationId: 'deleteConnection',
-    summary: 'Delete a connection',
-    description: 'A connection with transactions is kept for them but no longer listed or usable.',
-  })
+  @ConnectionsApi.delete()
   delete(@Origin() origin: RequestOrigin, @ConnectionId() id: string): Promise<void> {
     return this.connections.delete(origin, id);
   }

@@ -6,6 +6,7 @@
  */
 
 import { SHOWN_BIN_DIGITS } from '../../tokens/token-answer';
+import { PAYMENT_SOURCES } from '../processors/payment-initiation';
 
 export const FLOW = 'card-transaction';
 export const ACTIONS = ['route-transaction', 'decline-early'] as const;
@@ -42,7 +43,6 @@ export interface TransactionFacts {
 }
 
 const SET_OPERATORS: readonly string[] = ['is_one_of', 'is_not_one_of'];
-const PAYMENT_SOURCES = ['ecommerce', 'card_on_file', 'recurring'];
 const INTENTS = ['authorize', 'capture'];
 const CURRENCY = /^[A-Z]{3}$/;
 const COUNTRY = /^[A-Z]{2}$/;
@@ -130,7 +130,7 @@ export function parseCondition(input: unknown): Condition | string {
     case 'intent': {
       const wrong = operatorOf(['is_one_of']);
       if (wrong) return wrong;
-      const allowed = name === 'intent' ? INTENTS : PAYMENT_SOURCES;
+      const allowed: readonly string[] = name === 'intent' ? INTENTS : PAYMENT_SOURCES;
       const bad = stringList(value, (v) => allowed.includes(v), `of ${allowed.join(', ')}`);
       if (bad) return bad;
       return { name, operator: 'is_one_of', value: [...new Set(value as string[])] };

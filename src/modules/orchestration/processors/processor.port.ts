@@ -1,3 +1,5 @@
+import type { PaymentInitiation, PaymentSource } from './payment-initiation';
+
 /**
  * The one interface between orchestration and a payment processor: what every processor implements,
  * the built-in sandboxes and the vendor adapters alike. A processor is one class implementing it (and
@@ -79,7 +81,7 @@ export interface AuthorizeRequest {
    * on the first authorization with the token.
    */
   cvc?: string;
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  paymentSource: PaymentSource;
   merchantInitiated: boolean;
   isSubsequentPayment: boolean;
   previousSchemeTransactionId: string | null;
@@ -211,12 +213,7 @@ export const authorizeIdempotencyKey = (request: { reconciliationId: string; att
     ? `${request.reconciliationId}:authorize:${request.attempt}`
     : `${request.reconciliationId}:authorize`;
 
-/** Who starts a payment and whether it follows an earlier one (the request's or a transaction's fields). */
-export interface PaymentInitiation {
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
-  merchantInitiated: boolean;
-  isSubsequentPayment: boolean;
-}
+export type { PaymentInitiation } from './payment-initiation';
 
 /**
  * The first payment of a card on file or a subscription, made by the cardholder (customer-initiated, not

@@ -12,12 +12,13 @@ import type { BuyerRow } from '../buyers/buyers.repository';
 import { BuyersService } from '../buyers/buyers.service';
 import { OrchestrationException } from '../orchestration.errors';
 import type { CreateTransactionDto } from './transaction.dto';
+import { paymentSourceOf, type PaymentSource } from '../processors/payment-initiation';
 
 /** The card a transaction charges, the buyer it is for, and its payment source once defaulted. */
 export interface ChargedCard {
   token: UsableToken;
   buyer: BuyerRow | null;
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  paymentSource: PaymentSource;
   /** The token is stored for the buyer already (nothing to store, nothing to compare). */
   stored: boolean;
 }
@@ -73,8 +74,7 @@ export class ChargedCards {
     }
     const token = await this.cardToken(who, tokenId, errors);
     if (!token) return undefined;
-    const paymentSource =
-      body.payment_source ?? (buyer && body.token === undefined ? 'card_on_file' : 'ecommerce');
+    const paymentSource = paymentSourceOf(body, !!buyer && body.token === undefined);
     return { token, buyer: buyer ?? null, paymentSource, stored };
   }
 

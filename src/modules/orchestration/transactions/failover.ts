@@ -1,5 +1,4 @@
 import type { AuthorizeResult } from '../processors/processor.port';
-import type { AttemptOutcome } from './attempts.repository';
 
 /** When a payment goes on to its next candidate connection, and what each attempt records (docs/routing.md). */
 
@@ -17,22 +16,4 @@ export function retryable(result: AuthorizeResult): boolean {
     result.outcome === 'failed' &&
     (result.errorCode === 'processor_unavailable' || result.errorCode === 'service_error')
   );
-}
-
-/** What an attempt records of its vendor's answer. */
-export function attemptOutcome(result: AuthorizeResult): AttemptOutcome {
-  const status = (
-    {
-      approved: 'succeeded',
-      declined: 'declined',
-      failed: 'failed',
-      challenge: 'buyer_approval_pending',
-    } as const
-  )[result.outcome];
-  return {
-    status,
-    errorCode: result.errorCode,
-    authResponseCode: result.authResponseCode,
-    connectionTransactionId: result.connectionTransactionId,
-  };
 }

@@ -1,15 +1,17 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
 import { Origin, RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { FlowEvaluationDto } from '../flows/flow-rule.dto';
 import { CreateTransactionDto } from './transaction.dto';
 import { TransactionCreationService } from './transaction-creation.service';
+import { FlowEvaluationApi } from './flow-evaluation.openapi';
 
 /**
  * The routing dry run, under the flow's path but here beside the transaction create whose checks it runs
  * (the rules themselves live in `flows/`, which knows nothing of transactions).
  */
+
 @ApiTags('Orchestration')
 @Controller('orchestration/flows/card-transaction')
 export class FlowEvaluationController {
@@ -18,15 +20,7 @@ export class FlowEvaluationController {
   @Post('evaluate')
   @HttpCode(200)
   @RequirePermissions(['orchestration:flows:read', 'token:use'], { perToken: true })
-  @ApiOperation({
-    operationId: 'evaluateFlow',
-    summary: 'Which connections a transaction would be tried on (a dry run)',
-    description:
-      'Takes a transaction create body without `connection_id`. The token needs `token:use`, checked through ' +
-      "the caller's rules as a transaction create checks it (its scheme and first 6 digits decide): a key " +
-      'without it is refused as a create is. Creates nothing and calls no vendor.',
-  })
-  @ApiOkResponse({ type: FlowEvaluationDto })
+  @FlowEvaluationApi.evaluate()
   evaluate(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<FlowEvaluationDto> {
     return this.creation.evaluate(origin.actor, body);
   }

@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { ClsService } from 'nestjs-cls';
 import { Clock } from '../../../common/jobs/clock';
 import { systemOrigin } from '../../../common/unit-of-work/change';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
@@ -36,7 +35,6 @@ export class SettlementService {
     private readonly connections: ConnectionsService,
     private readonly processors: ProcessorRegistry,
     private readonly clock: Clock,
-    private readonly cls: ClsService,
     private readonly jobs: ExclusiveJobRunner,
     private readonly config: AppConfig,
     private readonly work: UnitOfWork,
@@ -61,7 +59,7 @@ export class SettlementService {
       // The process is stopping: the transaction settled last is the safe point (nothing is claimed).
       if (this.jobs.stopping) return moved;
       try {
-        if (await this.cls.run(() => this.settleOne(row))) moved++;
+        if (await this.settleOne(row)) moved++;
       } catch (error) {
         this.logger.error({ err: error, transaction_id: row.id }, 'could not settle a transaction');
       }
@@ -69,7 +67,7 @@ export class SettlementService {
     for (const refund of await this.refunds.findStuck(stuckBefore, BATCH, notified)) {
       if (this.jobs.stopping) return moved;
       try {
-        if (await this.cls.run(() => this.settleRefund(refund))) moved++;
+        if (await this.settleRefund(refund)) moved++;
       } catch (error) {
         this.logger.error({ err: error, refund_id: refund.id }, 'could not settle a refund');
       }

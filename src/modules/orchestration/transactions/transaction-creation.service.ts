@@ -11,7 +11,8 @@ import { TokensService, UsableToken } from '../../tokens/tokens.service';
 import { connectionDto, UsableConnection } from '../connections/connections.service';
 import { Metrics } from '../../../common/metrics/metrics';
 import { ConnectionBreaker } from './connection-breaker';
-import { attemptOutcome, MAX_ATTEMPTS, retryable } from './failover';
+import { answeredOutcome } from './attempt-status';
+import { MAX_ATTEMPTS, retryable } from './failover';
 import {
   processorFailure,
   ProcessorUnavailable,
@@ -22,9 +23,9 @@ import {
   type AuthorizeResult,
   type CardData,
   cardholderPresent,
-  type PaymentInitiation,
   type ThreeDSecureData,
 } from '../processors/processor.port';
+import { initiationOf } from '../processors/payment-initiation';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
 import { checkMetadata, paymentMethodOf, threeDSecureData, threeDSessionId } from './transaction-checks';
@@ -39,12 +40,14 @@ import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
 
 const UNANSWERED = Symbol('unanswered');
 
-/** Who starts the payment, as the request says (defaults filled in). */
-const initiationOf = (body: CreateTransactionDto): PaymentInitiation => ({
-  paymentSource: body.payment_source ?? 'ecommerce',
-  merchantInitiated: body.merchant_initiated ?? false,
-  isSubsequentPayment: body.is_subsequent_payment ?? false,
-});
+/** A create body (or its dry run's) that passed its checks, its card and defaults filled in. */
+interface CheckedRequest {
+  /** The body with the charged card's token id and its payment source, given or defaulted. */
+  body: CreateTransactionDto;
+  card: ChargedCard;
+  sessionId: string | null;
+  threeDSecure: ThreeDSecureData | null;
+}
 
 /**
  * Creating transactions: the checks in their order (the body, the rules' early declines, the connection),
@@ -86,17 +89,11 @@ export class TransactionCreationService {
       );
       return this.queries.get(who, resumed);
     }
-    const sessionId = threeDSessionId(body.three_d_session_id);
     // The body's own checks first, then the rules' early declines, then the connection (docs/routing.md).
-    const errors: FieldErrors = {};
-    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
-      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
-    checkMetadata(body.metadata, errors);
-    const threeDSecure = threeDSecureData(body.three_d_secure_data, errors);
-    const card = await this.cards.resolve(who, body, errors);
-    if (Object.keys(errors).length || !card) throw new ValidationException(errors);
+    const checked = await this.check(who, body);
+    const { card, sessionId, threeDSecure } = checked;
     const token = card.token;
-    body = { ...body, token: token.id, payment_source: card.paymentSource };
+    body = checked.body;
     if (body.store && card.buyer && !card.stored) await this.cards.countStoring(who, card);
     const decision = await this.routing.decide(who.tenantId, body, token);
     if (decision.declined) return this.declinedByRule(origin, body, card, sessionId, decision.ruleId);
@@ -148,7 +145,7 @@ export class TransactionCreationService {
           who.tenantId,
           id,
           attempt,
-          attemptOutcome(answer),
+          answeredOutcome(answer),
           next.row.id,
           this.clock.now(),
         );
@@ -202,9 +199,7 @@ export class TransactionCreationService {
             expiration_year: data.expiration_year,
           },
           ...(cvc !== undefined ? { cvc } : {}),
-          paymentSource: body.payment_source ?? 'ecommerce',
-          merchantInitiated: body.merchant_initiated ?? false,
-          isSubsequentPayment: body.is_subsequent_payment ?? false,
+          ...initiationOf(body),
           previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
           threeDSessionId: sessionId,
           ...(threeDSecure ? { threeDSecureData: threeDSecure } : {}),
@@ -239,7 +234,7 @@ export class TransactionCreationService {
     }
     const now = this.clock.now().getTime();
     this.breaker.record(connection.row.id, result.errorCode === 'processor_unavailable', now);
-    this.metrics.paymentAttempted(formula, attemptOutcome(result).status);
+    this.metrics.paymentAttempted(formula, answeredOutcome(result).status);
     return result;
   }
 
@@ -321,24 +316,43 @@ export class TransactionCreationService {
    * and the connections it would try, in order. Creates nothing and calls no vendor.
    */
   async evaluate(who: Principal, body: CreateTransactionDto): Promise<FlowEvaluationDto> {
-    const errors: FieldErrors = {};
+    const refused: FieldErrors = {};
     if (body.connection_id !== undefined)
-      addFieldError(errors, 'connection_id', 'evaluate takes no connection_id: the rules choose');
-    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
-      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
-    checkMetadata(body.metadata, errors);
-    threeDSessionId(body.three_d_session_id);
-    threeDSecureData(body.three_d_secure_data, errors);
-    const card = await this.cards.resolve(who, body, errors);
-    if (Object.keys(errors).length || !card) throw new ValidationException(errors);
-    body = { ...body, payment_source: card.paymentSource };
-    const decision = await this.routing.decide(who.tenantId, body, card.token);
+      addFieldError(refused, 'connection_id', 'evaluate takes no connection_id: the rules choose');
+    const checked = await this.check(who, body, refused);
+    body = checked.body;
+    const decision = await this.routing.decide(who.tenantId, body, checked.card.token);
     if (decision.declined) return { declined: true, rule_id: decision.ruleId, connections: [] };
     const usable = await this.routing.usable(who.tenantId, decision.candidates, body);
     return {
       declined: false,
       rule_id: decision.ruleId,
       connections: usable.map((c) => connectionDto(c.row, { withMethod: true })),
+    };
+  }
+
+  /**
+   * The checks a create and its dry run share, in their order: `three_d_session_id` (alone), then the
+   * body's own fields and the card, every refusal named by its field and thrown together with those the
+   * caller found first (`errors`).
+   */
+  private async check(
+    who: Principal,
+    body: CreateTransactionDto,
+    errors: FieldErrors = {},
+  ): Promise<CheckedRequest> {
+    const sessionId = threeDSessionId(body.three_d_session_id);
+    if (body.is_subsequent_payment && !body.previous_scheme_transaction_id)
+      addFieldError(errors, 'previous_scheme_transaction_id', 'required when is_subsequent_payment is true');
+    checkMetadata(body.metadata, errors);
+    const threeDSecure = threeDSecureData(body.three_d_secure_data, errors);
+    const card = await this.cards.resolve(who, body, errors);
+    if (Object.keys(errors).length || !card) throw new ValidationException(errors);
+    return {
+      body: { ...body, token: card.token.id, payment_source: card.paymentSource },
+      card,
+      sessionId,
+      threeDSecure,
     };
   }
 
@@ -360,9 +374,7 @@ export class TransactionCreationService {
       country: body.country ?? null,
       externalIdentifier: body.external_identifier ?? null,
       metadata: body.metadata ?? null,
-      paymentSource: body.payment_source ?? 'ecommerce',
-      merchantInitiated: body.merchant_initiated ?? false,
-      isSubsequentPayment: body.is_subsequent_payment ?? false,
+      ...initiationOf(body),
       previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
       threeDSessionId: sessionId,
       paymentMethod: paymentMethodOf(token),

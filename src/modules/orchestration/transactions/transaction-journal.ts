@@ -8,6 +8,7 @@ import type { UsableConnection } from '../connections/connections.service';
 import type { OperationRequest } from '../processors/processor.port';
 import { randomUUID } from 'node:crypto';
 import { AttemptOutcome, AttemptsRepository } from './attempts.repository';
+import { followedOutcome } from './attempt-status';
 import { BuyersRepository } from '../buyers/buyers.repository';
 import { toReconciliationId } from '../processors/reconciliation';
 import { RefundRow, RefundsRepository, RefundStatus } from './refunds.repository';
@@ -99,7 +100,9 @@ export class TransactionJournal {
     const row = await this.transactions.apply(change, tenantId, id, transition, now, approval);
     if (row) this.emit(change, 'transaction:updated', row);
     // The last attempt shows the authorization's outcome (a later capture or void leaves it as it is).
-    if (row) await this.attempts.follow(change, row, now);
+    const followed = row && followedOutcome(row);
+    if (row && followed)
+      await this.attempts.settle(change, row.tenant_id, row.id, row.attempt, followed, now);
     // A transition may only change columns (a pending operation's progress): no status entered.
     if (row && row.status !== transition.from) this.counted(change, row);
     // An authorization that succeeded: its card stored for its buyer if asked, and marked used. A card

@@ -7,6 +7,7 @@ import { BIN_DIGITS, type TransactionFacts } from '../flows/flow-conditions';
 import { FlowRulesService, RoutingDecision } from '../flows/flow-rules.service';
 import { OrchestrationErrorCode, OrchestrationException } from '../orchestration.errors';
 import type { CardData } from '../processors/processor.port';
+import { initiationOf } from '../processors/payment-initiation';
 import { checkAgainstConnection, paymentMethodOf } from './transaction-checks';
 import type { CreateTransactionDto } from './transaction.dto';
 
@@ -89,14 +90,15 @@ export class TransactionRouting {
 /** The facts the rules match on. */
 export function factsOf(body: CreateTransactionDto, token: UsableToken): TransactionFacts {
   const card = token.data as CardData;
+  const { paymentSource, merchantInitiated } = initiationOf(body);
   return {
     amount: body.amount,
     currency: body.currency,
     country: body.country ?? null,
     scheme: paymentMethodOf(token).scheme,
     bin: String(card.number).slice(0, BIN_DIGITS),
-    paymentSource: body.payment_source ?? 'ecommerce',
-    merchantInitiated: body.merchant_initiated ?? false,
+    paymentSource,
+    merchantInitiated,
     intent: body.intent ?? 'authorize',
     metadata: body.metadata ?? null,
   };

@@ -98,11 +98,15 @@ const AUTHORIZATION_STATUS: Record<AuthorizeResult['outcome'], TransactionStatus
   approved: 'authorization_succeeded',
 };
 
+/** The status an authorization's answer gives its transaction (before any capture made with it). */
+export const authorizationStatus = (outcome: AuthorizeResult['outcome']): TransactionStatus =>
+  AUTHORIZATION_STATUS[outcome];
+
 function authorization(current: TransactionState, result: AuthorizeResult, now: Date): TransactionPatch {
   const approved = result.outcome === 'approved';
   const captured = approved && result.captured;
   return {
-    status: captured ? 'capture_succeeded' : AUTHORIZATION_STATUS[result.outcome],
+    status: captured ? 'capture_succeeded' : authorizationStatus(result.outcome),
     connectionTransactionId: result.connectionTransactionId,
     schemeTransactionId: result.schemeTransactionId,
     authResponseCode: result.authResponseCode,

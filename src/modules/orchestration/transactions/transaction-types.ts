@@ -1,4 +1,5 @@
 import type { PaymentMethodSummary } from './entities/transaction.entity';
+import type { PaymentSource } from '../processors/payment-initiation';
 
 /** A transaction as a create request records it, before its processor is asked. */
 export interface NewTransaction {
@@ -13,7 +14,7 @@ export interface NewTransaction {
   country: string | null;
   externalIdentifier: string | null;
   metadata: Record<string, string> | null;
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  paymentSource: PaymentSource;
   merchantInitiated: boolean;
   isSubsequentPayment: boolean;
   previousSchemeTransactionId: string | null;

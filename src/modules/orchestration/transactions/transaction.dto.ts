@@ -1,3 +1,8 @@
+import {
+  DEFAULT_PAYMENT_SOURCE,
+  PAYMENT_SOURCES,
+  type PaymentSource,
+} from '../processors/payment-initiation';
 import { ATTEMPT_STATUSES, type AttemptStatus } from './entities/attempt.entity';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
@@ -21,7 +26,6 @@ import {
 import { TOKEN_ID_PATTERN } from '../../tokens/data/token-id';
 
 export const MAX_AMOUNT = 99_999_999;
-export const PAYMENT_SOURCES = ['ecommerce', 'card_on_file', 'recurring'] as const;
 export const INTENTS = ['authorize', 'capture'] as const;
 export const TRANSACTION_STATUSES = [
   'processing',
@@ -110,10 +114,10 @@ export class CreateTransactionDto {
   @IsObject()
   metadata?: Record<string, string>;
 
-  @ApiPropertyOptional({ enum: PAYMENT_SOURCES, type: 'string', default: 'ecommerce' })
+  @ApiPropertyOptional({ enum: PAYMENT_SOURCES, type: 'string', default: DEFAULT_PAYMENT_SOURCE })
   @IsOptional()
   @IsIn(PAYMENT_SOURCES)
-  payment_source?: (typeof PAYMENT_SOURCES)[number];
+  payment_source?: PaymentSource;
 
   /** Required with `is_subsequent_payment`. */
   @IsOptional()

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Audited } from '../../../common/audit/audited.decorator';
 import { Principal } from '../../../common/auth/principal';
 import { RequirePermissions } from '../../../common/auth/require-permissions.decorator';
@@ -14,13 +14,12 @@ import {
   CreateTransactionDto,
   ListTransactionsQueryDto,
   RefundDto,
-  RefundPageDto,
   TransactionDto,
-  TransactionPageDto,
 } from './transaction.dto';
 import { TransactionQueriesService } from './transaction-queries.service';
 import { TransactionsService } from './transactions.service';
 import { TransactionCreationService } from './transaction-creation.service';
+import { TransactionsApi } from './transactions.openapi';
 
 const TransactionId = () => Param('id', new ParseIdPipe('Transaction'));
 
@@ -35,17 +34,7 @@ export class TransactionsController {
 
   @Post()
   @RequirePermissions('token:use', { perToken: true })
-  @ApiOperation({
-    operationId: 'createTransaction',
-    summary: 'Pay with a card token, through the connection named or the one the routing rules choose',
-    description:
-      '201 whatever the outcome: a declined payment is a created transaction (a `decline-early` rule declines it ' +
-      'with `declined_by_rule`). Without `connection_id` the first matching `route-transaction` rule chooses the ' +
-      'connection; none: a 400 `no_connection_available`. When the buyer must approve ' +
-      '(3-D Secure), the status is `buyer_approval_pending` and `payment_method.approval_url` is the page to send ' +
-      "the buyer to. `token:use` is checked on the token through the caller's rules.",
-  })
-  @ApiCreatedResponse({ type: TransactionDto })
+  @TransactionsApi.create()
   create(@Origin() origin: RequestOrigin, @Body() body: CreateTransactionDto): Promise<TransactionDto> {
     return this.creation.create(origin, body);
   }
@@ -53,8 +42,7 @@ export class TransactionsController {
   @Get()
   @RequirePermissions('orchestration:transactions:read')
   @Audited('transaction', 'read')
-  @ApiOperation({ operationId: 'listTransactions', summary: 'List transactions, newest first' })
-  @ApiOkResponse({ type: TransactionPageDto })
+  @TransactionsApi.list()
   list(
     @Principal() who: Principal,
     @Query() query: ListTransactionsQueryDto,
@@ -65,8 +53,7 @@ export class TransactionsController {
   @Get(':id')
   @RequirePermissions('orchestration:transactions:read')
   @Audited('transaction', 'read')
-  @ApiOperation({ operationId: 'getTransaction', summary: 'Get a transaction' })
-  @ApiOkResponse({ type: TransactionDto })
+  @TransactionsApi.get()
   get(@Principal() who: Principal, @TransactionId() id: string): Promise<TransactionDto> {
     return this.queries.get(who, id);
   }
@@ -74,12 +61,7 @@ export class TransactionsController {
   @Post(':id/capture')
   @HttpCode(200)
   @RequirePermissions('orchestration:transaction:capture')
-  @ApiOperation({
-    operationId: 'captureTransaction',
-    summary: 'Capture an authorized transaction',
-    description: 'The whole authorized amount unless `amount` says less (which needs `partial_capture`).',
-  })
-  @ApiOkResponse({ type: TransactionDto })
+  @TransactionsApi.capture()
   capture(
     @Origin() origin: RequestOrigin,
     @TransactionId() id: string,
@@ -91,20 +73,14 @@ export class TransactionsController {
   @Post(':id/void')
   @HttpCode(200)
   @RequirePermissions('token:use', { perToken: true })
-  @ApiOperation({ operationId: 'voidTransaction', summary: 'Void an authorized, uncaptured transaction' })
-  @ApiOkResponse({ type: TransactionDto })
+  @TransactionsApi.void()
   void(@Origin() origin: RequestOrigin, @TransactionId() id: string): Promise<TransactionDto> {
     return this.transactions.void(origin, id);
   }
 
   @Post(':id/refunds')
   @RequirePermissions('orchestration:transaction:refund')
-  @ApiOperation({
-    operationId: 'createRefund',
-    summary: 'Refund a captured transaction',
-    description: 'What is left to refund unless `amount` says less (which needs `partial_refunds`).',
-  })
-  @ApiCreatedResponse({ type: RefundDto })
+  @TransactionsApi.refund()
   refund(
     @Origin() origin: RequestOrigin,
     @TransactionId() id: string,
@@ -116,8 +92,7 @@ export class TransactionsController {
   @Get(':id/refunds')
   @RequirePermissions('orchestration:transactions:read')
   @Audited('transaction', 'read', { message: 'Transaction refunds listed' })
-  @ApiOperation({ operationId: 'listRefunds', summary: "List a transaction's refunds" })
-  @ApiOkResponse({ type: RefundPageDto })
+  @TransactionsApi.listRefunds()
   listRefunds(
     @Principal() who: Principal,
     @TransactionId() id: string,
@@ -129,14 +104,7 @@ export class TransactionsController {
   @Get(':id/attempts')
   @RequirePermissions('orchestration:transactions:read')
   @Audited('transaction', 'read', { message: 'Transaction attempts listed' })
-  @ApiOperation({
-    operationId: 'listTransactionAttempts',
-    summary: "List a transaction's attempts, in order (a plain array)",
-    description:
-      'Each try of the authorization at one connection. A transaction made with `connection_id` has one; one a ' +
-      'rule declined has none.',
-  })
-  @ApiOkResponse({ type: [AttemptDto] })
+  @TransactionsApi.listAttempts()
   listAttempts(@Principal() who: Principal, @TransactionId() id: string): Promise<AttemptDto[]> {
     return this.queries.listAttempts(who, id);
   }

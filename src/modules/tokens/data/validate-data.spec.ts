@@ -27,6 +27,7 @@ describe('card validation', () => {
   it.each([
     [{ ...card, number: '4242424242424241' }, 'data.number', /Luhn/],
     [{ ...card, number: '424242424242' }, 'data.number', /13 to 19/],
+    [{ ...card, number: '4222222222222' }, 'data.number', /a Visa number has 16, 18 or 19 digits/],
     [{ ...card, number: 4242424242424242 }, 'data.number', /string/],
     [{ ...card, expiration_month: 13 }, 'data.expiration_month', /1 to 12/],
     [{ ...card, expiration_year: 30 }, 'data.expiration_year', /four-digit/],

@@ -1,6 +1,11 @@
 import { addFieldError } from '../../../common/errors/problem.exception';
-import valid from 'card-validator';
-import luhn10 from 'card-validator/dist/luhn-10';
+import {
+  brandOf as cardBrandOf,
+  type CardBrand,
+  cvcSizeOf,
+  numberVerdict,
+  passesLuhn,
+} from './card-rules';
 import type { FieldErrors } from '../../../common/errors/problem.exception';
 
 export const TOKEN_TYPES = ['token', 'card', 'bank'] as const;
@@ -102,7 +107,17 @@ function validateCard(
     digits = number.replace(/[\s-]/g, '');
     if (!/^\d{13,19}$/.test(digits))
       addFieldError(errors, `${path}.number`, 'number must be 13 to 19 digits');
-    else if (!luhn10(digits)) addFieldError(errors, `${path}.number`, 'card number fails the Luhn check');
+    else if (!passesLuhn(digits)) addFieldError(errors, `${path}.number`, 'card number fails the Luhn check');
+    else if (numberVerdict(digits) !== 'valid') {
+      const brand = brandOf(digits);
+      addFieldError(
+        errors,
+        `${path}.number`,
+        brand
+          ? `a ${brand.niceType} number has ${lengthsOf(brand)} digits`
+          : 'number is not a card number',
+      );
+    }
   }
   if (typeof month !== 'number' || !Number.isInteger(month) || month < 1 || month > 12) {
     addFieldError(errors, `${path}.expiration_month`, 'expiration_month must be an integer from 1 to 12');
@@ -118,7 +133,7 @@ function validateCard(
   }
   const brand = digits ? brandOf(digits) : undefined;
   if (cvc !== undefined) {
-    const size = brand?.code.size ?? 3;
+    const size = cvcSizeOf(brand);
     if (typeof cvc !== 'string' || !new RegExp(`^\\d{${size}}$`).test(cvc)) {
       addFieldError(
         errors,
@@ -137,18 +152,23 @@ function validateCard(
   };
 }
 
-type Brand = NonNullable<ReturnType<typeof valid.number>['card']>;
-const brands = new Map<string, Brand | undefined>();
+const brands = new Map<string, CardBrand | undefined>();
+
+/** A brand's lengths as a message names them: `16, 18 or 19`. */
+const lengthsOf = (brand: CardBrand): string =>
+  brand.lengths.length > 1
+    ? `${brand.lengths.slice(0, -1).join(', ')} or ${brand.lengths[brand.lengths.length - 1]}`
+    : String(brand.lengths[0]);
 
 /**
- * The card's brand (card-validator). It depends only on the leading digits and the length, so it is
+ * The card's brand (card-rules.ts). It depends only on the leading digits and the length, so it is
  * memoised by the first eight digits and the length (both displayable under PCI DSS), bounded in size:
  * brand detection was a tenth of the CPU time of a 100-card tokenize.
  */
-function brandOf(digits: string): Brand | undefined {
+function brandOf(digits: string): CardBrand | undefined {
   const key = `${digits.slice(0, 8)}:${digits.length}`;
   if (brands.has(key)) return brands.get(key);
-  const brand = valid.number(digits).card ?? undefined;
+  const brand = cardBrandOf(digits) ?? undefined;
   if (brands.size >= 10_000) brands.delete(brands.keys().next().value!);
   brands.set(key, brand);
   return brand;

@@ -5,7 +5,6 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
 } from '@nestjs/common';
-import { ClsService } from 'nestjs-cls';
 import { Webhook } from 'standardwebhooks';
 import { TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { Clock } from '../../../common/jobs/clock';
@@ -64,7 +63,6 @@ export class WebhookDeliveryWorker
     private readonly tenantKeys: TenantKeysService,
     private readonly nudge: DeliveryNudge,
     private readonly clock: Clock,
-    private readonly cls: ClsService,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
     private readonly work: UnitOfWork,
@@ -98,10 +96,8 @@ export class WebhookDeliveryWorker
     const unfinished = [...this.sending.values()];
     for (const delivery of unfinished) this.released.add(delivery.id);
     const released = unfinished.length
-      ? await this.cls.run({ ifNested: 'override' }, () =>
-          this.work.transaction({}, (change) =>
-            this.deliveries.release(change, unfinished, this.clock.now()),
-          ),
+      ? await this.work.transaction({}, (change) =>
+          this.deliveries.release(change, unfinished, this.clock.now()),
         )
       : 0;
     return `${sends - unfinished.length} finished, ${released} released`;
@@ -167,21 +163,15 @@ export class WebhookDeliveryWorker
     } while (this.pollAgain && !this.stopping);
   }
 
-  /**
-   * One change of the worker's own (no actor: it writes no audit row). In a context of its own: the
-   * nudge comes from a request's context, which has ended.
-   */
+  /** One change of the worker's own (no actor: it writes no audit row). */
   private claim(limit: number): Promise<ClaimedDelivery[]> {
-    return this.cls.run({ ifNested: 'override' }, () => {
-      const now = this.clock.now();
-      const leasedUntil = new Date(now.getTime() + this.config.WEBHOOK_LEASE_SECONDS * 1000);
-      return this.work.transaction({}, (change) => this.deliveries.claimDue(change, now, leasedUntil, limit));
-    });
+    const now = this.clock.now();
+    const leasedUntil = new Date(now.getTime() + this.config.WEBHOOK_LEASE_SECONDS * 1000);
+    return this.work.transaction({}, (change) => this.deliveries.claimDue(change, now, leasedUntil, limit));
   }
 
   private send(delivery: ClaimedDelivery): Promise<void> {
-    const run = this.cls
-      .run({ ifNested: 'override' }, () => this.attempt(delivery))
+    const run = this.attempt(delivery)
       .catch((error: unknown) =>
         this.logger.error(
           { err: error, webhook_id: delivery.webhook_id, delivery_id: delivery.id },

@@ -2,6 +2,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { ThreeDSecureResult } from '../../processors/processor.port';
 import type { TransactionStatus } from '../transaction.dto';
 import type { PendingOperation, TransactionState } from '../transaction-state';
+import type { PaymentSource } from '../../processors/payment-initiation';
 
 /** The card a transaction charged, as it shows it (never more than the last four digits). */
 export interface PaymentMethodSummary {
@@ -71,7 +72,7 @@ export class TransactionEntity {
   metadata: Record<string, string> | null;
 
   @Column({ name: 'payment_source', type: 'varchar', length: 20 })
-  paymentSource: 'ecommerce' | 'card_on_file' | 'recurring';
+  paymentSource: PaymentSource;
 
   @Column({ name: 'merchant_initiated', type: 'boolean' })
   merchantInitiated: boolean;
