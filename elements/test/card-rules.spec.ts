@@ -27,14 +27,27 @@ function withCheckDigit(body: string, pass: boolean): string {
   return body + digit;
 }
 
+/**
+ * One source of card rules (src/modules/tokens/data/card-rules.ts) for the API and the frames. The API
+ * takes any 13 to 19 digits that pass Luhn; the frames also check the brand's own lengths as a person
+ * types (`numberVerdict`): a number the frames accept, the API accepts; one the API refuses, the frames
+ * refuse.
+ */
 describe('the card rules of the API and of the card elements agree', () => {
+  it.each([
+    ['a Visa number of 13 digits (not a Visa length): the API takes it, the frames do not', '4222222222222'],
+    ['an American Express number of 16 digits', withCheckDigit('378282246310005', true)],
+  ])('%s', (_what, number) => {
+    expect(serverRefuses(number).number).toBe(false);
+    expect(browserRefuses(number).number).toBe(true);
+    expect(numberVerdict(number)).not.toBe('valid');
+  });
+
   it.each([
     ['a Visa number of 16 digits', '4242424242424242', true],
     ['a Visa number of 19 digits', withCheckDigit('424242424242424242', true), true],
-    ['a Visa number of 13 digits (not a Visa length)', '4222222222222', false],
     ['a Visa number failing Luhn', '4242424242424241', false],
     ['an American Express number of 15 digits', '378282246310005', true],
-    ['an American Express number of 16 digits', withCheckDigit('378282246310005', true), false],
     ['a Mastercard number', '5555555555554444', true],
     ['a UnionPay number', '6200000000000005', true],
     ['a UnionPay number failing Luhn', '6200000000000006', false],
@@ -61,7 +74,7 @@ describe('the card rules of the API and of the card elements agree', () => {
     expect(browserRefuses(number, bad).cvc).toBe(true);
   });
 
-  it('agree on any number: brand prefixes, lengths 11 to 20, Luhn passed or failed', () => {
+  it('agree on any number (the frames stricter only on brand lengths): brand prefixes, lengths 11 to 20, Luhn passed or failed', () => {
     const prefixes = ['4', '34', '37', '51', '2221', '6011', '62', '81', '35', '36', '50', '67', '1', '9'];
     const number = fc
       .tuple(
@@ -74,7 +87,14 @@ describe('the card rules of the API and of the card elements agree', () => {
         withCheckDigit((prefix + rest + '0'.repeat(length)).slice(0, length - 1), luhn),
       );
     fc.assert(
-      fc.property(number, (digits) => serverRefuses(digits).number === browserRefuses(digits).number),
+      fc.property(number, (digits) => {
+        const server = serverRefuses(digits).number;
+        const browser = browserRefuses(digits).number;
+        // Accepted by the frames: accepted by the API. Refused by the API: refused by the frames. Apart
+        // only where the brand's lengths refuse what the API takes.
+        if (!browser && server) return false;
+        return server === browser || (numberVerdict(digits) !== 'valid' && passesLuhn(digits));
+      }),
       { numRuns: 2000 },
     );
   });

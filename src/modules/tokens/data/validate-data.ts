@@ -3,7 +3,6 @@ import {
   brandOf as cardBrandOf,
   type CardBrand,
   cvcSizeOf,
-  numberVerdict,
   passesLuhn,
 } from './card-rules';
 import type { FieldErrors } from '../../../common/errors/problem.exception';
@@ -107,17 +106,9 @@ function validateCard(
     digits = number.replace(/[\s-]/g, '');
     if (!/^\d{13,19}$/.test(digits))
       addFieldError(errors, `${path}.number`, 'number must be 13 to 19 digits');
+    // The API takes any number of 13 to 19 digits that passes Luhn, whatever its brand's usual lengths
+    // (a 13-digit Visa is a card); the card elements also check the brand's lengths as a person types.
     else if (!passesLuhn(digits)) addFieldError(errors, `${path}.number`, 'card number fails the Luhn check');
-    else if (numberVerdict(digits) !== 'valid') {
-      const brand = brandOf(digits);
-      addFieldError(
-        errors,
-        `${path}.number`,
-        brand
-          ? `a ${brand.niceType} number has ${lengthsOf(brand)} digits`
-          : 'number is not a card number',
-      );
-    }
   }
   if (typeof month !== 'number' || !Number.isInteger(month) || month < 1 || month > 12) {
     addFieldError(errors, `${path}.expiration_month`, 'expiration_month must be an integer from 1 to 12');
@@ -153,12 +144,6 @@ function validateCard(
 }
 
 const brands = new Map<string, CardBrand | undefined>();
-
-/** A brand's lengths as a message names them: `16, 18 or 19`. */
-const lengthsOf = (brand: CardBrand): string =>
-  brand.lengths.length > 1
-    ? `${brand.lengths.slice(0, -1).join(', ')} or ${brand.lengths[brand.lengths.length - 1]}`
-    : String(brand.lengths[0]);
 
 /**
  * The card's brand (card-rules.ts). It depends only on the leading digits and the length, so it is
