@@ -42,8 +42,8 @@ const EXAMPLE_NUMBER = Buffer.alloc(32, 2);
 const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
 
 /**
- * `card_enumeration_counts`, always in the change the caller gives (which holds the groups' locks until
- * it ends).
+ * `card_enumeration_counts` and `card_enumeration_groups`: written in the change the caller gives, read
+ * in it or (before a one-statement tokenize) through the pool.
  */
 @Injectable()
 export class CardEnumerationRepository {
