@@ -51,7 +51,8 @@ describe('embedded PGlite database', () => {
     t = await boot();
   });
   afterAll(async () => {
-    await t.close();
+    // Undefined when the boot itself failed: that failure is the one to read.
+    await t?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
