@@ -178,6 +178,8 @@ async function load(scenario: Target, server?: Server, duration = DURATION): Pro
 interface Setup {
   key: string;
   createOnly: string;
+  /** A public application's key: what a checkout page's browser tokenizes with. */
+  publicKey: string;
   managementKey: string;
   tenantId: string;
   tokenId: string;
@@ -194,6 +196,8 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     RATE_LIMIT_PER_MINUTE: '100000000',
     // The proxy scenarios' destination listens on loopback.
     OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    // The public key's load comes from one address: counted, never hit.
+    PUBLIC_TOKENIZE_PER_MINUTE: '100000000',
     ...env,
   });
   const base = `http://127.0.0.1:${SERVICE_PORT}`;
@@ -221,6 +225,13 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     await api(base, managementKey, 'POST', '/applications', {
       name: 'bench, create only',
       type: 'private',
+      permissions: ['token:create'],
+    })
+  ).key as string;
+  const publicKey = (
+    await api(base, managementKey, 'POST', '/applications', {
+      name: 'bench, checkout page',
+      type: 'public',
       permissions: ['token:create'],
     })
   ).key as string;
@@ -258,7 +269,15 @@ async function startService(env: Record<string, string>): Promise<{ server: Serv
     });
   return {
     server,
-    setup: { key, createOnly, managementKey, tenantId, tokenId, connectionId: connection.id as string },
+    setup: {
+      key,
+      createOnly,
+      publicKey,
+      managementKey,
+      tenantId,
+      tokenId,
+      connectionId: connection.id as string,
+    },
   };
 }
 
@@ -375,6 +394,8 @@ interface Context {
   direct: string;
   floorTokenId: string;
   cursor: string;
+  /** A session's key, authorized to create tokens; made by its scenario's `prepare` (it expires in 3 minutes). */
+  sessionKey?: string;
 }
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -394,6 +415,8 @@ const SHARED: {
   tokens: number;
   service: (c: Context) => Target;
   floor?: (c: Context) => Target;
+  /** Runs after the floor's load, before the service's. */
+  prepare?: (c: Context) => Promise<void>;
 }[] = [
   {
     name: 'tokenize 1 card',
@@ -420,6 +443,49 @@ const SHARED: {
       method: 'POST',
       headers: JSON_HEADERS,
       bodyKind: { cards: 100 },
+    }),
+  },
+  {
+    // The browser path: a checkout page's public key, one card, no fingerprint answered (so the card
+    // enumeration guard does not count it).
+    name: 'tokenize 1 card, a public key',
+    tokens: 1,
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'BT-API-KEY': c.setup.publicKey },
+      bodyKind: { cards: 1 },
+    }),
+    floor: (c) => ({
+      url: `${c.fl}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 1 },
+    }),
+  },
+  {
+    // A session made by the public key and authorized by the merchant's server to create tokens.
+    name: 'tokenize 1 card, a session',
+    tokens: 1,
+    prepare: async (c) => {
+      const session = await api(c.svc, c.setup.publicKey, 'POST', '/sessions');
+      await api(c.svc, c.setup.key, 'POST', '/sessions/authorize', {
+        nonce: session.nonce,
+        permissions: ['token:create'],
+      });
+      c.sessionKey = session.session_key as string;
+    },
+    service: (c) => ({
+      url: `${c.svc}/tokenize`,
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'BT-API-KEY': c.sessionKey! },
+      bodyKind: { cards: 1 },
+    }),
+    floor: (c) => ({
+      url: `${c.fl}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 1 },
     }),
   },
   {
@@ -649,6 +715,7 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
       process.stdout.write(`running: ${s.name}\n`);
       const proxy = s.name.startsWith('proxy');
       const floorResult = s.floor ? await load(s.floor(context), proxy ? destination : floor) : undefined;
+      await s.prepare?.(context);
       const result = await load(s.service(context), service);
       rows.push({
         scenario: s.name,

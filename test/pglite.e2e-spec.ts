@@ -164,7 +164,7 @@ describe('embedded PGlite database', () => {
     expect(logs.body.data[0]).toMatchObject({ operation: 'create', actor_id: pub.id });
   });
 
-  it('counts card numbers for the enumeration guard on the embedded database (digests, advisory lock, prune)', async () => {
+  it('counts card numbers for the enumeration guard on the embedded database (digests, group versions, prune)', async () => {
     const reader = await newApplication(t, managementKey, {
       type: 'private',
       permissions: ['token:create', 'token:read'],

@@ -26,8 +26,6 @@ export const LOCK_KEYS = {
   jobCardEnumeration: 72_111,
   /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
   deduplication: 72_201,
-  /** First key of `pg_advisory_xact_lock(cardEnumeration, hash)`: one per tenant and card group (first 6 and last 4 digits). */
-  cardEnumeration: 72_202,
   /** First key of `pg_advisory_xact_lock(flowRules, hash)`: one per tenant and flow action (its rules' positions). */
   flowRules: 72_203,
 } as const;

@@ -81,6 +81,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly cardEnumerationConflictsTotal = new Counter({
+    name: 'vault_card_enumeration_conflicts_total',
+    help: 'Tokenize statements not written because another request counted card numbers of the same group between their read and their write (tried again)',
+    registers: [this.registry],
+  });
+
   constructor(config: AppConfig, @Inject(DataSource) dataSource: DataSource) {
     const pool = (read: (pool: Pool) => number) =>
       function (this: Gauge) {
@@ -125,11 +131,17 @@ export class Metrics {
     for (const type of types) this.tokensCreatedTotal.inc({ type });
   }
 
-  /** A transaction entered `status` (its creation, or a transition). */
+  /** A tokenize refused by the card enumeration guard. */
   cardEnumerationRefused(): void {
     this.cardEnumerationRefusalsTotal.inc();
   }
 
+  /** A tokenize statement the card enumeration guard made try again (a concurrent count in its groups). */
+  cardEnumerationConflict(): void {
+    this.cardEnumerationConflictsTotal.inc();
+  }
+
+  /** A transaction entered `status` (its creation, or a transition). */
   transactionEntered(status: string): void {
     this.transactionsTotal.inc({ status });
   }

@@ -86,6 +86,8 @@ export class Change implements Queryable {
   readonly events: OutboxEvent[] = [];
   /** @internal the runner's */
   readonly committed: (() => void)[] = [];
+  /** @internal the runner's */
+  readonly rolledBack: (() => void)[] = [];
   /** The writes gathered and not yet sent. */
   private pending = new WriteBatch();
 
@@ -165,6 +167,11 @@ export class Change implements Queryable {
   /** Runs `fn` once the change has committed; never if it rolled back. */
   afterCommit(fn: () => void): void {
     this.committed.push(fn);
+  }
+
+  /** Runs `fn` if the change fails (nothing of it committed), before the error reaches its caller. */
+  afterRollback(fn: () => void): void {
+    this.rolledBack.push(fn);
   }
 
   /** The resource an interrupted earlier run of this very request created (idempotency); else undefined. */

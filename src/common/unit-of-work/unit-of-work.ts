@@ -48,15 +48,21 @@ export class UnitOfWork {
 
   async transaction<T>(origin: Origin, work: (change: Change) => Promise<T>): Promise<T> {
     let change: Change | undefined;
-    const result = await this.dataSource.transaction(async (manager) => {
-      change = new Change(origin, 'transaction', manager, (sql, params, prepare) =>
-        this.inTransaction(manager, sql, params, prepare),
-      );
-      const value = await work(change);
-      await this.complete(change, value);
-      await change.flush();
-      return value;
-    });
+    let result: T;
+    try {
+      result = await this.dataSource.transaction(async (manager) => {
+        change = new Change(origin, 'transaction', manager, (sql, params, prepare) =>
+          this.inTransaction(manager, sql, params, prepare),
+        );
+        const value = await work(change);
+        await this.complete(change, value);
+        await change.flush();
+        return value;
+      });
+    } catch (error) {
+      for (const fn of change?.rolledBack ?? []) fn();
+      throw error;
+    }
     for (const fn of change!.committed) fn();
     return result;
   }
@@ -65,9 +71,15 @@ export class UnitOfWork {
     const change = new Change(origin, 'statement', undefined, (sql, params) =>
       this.oneStatement(sql, params),
     );
-    const value = await work(change);
-    await this.complete(change, value);
-    await change.flush();
+    let value: T;
+    try {
+      value = await work(change);
+      await this.complete(change, value);
+      await change.flush();
+    } catch (error) {
+      for (const fn of change.rolledBack) fn();
+      throw error;
+    }
     for (const fn of change.committed) fn();
     return value;
   }

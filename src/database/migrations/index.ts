@@ -30,6 +30,7 @@ import { FlowRules1795000000029 } from './1795000000029-FlowRules';
 import { TransactionAttempts1795000000030 } from './1795000000030-TransactionAttempts';
 import { Buyers1795000000031 } from './1795000000031-Buyers';
 import { AllowedOrigins1795000000032 } from './1795000000032-AllowedOrigins';
+import { CardEnumerationGroups1795000000033 } from './1795000000033-CardEnumerationGroups';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -65,4 +66,5 @@ export const MIGRATIONS = [
   TransactionAttempts1795000000030,
   Buyers1795000000031,
   AllowedOrigins1795000000032,
+  CardEnumerationGroups1795000000033,
 ];

@@ -44,6 +44,11 @@ export class RequestClaim implements IdempotencyClaim {
     change.afterCommit(() => {
       this.recorded = stored;
     });
+    // A change that failed after this (its statement refused) recorded nothing: another may, as a
+    // tokenize tried again does.
+    change.afterRollback(() => {
+      this.pending = false;
+    });
   }
 
   async pin(change: Change, resourceId: string): Promise<void> {

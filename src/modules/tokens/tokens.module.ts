@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { DatabaseModule } from '../../database/database.module';
 import { CardEnumerationCountEntity } from './entities/card-enumeration-count.entity';
+import { CardEnumerationGroupEntity } from './entities/card-enumeration-group.entity';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
@@ -26,6 +27,7 @@ import { TokensService } from './tokens.service';
       TokenSearchIndexEntity,
       TokenCvcEntity,
       CardEnumerationCountEntity,
+      CardEnumerationGroupEntity,
     ]),
   ],
   controllers: [TokensController],

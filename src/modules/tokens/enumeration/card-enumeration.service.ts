@@ -37,6 +37,16 @@ export class CardEnumerationRefused extends ProblemException {
 }
 
 /**
+ * Another request counted numbers in a group between a one-statement tokenize's read of the counts and
+ * its write: nothing was written, and the tokenize tries again on a fresh read. Never answered.
+ */
+export class CardEnumerationConflict extends Error {
+  constructor() {
+    super('card enumeration counts changed between the read and the write');
+  }
+}
+
+/**
  * The card enumeration guard. A fingerprint answered for each candidate number would tell which
  * candidate a masked card (BIN and last four) is, so the callers that learn fingerprints (they may read
  * the tokens they make, or search them by `fingerprint:`) may together tokenize at most
@@ -58,22 +68,33 @@ export class CardEnumerationGuard {
   ) {}
 
   /**
-   * Counts `numbers` (those of tokens whose fingerprint the caller learns), in the caller's change (a
-   * transaction), which must also hold the write: the groups stay locked until it commits, so concurrent
-   * requests never pass the limit together. Throws `CardEnumerationRefused` (writing nothing) past it.
-   * With no number to count it does nothing, and needs no transaction (a one-statement change).
+   * Counts `numbers` (those of tokens whose fingerprint the caller learns) in the caller's change, which
+   * also holds the write. Throws `CardEnumerationRefused` (writing nothing) past the limit. With no number
+   * to count it does nothing.
+   *
+   * In a one-statement change (the tokenize of generated ids) the counts are read through the pool
+   * first, and written with the tokens only where no other request counted in their groups meanwhile
+   * (their versions): otherwise the statement refuses itself with `CardEnumerationConflict`, and the
+   * caller tries again on a fresh read. Two round trips, no lock held between them. In a transaction the
+   * groups are locked first (their versions bumped), then read and written: concurrent requests over a
+   * group wait for each other instead.
    */
   async count(change: Change, who: Principal, keys: TenantKeys, numbers: string[], now: Date): Promise<void> {
     if (!numbers.length) return;
     const wanted = [...new Set(numbers)].map((n) => countedNumber(keys.fingerprint, n));
     const groups = [...new Map(wanted.map((w) => [w.group.toString('hex'), w.group])).values()];
-    await this.counts.lockGroups(change, who.tenantId, groups);
+    const locked = change.mode === 'transaction';
+    if (locked) await this.counts.lockGroups(change, who.tenantId, groups, now);
     const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
     const countedBy = who.sessionId ?? who.applicationId;
     // What was counted, and the numbers stored in a token this caller may read: no news to it, they do
     // not count.
-    const { counted: existing, stored } = await this.counts.findCountedAndStored(
-      change,
+    const {
+      counted: existing,
+      stored,
+      versions,
+    } = await this.counts.findCountedAndStored(
+      locked ? change : this.work.reader,
       who.tenantId,
       groups,
       since,
@@ -86,7 +107,19 @@ export class CardEnumerationGuard {
     );
     const rows = countNumbers(wanted, existing, countedBy, readable, this.config.CARD_ENUMERATION_LIMIT);
     if (!rows) throw new CardEnumerationRefused();
-    await this.counts.insert(change, who.tenantId, rows, now);
+    if (locked) return this.counts.insert(change, who.tenantId, rows, now);
+    const read = new Map(versions.map((v) => [v.group.toString('hex'), v.version]));
+    const written = [...new Map(rows.map((r) => [r.group.toString('hex'), r.group])).entries()].map(
+      ([hex, group]) => ({ group, version: read.get(hex) ?? null }),
+    );
+    await this.counts.insertIfUnchanged(
+      change,
+      who.tenantId,
+      written,
+      rows,
+      now,
+      () => new CardEnumerationConflict(),
+    );
   }
 
   /**
@@ -127,7 +160,7 @@ export class CardEnumerationGuard {
     const now = this.clock.now();
     const count = async (change: Change): Promise<Set<string>> => {
       const groups = pending.flatMap((row) => row.fingerprint_groups!);
-      await this.counts.lockGroups(change, who.tenantId, groups);
+      await this.counts.lockGroups(change, who.tenantId, groups, now);
       const countedBy = who.sessionId ?? who.applicationId;
       const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
       const existing = await this.counts.findCounted(change, who.tenantId, groups, since, countedBy);

@@ -6,7 +6,11 @@ import type { Change } from '../../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { FakeUnitOfWork } from '../../../../test/support/fake-unit-of-work';
 import { openData } from '../data/seal-data';
-import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
+import {
+  CardEnumerationConflict,
+  CardEnumerationGuard,
+  CardEnumerationRefused,
+} from '../enumeration/card-enumeration.service';
 import { DEFAULT_LIMITS, ExpressionEvaluator } from '../expressions/expression-evaluator';
 import type { NewTokens, TakenIds, TokenRow, TokensRepository } from '../tokens.repository';
 import type { RateLimiter } from '../../../common/throttling/rate-limiter';
@@ -101,21 +105,28 @@ class FakeTokens {
   }
 }
 
-function setUp(options: { limit?: number; publicPerMinute?: number } = {}) {
+function setUp(options: { limit?: number; publicPerMinute?: number; conflicts?: number } = {}) {
   const tokens = new FakeTokens();
   const work = new FakeUnitOfWork();
   const clock = new Clock();
   const counted: string[][] = [];
   const refusals: Principal[] = [];
+  let conflicts = options.conflicts ?? 0;
   const enumeration = {
-    count: async (_change: Change, _who: Principal, _keys: TenantKeys, numbers: string[]) => {
+    count: async (change: Change, _who: Principal, _keys: TenantKeys, numbers: string[]) => {
       if (numbers.length > (options.limit ?? 10)) throw new CardEnumerationRefused();
+      // Another request counted in the same groups between the read and the write (one statement only).
+      if (numbers.length && change.mode === 'statement' && conflicts-- > 0)
+        throw new CardEnumerationConflict();
       if (numbers.length) counted.push(numbers);
     },
     refused: async (who: Principal) => void refusals.push(who),
   } as unknown as CardEnumerationGuard;
   const created: string[][] = [];
-  const metrics = { tokensCreated: (types: string[]) => void created.push(types) } as unknown as Metrics;
+  const metrics = {
+    tokensCreated: (types: string[]) => void created.push(types),
+    cardEnumerationConflict: () => undefined,
+  } as unknown as Metrics;
   // The shared counters, in memory: hits per tracker this minute.
   const hits = new Map<string, number>();
   const limiter = {
@@ -299,12 +310,29 @@ describe('TokenizeService', () => {
     expect(s.tokens.locked.map((lock) => lock.tenantId)).toEqual([TENANT, OTHER_TENANT]);
   });
 
-  it('counts the card numbers of a caller that learns fingerprints, in a transaction', async () => {
+  it('counts the card numbers of a caller that learns fingerprints, in the one statement', async () => {
     const s = setUp();
     await s.service.createOne(origin(['token:create', 'token:read']), { type: 'card', data: CARD });
-    expect(s.work.committed.map((change) => change.mode)).toEqual(['transaction']);
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['statement']);
     expect(s.counted).toEqual([[CARD.number]]);
     expect(s.tokens.inserts[0].rows.tokens[0].fingerprint_groups).toBeNull();
+  });
+
+  it('a statement whose groups another request counted in meanwhile is tried again on a fresh read', async () => {
+    const s = setUp({ conflicts: 2 });
+    await s.service.createOne(origin(['token:create', 'token:read']), { type: 'card', data: CARD });
+    expect(s.work.rolledBack.map((change) => change.mode)).toEqual(['statement', 'statement']);
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['statement']);
+    expect(s.counted).toEqual([[CARD.number]]);
+    expect(s.tokens.rows.size).toBe(1);
+  });
+
+  it('after three conflicts, the groups are locked: a transaction, which always goes through', async () => {
+    const s = setUp({ conflicts: 100 });
+    await s.service.createOne(origin(['token:create', 'token:read']), { type: 'card', data: CARD });
+    expect(s.work.rolledBack.map((change) => change.mode)).toEqual(['statement', 'statement', 'statement']);
+    expect(s.work.committed.map((change) => change.mode)).toEqual(['transaction']);
+    expect(s.tokens.rows.size).toBe(1);
   });
 
   it('keeps the pending groups of a card whose caller learns no fingerprint (counted at its first read)', async () => {

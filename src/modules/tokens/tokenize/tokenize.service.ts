@@ -12,7 +12,11 @@ import type { Change } from '../../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { enumerableNumbers, pendingGroups } from '../enumeration/card-enumeration';
-import { CardEnumerationGuard, CardEnumerationRefused } from '../enumeration/card-enumeration.service';
+import {
+  CardEnumerationConflict,
+  CardEnumerationGuard,
+  CardEnumerationRefused,
+} from '../enumeration/card-enumeration.service';
 import { ExpressionEvaluator } from '../expressions/expression-evaluator';
 import { decide, refusedContainers } from '../access/token-access';
 import { sealCvc, sealData } from '../data/seal-data';
@@ -33,6 +37,14 @@ import { NewTokens, TokenRow, TokensRepository } from '../tokens.repository';
 import { PublicTokenizeLimit } from './public-tokenize-limit';
 
 export const CVC_RETENTION_MS = 60 * 60 * 1000;
+
+/**
+ * How many times a one-statement tokenize counted by the card enumeration guard is tried on a fresh
+ * read when other requests count in its groups between its read and its write; then it locks the groups
+ * (a transaction), which always goes through. Checkout traffic rarely shares a group; an enumeration
+ * attempt, all in one group, ends up queued on the lock.
+ */
+const OPTIMISTIC_TRIES = 3;
 
 /**
  * A create request validated and its expressions evaluated, at `now`. `numbers[i]`: the card numbers
@@ -149,30 +161,34 @@ export class TokenizeService {
 
   /**
    * Creates the tokens and answers `answer(created)`, the response the change commits with (its audit
-   * rows, events and idempotency record). Generated ids and no deduplication: nothing to read or lock,
-   * so the change is one statement (`UnitOfWork.statement`). Otherwise a transaction: the deduplication
-   * lock and reads, the purge of expired tokens holding a given id, and the insert that answers which ids
-   * were taken. Card numbers the enumeration guard counts need a transaction too: its lock and count go
-   * before the write, and a refusal writes nothing but its audit row, in a change of its own after the
-   * rollback.
+   * rows, events and idempotency record). Generated ids and no deduplication: nothing to lock, so the
+   * change is one statement (`UnitOfWork.statement`); card numbers the enumeration guard counts add one
+   * read before it, and the statement writes only if no other request counted in their groups meanwhile
+   * (else it is tried again on a fresh read, and, after `OPTIMISTIC_TRIES`, as a transaction that locks
+   * the groups, which always goes through). Otherwise a transaction: the deduplication lock and reads, the
+   * purge of expired tokens holding a given id, the guard's lock and count, and the insert that answers
+   * which ids were taken. A refusal by the guard writes nothing but its audit row, in a change of its own
+   * after the rollback.
    */
   private async create<T>(
     origin: RequestOrigin,
     prepared: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
-    // Loaded before the change opens: a read through the pool while a change holds the embedded
-    // database's one connection would wait for ever (cached after the first request of a tenant).
     const who = origin.actor;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
-    const plain =
-      prepared.parsed.every((el) => el.id === undefined && !el.deduplicate) &&
-      prepared.numbers.every((numbers) => !numbers.length);
-    if (plain)
-      return this.work.statement(origin, async (change) =>
-        answer(await this.write(change, who, keys, prepared, [])),
-      );
+    const locked = !prepared.parsed.every((el) => el.id === undefined && !el.deduplicate);
     try {
+      for (let tries = 1; !locked && tries <= OPTIMISTIC_TRIES; tries++) {
+        try {
+          return await this.work.statement(origin, async (change) =>
+            answer(await this.write(change, who, keys, prepared, prepared.numbers)),
+          );
+        } catch (error) {
+          if (!(error instanceof CardEnumerationConflict)) throw error;
+          this.metrics.cardEnumerationConflict();
+        }
+      }
       return await this.work.transaction(origin, async (change) =>
         answer(await this.write(change, who, keys, prepared, prepared.numbers)),
       );
