@@ -11,7 +11,6 @@ import {
   columnsOf,
   recordsetOf,
   type RowOf,
-  rows,
   rowsOf,
   select,
   tableNameOf,

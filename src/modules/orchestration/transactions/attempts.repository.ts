@@ -56,6 +56,29 @@ export function followingOutcome(row: FollowedTransaction): AttemptOutcome | und
   };
 }
 
+/** The SQL of each value of a new attempt (a parameter such as `$1::uuid`, or a column of `from`). */
+export interface NewAttemptSql {
+  tenantId: string;
+  id: string;
+  transactionId: string;
+  number: string;
+  connectionId: string;
+  /** Its `created_at` and `updated_at`. */
+  at: string;
+}
+
+/**
+ * The INSERT of an attempt begun `processing`, before its vendor call: the one statement both the
+ * transaction's first attempt (with the transaction's INSERT, its values read `from` the row written)
+ * and every later attempt (`AttemptsRepository.begin`, its values parameters) use.
+ */
+export function beginAttemptSql(values: NewAttemptSql, from?: string): string {
+  const { tenantId, id, transactionId, number, connectionId, at } = values;
+  return `INSERT INTO transaction_attempts
+      (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+    SELECT ${tenantId}, ${id}, ${transactionId}, ${number}, ${connectionId}, 'processing', ${at}, ${at}${from ? ` FROM ${from}` : ''}`;
+}
+
 /** Examples for the SQL snapshots (`@GenerateSql`). */
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const TRANSACTION = '00000000-0000-4000-8000-000000000002';
@@ -82,14 +105,17 @@ export class AttemptsRepository {
     id: string,
     now: Date,
   ): Promise<void> {
-    await change.write(({ p, name }) => ({
-      ctes: [
-        `${name('attempt')} AS (INSERT INTO transaction_attempts
-           (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-         VALUES (${p.add(tenantId)}::uuid, ${p.add(id)}::uuid, ${p.add(transactionId)}::uuid, ${p.add(number)}::int,
-                 ${p.add(connectionId)}::uuid, 'processing', ${p.add(now)}::timestamptz, ${p.add(now)}::timestamptz))`,
-      ],
-    }));
+    await change.write(({ p, name }) => {
+      const insert = beginAttemptSql({
+        tenantId: `${p.add(tenantId)}::uuid`,
+        id: `${p.add(id)}::uuid`,
+        transactionId: `${p.add(transactionId)}::uuid`,
+        number: `${p.add(number)}::int`,
+        connectionId: `${p.add(connectionId)}::uuid`,
+        at: `${p.add(now)}::timestamptz`,
+      });
+      return { ctes: [`${name('attempt')} AS (${insert})`] };
+    });
   }
 
   /** Records what the vendor answered an attempt that is still `processing` or awaiting the buyer. */
@@ -128,6 +154,22 @@ export class AttemptsRepository {
    * The last attempt follows its transaction's authorization outcome (an answer, a completed challenge,
    * a settlement): nothing when the status entered is not one (a capture, a void).
    */
+  @GenerateSql({
+    change: true,
+    params: [
+      {
+        tenant_id: TENANT,
+        id: TRANSACTION,
+        attempt: 1,
+        status: 'authorization_declined',
+        error_code: 'declined',
+        auth_response_code: '05',
+        connection_transaction_id: 'pi_1',
+        connection_id: CONNECTION,
+      },
+      AT,
+    ],
+  })
   async follow(change: Change, row: FollowedTransaction, now: Date): Promise<void> {
     const outcome = followingOutcome(row);
     if (outcome) await this.settle(change, row.tenant_id, row.id, row.attempt, outcome, now);

@@ -4,6 +4,7 @@ import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
 import { insertSql, type RowOf } from '../../../database/table';
+import { beginAttemptSql } from './attempts.repository';
 import type { TransactionStatus } from './transaction.dto';
 import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
 import { assignments } from './transaction-assignments';
@@ -119,10 +120,17 @@ export class TransactionsRepository {
     // The first attempt in the same statement: `processing` at the transaction's connection.
     const sql = t.firstAttemptId
       ? `WITH written AS (${insert} RETURNING *),
-          first_attempt AS (INSERT INTO transaction_attempts
-            (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-            SELECT tenant_id, ${p.add(t.firstAttemptId)}::uuid, id, 1, connection_id, 'processing', created_at, created_at
-              FROM written)
+          first_attempt AS (${beginAttemptSql(
+            {
+              tenantId: 'tenant_id',
+              id: `${p.add(t.firstAttemptId)}::uuid`,
+              transactionId: 'id',
+              number: '1',
+              connectionId: 'connection_id',
+              at: 'created_at',
+            },
+            'written',
+          )})
         ${selectWithConnection('written')}`
       : returningRow(insert);
     const rows = await change.query<TransactionRow>(sql, p.values);
