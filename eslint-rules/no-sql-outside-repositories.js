@@ -31,7 +31,7 @@ const ALLOWED = [
   {
     files: ['src/database/table.ts'],
     reason:
-      'the typed builder of repositories: `select` and `rows` send the statement a repository wrote and ' +
+      'the typed builder of repositories: `select` and `queryRows` send the statement a repository wrote and ' +
       'type its rows; it writes no statement of its own',
   },
   {

@@ -3,7 +3,7 @@
 
 /**
  * One SQL style in repositories (`**\/*.repository.ts`): every statement is SQL text, written with the
- * typed builder of src/database/table.ts (`select`, `rows`, `insertEntity`, `assignmentsOf`, the column
+ * typed builder of src/database/table.ts (`select`, `queryRows`, `insertEntity`, `assignmentsOf`, the column
  * lists) and `change.write` pieces, and every public method of a repository shows its SQL in a snapshot.
  *
  * - `vault/generate-sql-on-every-repository-method`: a public method of a repository class without
@@ -14,7 +14,7 @@
  */
 
 const STYLE =
-  'write the statement as SQL text with the builder of src/database/table.ts (select, rows, insertEntity, assignmentsOf), not TypeORM';
+  'write the statement as SQL text with the builder of src/database/table.ts (select, queryRows, insertEntity, assignmentsOf), not TypeORM';
 
 /** `no-restricted-syntax` entries for repositories. */
 const RESTRICTED_SYNTAX = [

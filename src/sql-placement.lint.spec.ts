@@ -159,7 +159,7 @@ describe('SQL only in repositories, written one way (ESLint, run by npm run lint
   it("reports TypeORM's repository API, its QueryBuilder and a method without @GenerateSql in a repository", async () => {
     const file = 'src/modules/health/probe-style.repository.ts';
     const style =
-      'write the statement as SQL text with the builder of src/database/table.ts (select, rows, insertEntity, assignmentsOf), not TypeORM.';
+      'write the statement as SQL text with the builder of src/database/table.ts (select, queryRows, insertEntity, assignmentsOf), not TypeORM.';
     expect(await reported(Object.keys(STYLE_PROBES))).toEqual([
       `${file}:1 no-restricted-imports: 'IsNull' import from 'typeorm' is restricted because only 'DataSource', 'EntityManager', and 'QueryRunner' are allowed. A repository takes the connection from TypeORM, nothing else: ${style}`,
       `${file}:12 no-restricted-syntax: TypeORM's repository API or QueryBuilder in a repository: ${style}`,

@@ -167,7 +167,7 @@ export function insertSql<E>(entity: new () => E, values: { [C in ColumnOf<E>]?:
 /*
  * The statements themselves. Every repository writes its SQL as text, with the column lists above and
  * the helpers below, and reads its answers through `select` (rows of an entity's columns, typed by the
- * very list the statement selects) or `rows` (computed columns, typed once next to the SQL).
+ * very list the statement selects) or `queryRows` (computed columns, typed once next to the SQL).
  */
 
 /** What runs SQL: a change, the pool (`DataSource`), a transaction's entity manager. */
@@ -245,7 +245,7 @@ export async function select<R>(
  * Runs a statement whose rows are computed (counts, joins, a flag): `R`, given next to the SQL, says
  * what it selects; build it from entity types (`RowOf<E>[...]`) where a column is an entity's.
  */
-export async function rows<R>(db: SqlRunner, sql: string, params: unknown[] = []): Promise<R[]> {
+export async function queryRows<R>(db: SqlRunner, sql: string, params: unknown[] = []): Promise<R[]> {
   return answeredRows(await db.query(sql, params)) as R[];
 }
 

@@ -12,7 +12,7 @@ import {
   insertEntity,
   insertOf,
   type RowOf,
-  rows,
+  queryRows,
   select,
 } from '../../database/table';
 import { ApiKeyEntity } from './entities/api-key.entity';
@@ -173,7 +173,7 @@ export class ApplicationsRepository {
     const where = [`a.tenant_id = ${tenant}`];
     if (filter.types) where.push(`a.type = ANY(${p.add(filter.types)}::varchar[])`);
     if (filter.ids) where.push(`a.id = ANY(${p.add(filter.ids)}::uuid[])`);
-    const [{ total }] = await rows<{ total: number }>(
+    const [{ total }] = await queryRows<{ total: number }>(
       this.dataSource,
       `SELECT count(*)::int AS total FROM applications a WHERE ${where.join(' AND ')}`,
       [...p.values],
@@ -219,7 +219,8 @@ export class ApplicationsRepository {
   /** Deletes an application with its keys (and, by cascade, its sessions); answers the keys it had. */
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION] })
   async delete(change: Change, tenantId: string, id: string): Promise<KeySummary[]> {
-    const rows = await change.query<KeySummaryRow>(
+    const rows = await queryRows<KeySummaryRow>(
+      change,
       `WITH app AS (DELETE FROM applications WHERE tenant_id = $1 AND id = $2),
             keys AS (DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM keys ORDER BY created_at, id`,
@@ -250,7 +251,8 @@ export class ApplicationsRepository {
     exceptId: string,
     permissions: string[],
   ): Promise<number> {
-    const [{ others }] = await change.query<{ others: number }>(
+    const [{ others }] = await queryRows<{ others: number }>(
+      change,
       `SELECT count(*)::int AS others FROM applications a
         WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
           AND EXISTS (SELECT 1 FROM api_keys k WHERE k.tenant_id = a.tenant_id AND k.application_id = a.id)`,
@@ -289,7 +291,8 @@ export class ApplicationsRepository {
       created_by: key.createdBy,
       created_at: key.createdAt,
     });
-    const rows = await change.query<KeySummaryRow>(
+    const rows = await queryRows<KeySummaryRow>(
+      change,
       `WITH added AS (${sql} RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM api_keys WHERE tenant_id = $1 AND application_id = $3
        UNION ALL SELECT ${KEY_SUMMARY} FROM added

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
-import { assignmentsOf, entitiesOf, insertEntity, rows, select } from '../../database/table';
+import { assignmentsOf, entitiesOf, insertEntity, queryRows, select } from '../../database/table';
 import { ProxyEntity } from './entities/proxy.entity';
 
 export interface ProxyFilter {
@@ -107,7 +107,7 @@ export class ProxiesRepository {
     if (filter.ids) where.push(`p.id = ANY(${p.add(filter.ids)}::uuid[])`);
     if (filter.name) where.push(`p.name ILIKE ${p.add(likePattern(filter.name))} ESCAPE '\\'`);
     const matching = `FROM proxies p WHERE ${where.join(' AND ')}`;
-    const [{ total }] = await rows<{ total: number }>(
+    const [{ total }] = await queryRows<{ total: number }>(
       this.dataSource,
       `SELECT count(*)::int AS total ${matching}`,
       [...p.values],
@@ -148,7 +148,7 @@ export class ProxiesRepository {
   /** True when a row was deleted. */
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_PROXY] })
   async delete(change: Change, tenantId: string, id: string): Promise<boolean> {
-    const deleted = await rows<{ id: ProxyEntity['id'] }>(
+    const deleted = await queryRows<{ id: ProxyEntity['id'] }>(
       change,
       'DELETE FROM proxies WHERE tenant_id = $1 AND id = $2 RETURNING id',
       [tenantId, id],

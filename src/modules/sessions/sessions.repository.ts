@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
-import { type ColumnOf, columnsOf, insertOf, type RowOf } from '../../database/table';
+import { type ColumnOf, columnsOf, insertOf, type RowOf, queryRows } from '../../database/table';
 import { SessionEntity } from './entities/session.entity';
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
@@ -115,7 +115,8 @@ export class SessionsRepository {
     nonceHash: Buffer,
     now: Date,
   ): Promise<PendingSession | undefined> {
-    const rows = await change.query<Pick<RowOf<SessionEntity>, (typeof PENDING)[number]>>(
+    const rows = await queryRows<Pick<RowOf<SessionEntity>, (typeof PENDING)[number]>>(
+      change,
       `SELECT ${columnsOf(SessionEntity, undefined, { only: PENDING })} FROM sessions
         WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
       [nonceHash, tenantId, now],

@@ -9,7 +9,15 @@ import {
 import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, entitiesOf, insertEntity, rows, rowsOf, type RowOf, select } from '../../database/table';
+import {
+  columnsOf,
+  entitiesOf,
+  insertEntity,
+  queryRows,
+  rowsOf,
+  type RowOf,
+  select,
+} from '../../database/table';
 import { TenantEntity } from './tenant.entity';
 
 /** A tenant as raw SQL answers it, and its wrapped key's columns. */
@@ -57,7 +65,7 @@ export class TenantsRepository implements TenantKeyStore {
   /** How many tenants there are, as the change sees them (under the bootstrap lock). */
   @GenerateSql({ change: true, params: [], answers: [[{ tenants: 1 }]] })
   async count(change: Change): Promise<number> {
-    const [{ tenants }] = await rows<{ tenants: number }>(
+    const [{ tenants }] = await queryRows<{ tenants: number }>(
       change,
       'SELECT count(*)::int AS tenants FROM tenants',
     );
@@ -97,7 +105,8 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: ['v2'] })
   async lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]> {
-    const rows = await change.query<Pick<TenantRow, 'id'> & KeyColumns>(
+    const rows = await queryRows<Pick<TenantRow, 'id'> & KeyColumns>(
+      change,
       `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1 FOR UPDATE`,
       [keyVersion],
     );
@@ -119,7 +128,8 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: [] })
   async countByVersion(change: Change): Promise<{ keyVersion: string; tenants: number }[]> {
-    const rows = await change.query<Pick<KeyColumns, 'key_version'> & { tenants: number }>(
+    const rows = await queryRows<Pick<KeyColumns, 'key_version'> & { tenants: number }>(
+      change,
       `SELECT key_version, count(*)::int AS tenants FROM tenants
         WHERE wrapped_key IS NOT NULL GROUP BY key_version ORDER BY key_version`,
     );

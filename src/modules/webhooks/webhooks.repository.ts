@@ -4,7 +4,7 @@ import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
-import { assignmentsOf, entitiesOf, insertEntity, rows, select } from '../../database/table';
+import { assignmentsOf, entitiesOf, insertEntity, queryRows, select } from '../../database/table';
 import { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
 import { WebhookEntity } from './entities/webhook.entity';
 
@@ -141,7 +141,7 @@ export class WebhooksRepository {
   /** True when a row was deleted (its deliveries go with it). */
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_WEBHOOK] })
   async delete(change: Change, tenantId: string, id: string): Promise<boolean> {
-    const deleted = await rows<{ id: WebhookEntity['id'] }>(
+    const deleted = await queryRows<{ id: WebhookEntity['id'] }>(
       change,
       'DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2 RETURNING id',
       [tenantId, id],
@@ -158,7 +158,7 @@ export class WebhooksRepository {
     take: number,
   ): Promise<{ total: number; rows: WebhookDeliveryEntity[] }> {
     const matching = 'FROM webhook_deliveries d WHERE d.tenant_id = $1 AND d.webhook_id = $2';
-    const [{ total }] = await rows<{ total: number }>(
+    const [{ total }] = await queryRows<{ total: number }>(
       this.dataSource,
       `SELECT count(*)::int AS total ${matching}`,
       [tenantId, webhookId],

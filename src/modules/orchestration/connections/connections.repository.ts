@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { assignmentsOf, entitiesOf, insertEntity, rows, select } from '../../../database/table';
+import { assignmentsOf, entitiesOf, insertEntity, queryRows, select } from '../../../database/table';
 import { ConnectionEntity, ConnectionField } from './entities/connection.entity';
 
 export type { ConnectionField };
@@ -162,7 +162,7 @@ export class ConnectionsRepository {
    */
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_CONNECTION] })
   async hasTransactions(change: Change, tenantId: string, id: string): Promise<boolean> {
-    const found = await rows<{ found: 1 }>(
+    const found = await queryRows<{ found: 1 }>(
       change,
       'SELECT 1 AS found FROM transactions WHERE tenant_id = $1 AND connection_id = $2 LIMIT 1',
       [tenantId, id],
@@ -222,7 +222,7 @@ export class ConnectionsRepository {
     row: Pick<ConnectionEntity, 'tenantId' | 'id' | 'version'>,
     outcome: { status: 'available' | 'failed'; reason: string | null },
   ): Promise<boolean> {
-    const recorded = await rows<Pick<ConnectionEntity, 'id'>>(
+    const recorded = await queryRows<Pick<ConnectionEntity, 'id'>>(
       change,
       `UPDATE connections SET status = $4, status_reason = $5
         WHERE tenant_id = $1 AND id = $2 AND version = $3 AND status = 'pending' RETURNING id`,

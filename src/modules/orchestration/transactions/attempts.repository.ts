@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { AttemptEntity, type AttemptStatus } from './entities/attempt.entity';
 import type { TransactionStatus } from './transaction.dto';
 
@@ -178,7 +178,8 @@ export class AttemptsRepository {
   /** A transaction's attempts in order, with their connections. */
   @GenerateSql({ params: [TENANT, TRANSACTION] })
   list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {
-    return this.dataSource.query<AttemptRow[]>(
+    return queryRows<AttemptRow>(
+      this.dataSource,
       `SELECT ${columnsOf(AttemptEntity, 'a')}, c.formula_id AS c_formula_id, c.display_name AS c_display_name,
               c.method AS c_method
          FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id

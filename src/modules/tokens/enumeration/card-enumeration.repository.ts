@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { GenerateSql } from '../../../database/generate-sql';
-import { type ColumnOf, type RowOf } from '../../../database/table';
+import { type ColumnOf, type RowOf, queryRows } from '../../../database/table';
 import { CardEnumerationCountEntity } from '../entities/card-enumeration-count.entity';
 import type { TokenEntity } from '../entities/token.entity';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
@@ -63,7 +63,8 @@ export class CardEnumerationRepository {
     since: Date,
     countedBy: string,
   ): Promise<CountedSoFar[]> {
-    const rows = await change.query<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
+    const rows = await queryRows<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
+      change,
       // One primary key range per group, whatever the planner knows of the table: on a fresh deployment,
       // with no statistics yet, a plain `group_digest = ANY(...)` (or this lateral join, flattened) was
       // planned as a scan of every row of the tenant, slower with each card counted. `OFFSET 0` keeps the
@@ -104,7 +105,8 @@ export class CardEnumerationRepository {
     type Row = Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean | null } & {
       [K in keyof StoredToken]: StoredToken[K] | null;
     };
-    const rows = await change.query<Row>(
+    const rows = await queryRows<Row>(
+      change,
       `SELECT c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine,
               NULL::varchar AS id, NULL::varchar AS type, NULL::text[] AS containers, NULL::varchar AS fingerprint
          FROM (SELECT DISTINCT g FROM unnest($2::bytea[]) AS g) AS wanted,

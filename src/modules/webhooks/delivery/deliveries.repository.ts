@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { WebhookDeliveryEntity } from '../entities/webhook-delivery.entity';
 import type { WebhookEventEntity } from '../entities/webhook-event.entity';
 import type { WebhookEntity } from '../entities/webhook.entity';
@@ -84,7 +84,8 @@ export class DeliveriesRepository {
   /** The attempt was answered with a 2xx: the delivery succeeded, and its webhook's failure streak ends. */
   @GenerateSql({ change: true, params: [EXAMPLE_CLAIM, 200, EXAMPLE_NOW] })
   async recordSuccess(change: Change, claim: Claim, statusCode: number, now: Date): Promise<boolean> {
-    const rows = await change.query<{ webhook_id: string }>(
+    const rows = await queryRows<{ webhook_id: string }>(
+      change,
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'succeeded', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
@@ -135,7 +136,8 @@ export class DeliveriesRepository {
       );
       return rows.length ? { status: 'pending' } : {};
     }
-    const rows = await change.query<{ disabled: boolean | null }>(
+    const rows = await queryRows<{ disabled: boolean | null }>(
+      change,
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'failed', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
