@@ -1,4 +1,4 @@
-import { type FindOptionsSelect, getMetadataArgsStorage } from 'typeorm';
+import { getMetadataArgsStorage } from 'typeorm';
 import type { EntityClass } from './data-source';
 import { insertExpressions, multiRowInsert, SqlParams } from './sql';
 
@@ -126,23 +126,6 @@ export function recordsetOf<E>(entity: new () => E, choice?: ColumnChoice<E>): s
 
 /** The name of an entity's table. */
 export const tableNameOf = (entity: EntityClass): string => tableOf(entity).name;
-
-/** A TypeORM `select` of an entity's columns, all but `except` (for a find that must leave some out). */
-export function selectOf<E>(entity: new () => E, except: readonly ColumnOf<E>[] = []): FindOptionsSelect<E> {
-  const select = Object.fromEntries(chosen(entity, { except }).map((c) => [c.property, true]));
-  return select as FindOptionsSelect<E>;
-}
-
-/** An entity TypeORM loaded, as the row raw SQL would answer (all columns but `except`, which it did not load). */
-export function rowFrom<E, K extends ColumnOf<E> = never>(
-  entity: new () => E,
-  loaded: E,
-  except: readonly K[] = [],
-): Omit<RowOf<E>, K> {
-  const values = loaded as Record<string, unknown>;
-  const row = Object.fromEntries(chosen(entity, { except }).map((c) => [c.name, values[c.property]]));
-  return row as Omit<RowOf<E>, K>;
-}
 
 /**
  * One INSERT of one row given by column name (the columns it leaves out take their defaults): the table
