@@ -9,7 +9,7 @@
  * - `vault/generate-sql-on-every-repository-method`: a public method of a repository class without
  *   `@GenerateSql(...)` (its SQL would be in no snapshot under test/sql/);
  * - `RESTRICTED_SYNTAX` and `RESTRICTED_IMPORTS`, for ESLint's own `no-restricted-syntax` and
- *   `no-restricted-imports`: TypeORM's repository API (`getRepository`, `manager.find`, `save`, ...),
+ *   `no-restricted-imports`: TypeORM's repository API (`getRepository`, an entity manager, `save`, ...),
  *   its QueryBuilder and its find operators (`In`, `IsNull`, ...), which would write a statement a second way.
  */
 
@@ -24,12 +24,8 @@ const RESTRICTED_SYNTAX = [
     message: `TypeORM's repository API or QueryBuilder in a repository: ${STYLE}.`,
   },
   {
-    selector: "MemberExpression[object.property.name='manager'][property.name!='query']",
-    message: `An entity manager method other than \`query\` in a repository: ${STYLE}.`,
-  },
-  {
-    selector: ":not(MemberExpression) > MemberExpression[property.name='manager']",
-    message: `An entity manager handed on in a repository: run the statement there, ${STYLE}.`,
+    selector: "MemberExpression[property.name='manager']",
+    message: `An entity manager in a repository (its methods are TypeORM's repository API; a change or the pool runs SQL): ${STYLE}.`,
   },
 ];
 

@@ -111,13 +111,8 @@ export class ProbeStyleRepository {
   }
 
   @GenerateSql({ params: [] })
-  manager(): unknown {
-    return this.dataSource.manager;
-  }
-
-  @GenerateSql({ params: [] })
   raw(): Promise<unknown> {
-    return this.dataSource.manager.query('SELECT 1');
+    return this.dataSource.query('SELECT 1');
   }
 
   unmarked(): Promise<unknown> {

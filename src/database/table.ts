@@ -232,6 +232,16 @@ export async function queryRows<R>(db: SqlRunner, sql: string, params: unknown[]
   return answeredRows(await db.query(sql, params)) as R[];
 }
 
+/**
+ * Runs an UPDATE or a DELETE without RETURNING and answers how many rows it changed (TypeORM answers
+ * such a statement `[rows, count]`).
+ */
+export async function affectedRows(db: SqlRunner, sql: string, params: unknown[] = []): Promise<number> {
+  const answer = await db.query(sql, params);
+  if (Array.isArray(answer) && answer.length === 2 && typeof answer[1] === 'number') return answer[1];
+  throw new Error(`not the answer of an UPDATE or DELETE: ${sql.slice(0, 60)}`);
+}
+
 /** A value as PostgreSQL takes it for a column: JSON columns as their text (pg would send an array as one). */
 const columnValue = (column: TableColumn, value: unknown): unknown =>
   (column.type === 'jsonb' || column.type === 'json') && value !== null ? JSON.stringify(value) : value;

@@ -3,7 +3,14 @@ import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
-import { type ColumnOf, columnsOf, insertOf, type RowOf, queryRows } from '../../database/table';
+import {
+  type ColumnOf,
+  columnsOf,
+  insertOf,
+  type RowOf,
+  queryRows,
+  affectedRows,
+} from '../../database/table';
 import { SessionEntity } from './entities/session.entity';
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
@@ -190,10 +197,7 @@ export class SessionsRepository {
   /** Deletes the sessions of every tenant that expired by `now`: one set-based statement. */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteExpired(change: Change, now: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      'DELETE FROM sessions WHERE expires_at <= $1',
-      [now],
-    );
+    const count = await affectedRows(change, 'DELETE FROM sessions WHERE expires_at <= $1', [now]);
     return count;
   }
 }

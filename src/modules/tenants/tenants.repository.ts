@@ -95,7 +95,8 @@ export class TenantsRepository implements TenantKeyStore {
     answers: [{ rows: [{ key_version: 'v1', wrapped_key: Buffer.alloc(0) }], rowCount: 1 }],
   })
   async setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
-    const [rows] = await change.manager.query<[KeyColumns[], number]>(
+    const rows = await queryRows<KeyColumns>(
+      change,
       `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
         WHERE id = $1 RETURNING ${columnsOf(TenantEntity, undefined, { only: KEY })}`,
       [tenantId, key.keyVersion, key.wrappedKey],

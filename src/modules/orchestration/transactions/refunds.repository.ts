@@ -111,7 +111,8 @@ export class RefundsRepository {
     outcome: { status: RefundStatus; vendorId: string | null },
     now: Date,
   ): Promise<RefundRow | undefined> {
-    const [rows] = await change.manager.query<[RefundRow[], number]>(
+    const rows = await queryRows<RefundRow>(
+      change,
       `UPDATE refunds SET status = $3, connection_refund_id = $4, updated_at = $5
         WHERE tenant_id = $1 AND id = $2 AND status = 'processing' RETURNING ${COLUMNS}`,
       [refund.tenant_id, refund.id, outcome.status, outcome.vendorId, now],

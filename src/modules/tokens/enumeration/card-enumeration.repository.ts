@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { GenerateSql } from '../../../database/generate-sql';
-import { type ColumnOf, type RowOf, queryRows } from '../../../database/table';
+import { type ColumnOf, type RowOf, queryRows, affectedRows } from '../../../database/table';
 import { CardEnumerationCountEntity } from '../entities/card-enumeration-count.entity';
 import type { TokenEntity } from '../entities/token.entity';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
@@ -177,10 +177,9 @@ export class CardEnumerationRepository {
   /** Deletes, in every tenant, what was counted at or before `before`; returns how many rows. */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteCountedBefore(change: Change, before: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      `DELETE FROM card_enumeration_counts WHERE created_at <= $1`,
-      [before],
-    );
+    const count = await affectedRows(change, `DELETE FROM card_enumeration_counts WHERE created_at <= $1`, [
+      before,
+    ]);
     return count;
   }
 }
