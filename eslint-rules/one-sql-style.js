@@ -33,7 +33,7 @@ const RESTRICTED_SYNTAX = [
 const RESTRICTED_IMPORTS = [
   {
     name: 'typeorm',
-    allowImportNames: ['DataSource', 'EntityManager', 'QueryRunner'],
+    allowImportNames: ['DataSource', 'QueryRunner'],
     message: `A repository takes the connection from TypeORM, nothing else: ${STYLE}.`,
   },
   { name: '@nestjs/typeorm', message: `No injected TypeORM repositories: ${STYLE}.` },
