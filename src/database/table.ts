@@ -211,6 +211,14 @@ export function entitiesOf<E, K extends ColumnOf<E> = ColumnOf<E>, X extends Col
   return { sql };
 }
 
+/** Columns a statement computes (`to_char(...) AS cursor_at`), their row type given once, next to the SQL. */
+export const computed = <R>(sql: string): Selection<R> => ({ sql });
+
+/** Two selections of one statement (an entity's columns and computed ones, two joined tables). */
+export const joined = <A, B>(a: Selection<A>, b: Selection<B>): Selection<A & B> => ({
+  sql: `${a.sql}, ${b.sql}`,
+});
+
 /**
  * Runs a statement that selects (or returns) `selection`: `statement` gets the column list, and the
  * rows are typed by the same selection, so the list and the type cannot disagree.

@@ -4,7 +4,15 @@ import { cursorTimeSql } from '../../common/pagination/cursor-pagination';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
-import { assignmentsOf, entitiesOf, insertEntity, queryRows, select } from '../../database/table';
+import {
+  assignmentsOf,
+  computed,
+  entitiesOf,
+  joined,
+  insertEntity,
+  queryRows,
+  select,
+} from '../../database/table';
 import { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
 import { WebhookEntity } from './entities/webhook.entity';
 
@@ -100,16 +108,16 @@ export class WebhooksRepository {
       where.push(`(w.created_at, w.id) > (${p.add(after.createdAt)}::timestamptz, ${p.add(after.id)}::uuid)`);
     const found = await select(
       this.dataSource,
-      entitiesOf(WebhookEntity, { alias: 'w' }),
-      (columns) => `SELECT ${columns}, ${cursorTimeSql('w.created_at')} AS cursor_at
+      joined(
+        entitiesOf(WebhookEntity, { alias: 'w' }),
+        computed<{ cursor_at: string }>(`${cursorTimeSql('w.created_at')} AS cursor_at`),
+      ),
+      (columns) => `SELECT ${columns}
          FROM webhooks w WHERE ${where.join(' AND ')}
         ORDER BY w.created_at ASC, w.id ASC LIMIT ${p.add(take)}`,
       p.values,
     );
-    return (found as (WebhookEntity & { cursor_at: string })[]).map(({ cursor_at, ...webhook }) => ({
-      webhook,
-      cursorAt: cursor_at,
-    }));
+    return found.map(({ cursor_at, ...webhook }) => ({ webhook, cursorAt: cursor_at }));
   }
 
   @GenerateSql({

@@ -4,6 +4,7 @@ import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { AttemptEntity, type AttemptStatus } from './entities/attempt.entity';
+import type { TransactionEntity } from './entities/transaction.entity';
 import type { TransactionStatus } from './transaction.dto';
 
 export type { AttemptStatus };
@@ -33,16 +34,17 @@ const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptStatus>> = {
 };
 
 /** What the last attempt is followed from: its transaction as stored. */
-export interface FollowedTransaction {
-  tenant_id: string;
-  id: string;
-  attempt: number;
-  status: TransactionStatus;
-  error_code: string | null;
-  auth_response_code: string | null;
-  connection_transaction_id: string | null;
-  connection_id: string | null;
-}
+export type FollowedTransaction = Pick<
+  RowOf<TransactionEntity>,
+  | 'tenant_id'
+  | 'id'
+  | 'attempt'
+  | 'status'
+  | 'error_code'
+  | 'auth_response_code'
+  | 'connection_transaction_id'
+  | 'connection_id'
+>;
 
 /** The outcome the last attempt takes from its transaction, or none (not an authorization outcome). */
 export function followingOutcome(row: FollowedTransaction): AttemptOutcome | undefined {
