@@ -352,7 +352,8 @@ export class ApplicationsRepository {
   /** The key with this digest and its application, of any tenant: the key is what tells the tenant. */
   @GenerateSql({ params: [Buffer.alloc(32, 7)] })
   async findKeyHolder(keyHash: Buffer): Promise<KeyHolder | undefined> {
-    const rows: KeyHolderRow[] = await this.dataSource.query(
+    const rows = await queryRows<KeyHolderRow>(
+      this.dataSource,
       `SELECT k.id AS key_id, k.key_hash, a.id AS application_id, a.tenant_id, a.type, a.permissions, a.rules
          FROM api_keys k JOIN applications a ON a.id = k.application_id AND a.tenant_id = k.tenant_id
         WHERE k.key_hash = $1`,

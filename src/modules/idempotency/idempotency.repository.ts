@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../common/unit-of-work/change';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { GenerateSql } from '../../database/generate-sql';
-import { type ColumnOf, columnsOf, type RowOf, affectedRows } from '../../database/table';
+import { type ColumnOf, columnsOf, type RowOf, affectedRows, queryRows } from '../../database/table';
 import { IdempotencyRecordEntity } from './entities/idempotency-record.entity';
 
 const EXAMPLE_KEY: RecordKey = {
@@ -142,7 +142,8 @@ export class IdempotencyRepository {
 
   @GenerateSql({ params: [EXAMPLE_KEY] })
   async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
-    const rows: RecordRow[] = await this.dataSource.query(
+    const rows = await queryRows<RecordRow>(
+      this.dataSource,
       `SELECT ${columnsOf(IdempotencyRecordEntity, undefined, { only: FOUND })}
          FROM idempotency_records WHERE ${PK}`,
       [key.tenantId, key.scope, key.keyDigest],

@@ -171,7 +171,8 @@ export class SessionsRepository {
    */
   @GenerateSql({ params: [EXAMPLE_DIGEST] })
   async findByKeyHash(keyHash: Buffer): Promise<SessionByKey | undefined> {
-    const rows: SessionByKeyRow[] = await this.dataSource.query(
+    const rows = await queryRows<SessionByKeyRow>(
+      this.dataSource,
       `SELECT ${columnsOf(SessionEntity, 's', { only: BY_KEY })}, a.permissions AS holder_permissions, a.rules AS holder_rules
          FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
         WHERE s.key_hash = $1`,

@@ -175,7 +175,8 @@ export class BuyersRepository {
     fingerprint: string,
     now: Date,
   ): Promise<boolean> {
-    const rows = await change.query(
+    const rows = await queryRows<Pick<StoredCardRow, 'token_id'>>(
+      change,
       `INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
        SELECT b.tenant_id, $3, b.id, $4, $5 FROM buyers b WHERE b.tenant_id = $1 AND b.id = $2
        ON CONFLICT DO NOTHING RETURNING token_id`,
@@ -252,7 +253,8 @@ export class BuyersRepository {
   /** Removes a stored card from its buyer (the token stays); false when it was not stored for that buyer. */
   @GenerateSql({ change: true, params: [TENANT, BUYER, TOKEN] })
   async detach(change: Change, tenantId: string, buyerId: string, tokenId: string): Promise<boolean> {
-    const rows = await change.query(
+    const rows = await queryRows<Pick<StoredCardRow, 'token_id'>>(
+      change,
       written(
         `DELETE FROM buyer_payment_methods WHERE tenant_id = $1 AND buyer_id = $2 AND token_id = $3 RETURNING token_id`,
       ),

@@ -152,8 +152,8 @@ export class FlowRulesRepository {
             AND position BETWEEN least($4::int, $5::int) AND greatest($4::int, $5::int)`,
         [tenantId, FLOW, action, from, to, id],
       );
-    // An UPDATE answers its rows and their count (as TypeORM hands pg's answer on).
-    const answer = await change.query(
+    const [rule] = await queryRows<FlowRuleRow>(
+      change,
       `UPDATE flow_rules SET description = $4, position = $5, conditions = $6, outcome = $7, updated_at = $8
         WHERE tenant_id = $1 AND flow = $2 AND id = $3 RETURNING ${COLUMNS}`,
       [
@@ -167,7 +167,7 @@ export class FlowRulesRepository {
         now,
       ],
     );
-    return (answer as unknown as [FlowRuleRow[], number])[0][0];
+    return rule;
   }
 
   /** Deletes a rule at `position` and closes the gap. */
