@@ -47,7 +47,8 @@ export class AuditChainRepository {
   /** A tenant's sealed rows after position `afterSeq`, in chain order. */
   @GenerateSql({ params: [EXAMPLE_TENANT, 0, 5000] })
   sealedRowsAfter(tenantId: string, afterSeq: number, limit: number): Promise<ChainRow[]> {
-    return this.dataSource.query(
+    return queryRows<ChainRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM audit_logs WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [tenantId, afterSeq, limit],
     );

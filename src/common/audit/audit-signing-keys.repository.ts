@@ -26,7 +26,7 @@ export class AuditSigningKeysRepository {
   @GenerateSql({ name: 'all', params: [] }, { name: 'allInChange', change: true, params: [] })
   list(change?: Change): Promise<SigningKeyRow[]> {
     const sql = `SELECT ${COLUMNS} FROM audit_signing_keys ORDER BY created_at, id`;
-    return change ? queryRows<SigningKeyRow>(change, sql) : this.dataSource.query(sql);
+    return queryRows<SigningKeyRow>(change ?? this.dataSource, sql);
   }
 
   /** Seals a key's seed again, under another master key. */

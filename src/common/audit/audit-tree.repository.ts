@@ -335,7 +335,8 @@ export class AuditTreeRepository {
     },
   )
   appendedRows(after: LeafOrder, upTo: LeafOrder, limit: number, tenantId?: string): Promise<TreeRow[]> {
-    return this.dataSource.query(
+    return queryRows<TreeRow>(
+      this.dataSource,
       `SELECT ${ROW_COLUMNS} FROM audit_logs AS a
         WHERE (a.written, a.pos) > ($1::bigint, $2::bigint) AND (a.written, a.pos) <= ($3::bigint, $4::bigint)
           ${tenantId ? 'AND a.tenant_id = $6' : ''}

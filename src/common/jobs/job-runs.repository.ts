@@ -43,9 +43,11 @@ export class JobRunsRepository {
     await runner.connect();
     try {
       await runner.startTransaction();
-      const rows = (await runner.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [lockKey])) as {
-        locked: boolean;
-      }[];
+      const rows = await queryRows<{ locked: boolean }>(
+        runner,
+        'SELECT pg_try_advisory_xact_lock($1) AS locked',
+        [lockKey],
+      );
       const result = rows[0]?.locked === true ? { value: await work() } : undefined;
       await runner.commitTransaction();
       return result;
