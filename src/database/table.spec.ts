@@ -218,8 +218,9 @@ describe('the typed helpers', () => {
       sql: 'INSERT INTO widgets (tenant_id, id, three_d_secure) VALUES ($1, $2, $3)',
       params: ['t', 'w', '{"version":"2"}'],
     });
-    expect(() => insertEntity(WidgetEntity, { nope: 1 } as never)).toThrow(
-      'WidgetEntity has no property nope',
+    // A property that is no column is left out, as TypeORM's insert left it.
+    expect(insertEntity(WidgetEntity, { id: 'w', nope: 1 } as never).sql).toBe(
+      'INSERT INTO widgets (id) VALUES ($1)',
     );
   });
 
