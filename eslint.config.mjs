@@ -3,9 +3,15 @@ import eslint from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 import sql from './eslint-rules/no-sql-outside-repositories.js';
+import style from './eslint-rules/one-sql-style.js';
 
 /** The project's own rules (eslint-rules/), each with its unit test under src/. */
-const vault = { rules: { 'no-sql-outside-repositories': sql.rule } };
+const vault = {
+  rules: {
+    'no-sql-outside-repositories': sql.rule,
+    'generate-sql-on-every-repository-method': style.generateSqlRule,
+  },
+};
 
 export default tseslint.config(
   {
@@ -82,5 +88,17 @@ export default tseslint.config(
     ignores: ['**/*.repository.ts', ...sql.ALLOWED.flatMap((allowed) => allowed.files)],
     plugins: { vault },
     rules: { 'vault/no-sql-outside-repositories': 'error' },
+  },
+  {
+    // One SQL style (docs/architecture.md): repositories write SQL text with the typed builder, never
+    // TypeORM's repository API or QueryBuilder, and every public method has its SQL snapshot
+    // (eslint-rules/one-sql-style.js; src/sql-style.lint.spec.ts shows each check firing).
+    files: ['**/*.repository.ts'],
+    plugins: { vault },
+    rules: {
+      'no-restricted-syntax': ['error', ...style.RESTRICTED_SYNTAX],
+      'no-restricted-imports': ['error', { paths: style.RESTRICTED_IMPORTS }],
+      'vault/generate-sql-on-every-repository-method': 'error',
+    },
   },
 );

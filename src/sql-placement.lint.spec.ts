@@ -5,9 +5,11 @@ import { dirname, join } from 'node:path';
 
 /**
  * SQL stays in repositories: `npm run lint`'s ESLint (eslint.config.mjs with
- * eslint-rules/no-sql-outside-repositories.js) fails on SQL written anywhere else. Probe files are
- * written into a copy of the project in a temporary directory, never into src/ itself, and linted with
- * the real configuration, type information included.
+ * eslint-rules/no-sql-outside-repositories.js) fails on SQL written anywhere else. In repositories it is
+ * written one way (eslint-rules/one-sql-style.js): never through TypeORM's repository API or
+ * QueryBuilder, and every public method has its SQL snapshot (`@GenerateSql`). Probe files are written
+ * into a copy of the project in a temporary directory, never into src/ itself, and linted with the real
+ * configuration, type information included.
  */
 
 const ROOT = join(__dirname, '..');
@@ -53,10 +55,12 @@ async function copyWith(files: Record<string, string>): Promise<string> {
 }
 
 const QUERY = `import { DataSource } from 'typeorm';
+import { GenerateSql } from '../../database/generate-sql';
 
 export class Probe {
   constructor(private readonly dataSource: DataSource) {}
 
+  @GenerateSql({ params: [] })
   async count(): Promise<unknown> {
     return this.dataSource.query('SELECT count(*) FROM tokens WHERE tenant_id = $1', ['t']);
   }
@@ -80,26 +84,89 @@ const PROBES = {
   'test/probe.ts': "export const seed = 'INSERT INTO tokens (id) VALUES ($1)';\n",
 };
 
-describe('SQL only in repositories (ESLint, run by npm run lint)', () => {
+/** A repository that writes SQL the ways the one style leaves out, and a method with no snapshot. */
+const STYLE_PROBES = {
+  'src/modules/health/probe-style.repository.ts': `import { DataSource, IsNull } from 'typeorm';
+import { GenerateSql } from '../../database/generate-sql';
+import { TenantEntity } from '../tenants/tenant.entity';
+
+export const unnamed = IsNull();
+
+export class ProbeStyleRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  @GenerateSql({ params: ['t1'] })
+  find(id: string): Promise<TenantEntity | null> {
+    return this.dataSource.getRepository(TenantEntity).findOneBy({ id });
+  }
+
+  @GenerateSql({ params: [] })
+  count(): Promise<number> {
+    return this.dataSource.manager.count(TenantEntity);
+  }
+
+  @GenerateSql({ params: [] })
+  page(): Promise<TenantEntity[]> {
+    return this.dataSource.createQueryBuilder(TenantEntity, 't').getMany();
+  }
+
+  @GenerateSql({ params: [] })
+  raw(): Promise<unknown> {
+    return this.dataSource.query('SELECT 1');
+  }
+
+  unmarked(): Promise<unknown> {
+    return this.dataSource.query('SELECT 2');
+  }
+
+  private helper(): Promise<unknown> {
+    return this.dataSource.query('SELECT 3');
+  }
+}
+`,
+};
+
+/** `file:line rule: message` of every message ESLint reports on `files` in the copy. */
+async function reported(files: string[]): Promise<string[]> {
+  const results = await eslint(dir, files);
+  return results
+    .flatMap((r) =>
+      r.messages.map((m) => `${r.filePath.slice(dir.length + 1)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`),
+    )
+    .sort();
+}
+
+describe('SQL only in repositories, written one way (ESLint, run by npm run lint)', () => {
+  /** Every report on both sets of probes: one ESLint run (with type information, the slow part). */
+  let reports: string[] = [];
+  const of = (probes: Record<string, string>) =>
+    reports.filter((report) => Object.keys(probes).some((file) => report.startsWith(`${file}:`)));
+
   beforeAll(async () => {
-    dir = await copyWith(PROBES);
-  });
+    dir = await copyWith({ ...PROBES, ...STYLE_PROBES });
+    reports = await reported([...Object.keys(PROBES), ...Object.keys(STYLE_PROBES)]);
+  }, 180_000);
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it('reports SQL written outside a repository, and nothing else, with the real configuration', async () => {
-    const results = await eslint(dir, Object.keys(PROBES));
-    const found = results
-      .flatMap((r) =>
-        r.messages.map(
-          (m) => `${r.filePath.slice(dir.length + 1)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`,
-        ),
-      )
-      .sort();
-    expect(found).toEqual([
+  it('reports SQL written outside a repository, and nothing else, with the real configuration', () => {
+    expect(of(PROBES)).toEqual([
       `src/cli/probe-ddl.ts:1 ${RULE}: SQL (ALTER) outside a repository: move it into a *.repository.ts file.`,
       `src/common/probe-fragment.ts:1 ${RULE}: SQL (SELECT ... FROM) outside a repository: move it into a *.repository.ts file.`,
-      `src/modules/health/probe.service.ts:7 ${RULE}: A \`.query(\` call outside a repository: move it into a *.repository.ts file.`,
-      `src/modules/health/probe.service.ts:7 ${RULE}: SQL (SELECT ... FROM) outside a repository: move it into a *.repository.ts file.`,
+      `src/modules/health/probe.service.ts:9 ${RULE}: A \`.query(\` call outside a repository: move it into a *.repository.ts file.`,
+      `src/modules/health/probe.service.ts:9 ${RULE}: SQL (SELECT ... FROM) outside a repository: move it into a *.repository.ts file.`,
+    ]);
+  });
+
+  it("reports TypeORM's repository API, its QueryBuilder and a method without @GenerateSql in a repository", () => {
+    const file = 'src/modules/health/probe-style.repository.ts';
+    const style =
+      'write the statement as SQL text with the builder of src/database/table.ts (select, queryRows, insertEntity, assignmentsOf), not TypeORM.';
+    expect(of(STYLE_PROBES)).toEqual([
+      `${file}:1 no-restricted-imports: 'IsNull' import from 'typeorm' is restricted because only 'DataSource' and 'QueryRunner' are allowed. A repository takes the connection from TypeORM, nothing else: ${style}`,
+      `${file}:12 no-restricted-syntax: TypeORM's repository API or QueryBuilder in a repository: ${style}`,
+      `${file}:17 no-restricted-syntax: An entity manager in a repository (its methods are TypeORM's repository API; a change or the pool runs SQL): ${style}`,
+      `${file}:22 no-restricted-syntax: TypeORM's repository API or QueryBuilder in a repository: ${style}`,
+      `${file}:30 vault/generate-sql-on-every-repository-method: Repository method \`unmarked\` has no @GenerateSql: give it example arguments, so that its SQL is in test/sql/ (npm run sql).`,
     ]);
   });
 });

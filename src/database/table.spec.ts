@@ -6,14 +6,20 @@ import {
   insertOf,
   insertSql,
   recordsetOf,
-  rowFrom,
-  selectOf,
+  answeredRows,
+  assignmentsOf,
+  entitiesOf,
+  insertEntity,
+  queryRows,
+  rowsOf,
+  select,
   type RowOf,
   type SnakeCase,
   snakeCase,
   tableNameOf,
   tableOf,
 } from './table';
+import { SqlParams } from './sql';
 
 @Entity({ name: 'widgets' })
 class WidgetEntity {
@@ -157,36 +163,75 @@ describe('table helpers', () => {
   });
 });
 
-describe('rows of loaded entities', () => {
-  const loaded = Object.assign(new WidgetEntity(), {
-    tenantId: 'tenant',
-    id: 'widget',
-    currency: 'EUR',
-    threeDSecure: null,
-    sealedParts: [Buffer.from('x')],
-    createdAt: new Date(0),
+describe('the typed helpers', () => {
+  /** A runner that keeps what it was sent and answers as TypeORM does. */
+  const runner = (answer: unknown) => {
+    const sent: { sql: string; params?: unknown[] }[] = [];
+    return {
+      sent,
+      query: (sql: string, params?: unknown[]) => {
+        sent.push({ sql, params });
+        return Promise.resolve(answer);
+      },
+    };
+  };
+
+  it('selects the rows of an entity with the column list its type comes from', async () => {
+    const db = runner([{ id: 'w', currency: 'EUR' }]);
+    const selection = rowsOf(WidgetEntity, { alias: 'w', only: ['id', 'currency'] });
+    const found: { id: string; currency: string }[] = await select(
+      db,
+      selection,
+      (columns) => `SELECT ${columns} FROM widgets w WHERE w.id = $1`,
+      ['w'],
+    );
+    expect(found).toEqual([{ id: 'w', currency: 'EUR' }]);
+    expect(db.sent).toEqual([
+      { sql: 'SELECT w.id, w.currency FROM widgets w WHERE w.id = $1', params: ['w'] },
+    ]);
   });
 
-  it('selects every property but those left out', () => {
-    expect(selectOf(WidgetEntity, ['sealed_parts'])).toEqual({
-      tenantId: true,
-      id: true,
-      currency: true,
-      threeDSecure: true,
-      createdAt: true,
-    });
+  it('selects the columns under the properties of the entity, all but those left out', () => {
+    expect(entitiesOf(WidgetEntity, { except: ['sealed_parts'] }).sql).toBe(
+      'tenant_id AS "tenantId", id, currency, three_d_secure AS "threeDSecure", created_at AS "createdAt"',
+    );
   });
 
-  it('answers the row under its column names', () => {
-    const row: Omit<RowOf<WidgetEntity>, 'sealed_parts'> = rowFrom(WidgetEntity, loaded, ['sealed_parts']);
-    expect(row).toEqual({
-      tenant_id: 'tenant',
-      id: 'widget',
-      currency: 'EUR',
-      three_d_secure: null,
-      created_at: new Date(0),
+  it('answers the rows of an UPDATE or DELETE, which TypeORM answers with their count', async () => {
+    const updated = [{ id: 'w' }];
+    expect(await queryRows(runner([updated, 1]), 'UPDATE widgets SET currency = $1 RETURNING id')).toEqual(
+      updated,
+    );
+    expect(answeredRows([{ id: 'w' }, { id: 'v' }])).toEqual([{ id: 'w' }, { id: 'v' }]);
+    expect(answeredRows([[], 0])).toEqual([]);
+  });
+
+  it('inserts the properties an entity object sets, JSON columns as JSON, the others by default', () => {
+    expect(
+      insertEntity(WidgetEntity, {
+        tenantId: 't',
+        id: 'w',
+        threeDSecure: { version: '2' },
+        currency: undefined,
+      }),
+    ).toEqual({
+      sql: 'INSERT INTO widgets (tenant_id, id, three_d_secure) VALUES ($1, $2, $3)',
+      params: ['t', 'w', '{"version":"2"}'],
     });
-    expect(Object.keys(rowFrom(WidgetEntity, loaded))).toEqual(columnNamesOf(WidgetEntity));
+    // A property that is no column is left out, as TypeORM's insert left it.
+    expect(insertEntity(WidgetEntity, { id: 'w', nope: 1 } as never).sql).toBe(
+      'INSERT INTO widgets (id) VALUES ($1)',
+    );
+  });
+
+  it('assigns the properties an UPDATE changes, after the parameters already taken', () => {
+    const p = new SqlParams();
+    p.add('t');
+    expect(assignmentsOf(WidgetEntity, p, { currency: 'USD', threeDSecure: null })).toBe(
+      'currency = $2, three_d_secure = $3',
+    );
+    expect(p.values).toEqual(['t', 'USD', null]);
+    expect(() => assignmentsOf(WidgetEntity, p, {})).toThrow('an UPDATE of WidgetEntity that sets nothing');
   });
 });
 

@@ -1,6 +1,6 @@
-import { type FindOptionsSelect, getMetadataArgsStorage } from 'typeorm';
+import { getMetadataArgsStorage } from 'typeorm';
 import type { EntityClass } from './data-source';
-import { insertExpressions, multiRowInsert } from './sql';
+import { insertExpressions, multiRowInsert, SqlParams } from './sql';
 
 /**
  * One definition per table: the entity class. Repositories that write raw SQL take from it the table's
@@ -127,23 +127,6 @@ export function recordsetOf<E>(entity: new () => E, choice?: ColumnChoice<E>): s
 /** The name of an entity's table. */
 export const tableNameOf = (entity: EntityClass): string => tableOf(entity).name;
 
-/** A TypeORM `select` of an entity's columns, all but `except` (for a find that must leave some out). */
-export function selectOf<E>(entity: new () => E, except: readonly ColumnOf<E>[] = []): FindOptionsSelect<E> {
-  const select = Object.fromEntries(chosen(entity, { except }).map((c) => [c.property, true]));
-  return select as FindOptionsSelect<E>;
-}
-
-/** An entity TypeORM loaded, as the row raw SQL would answer (all columns but `except`, which it did not load). */
-export function rowFrom<E, K extends ColumnOf<E> = never>(
-  entity: new () => E,
-  loaded: E,
-  except: readonly K[] = [],
-): Omit<RowOf<E>, K> {
-  const values = loaded as Record<string, unknown>;
-  const row = Object.fromEntries(chosen(entity, { except }).map((c) => [c.name, values[c.property]]));
-  return row as Omit<RowOf<E>, K>;
-}
-
 /**
  * One INSERT of one row given by column name (the columns it leaves out take their defaults): the table
  * and the names come from the entity, the values travel as parameters, in the row's order.
@@ -162,4 +145,142 @@ export function insertSql<E>(entity: new () => E, values: { [C in ColumnOf<E>]?:
   const columns = Object.keys(values);
   chosen(entity, { only: columns as ColumnOf<E>[] });
   return insertExpressions(tableOf(entity as EntityClass).name, columns, Object.values(values) as string[]);
+}
+
+/*
+ * The statements themselves. Every repository writes its SQL as text, with the column lists above and
+ * the helpers below, and reads its answers through `select` (rows of an entity's columns, typed by the
+ * very list the statement selects) or `queryRows` (computed columns, typed once next to the SQL).
+ */
+
+/** What runs SQL: a change, the pool (`DataSource`), a transaction's entity manager. */
+export interface SqlRunner {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * The rows of an answer: TypeORM answers an UPDATE or a DELETE (RETURNING or not) `[rows, count]`,
+ * anything else its rows. A row is an object, never an array, so the two cannot be confused.
+ */
+export function answeredRows(answer: unknown): unknown[] {
+  if (!Array.isArray(answer)) return [];
+  const [first, second] = answer as unknown[];
+  return answer.length === 2 && Array.isArray(first) && typeof second === 'number' ? first : answer;
+}
+
+/** An entity's columns as a statement selects them, and the type of the rows it then answers. */
+export interface Selection<R> {
+  /** The column list, for the statement's text. */
+  readonly sql: string;
+  /** Never set: carries the row type from the list to `select`. */
+  readonly row?: R;
+}
+
+/** Where a column list is taken from (`alias.column`) and which of the entity's columns it holds. */
+export interface SelectionOptions<E, K extends ColumnOf<E>, X extends ColumnOf<E>> {
+  alias?: string;
+  only?: readonly K[];
+  except?: readonly X[];
+}
+
+/** The columns of an entity's rows as raw SQL answers them (`RowOf`): `t.tenant_id, t.id, ...`. */
+export function rowsOf<E, K extends ColumnOf<E> = ColumnOf<E>, X extends ColumnOf<E> = never>(
+  entity: new () => E,
+  options: SelectionOptions<E, K, X> = {},
+): Selection<Omit<Pick<RowOf<E>, K>, X>> {
+  return { sql: columnsOf(entity, options.alias, options) };
+}
+
+/** The property of `E` a column of `RowOf<E>` holds. */
+type PropertyOf<E, C extends ColumnOf<E>> = {
+  [K in keyof E & string]: SnakeCase<K> extends C ? K : never;
+}[keyof E & string];
+
+/**
+ * The columns of an entity under its property names, so that the rows are shaped as the entity:
+ * `t.created_at AS "createdAt"` (for the services that work with the entity's objects).
+ */
+export function entitiesOf<E, K extends ColumnOf<E> = ColumnOf<E>, X extends ColumnOf<E> = never>(
+  entity: new () => E,
+  options: SelectionOptions<E, K, X> = {},
+): Selection<Omit<Pick<E, PropertyOf<E, K>>, PropertyOf<E, X>>> {
+  const prefix = options.alias ? `${options.alias}.` : '';
+  const sql = chosen(entity, options)
+    .map((c) => (c.name === c.property ? `${prefix}${c.name}` : `${prefix}${c.name} AS "${c.property}"`))
+    .join(', ');
+  return { sql };
+}
+
+/** Columns a statement computes (`to_char(...) AS cursor_at`), their row type given once, next to the SQL. */
+export const computed = <R>(sql: string): Selection<R> => ({ sql });
+
+/** Two selections of one statement (an entity's columns and computed ones, two joined tables). */
+export const joined = <A, B>(a: Selection<A>, b: Selection<B>): Selection<A & B> => ({
+  sql: `${a.sql}, ${b.sql}`,
+});
+
+/**
+ * Runs a statement that selects (or returns) `selection`: `statement` gets the column list, and the
+ * rows are typed by the same selection, so the list and the type cannot disagree.
+ */
+export async function select<R>(
+  db: SqlRunner,
+  selection: Selection<R>,
+  statement: (columns: string) => string,
+  params: unknown[] = [],
+): Promise<R[]> {
+  return answeredRows(await db.query(statement(selection.sql), params)) as R[];
+}
+
+/**
+ * Runs a statement whose rows are computed (counts, joins, a flag): `R`, given next to the SQL, says
+ * what it selects; build it from entity types (`RowOf<E>[...]`) where a column is an entity's.
+ */
+export async function queryRows<R>(db: SqlRunner, sql: string, params: unknown[] = []): Promise<R[]> {
+  return answeredRows(await db.query(sql, params)) as R[];
+}
+
+/**
+ * Runs an UPDATE or a DELETE without RETURNING and answers how many rows it changed (TypeORM answers
+ * such a statement `[rows, count]`).
+ */
+export async function affectedRows(db: SqlRunner, sql: string, params: unknown[] = []): Promise<number> {
+  const answer = await db.query(sql, params);
+  if (Array.isArray(answer) && answer.length === 2 && typeof answer[1] === 'number') return answer[1];
+  throw new Error(`not the answer of an UPDATE or DELETE: ${sql.slice(0, 60)}`);
+}
+
+/** A value as PostgreSQL takes it for a column: JSON columns as their text (pg would send an array as one). */
+const columnValue = (column: TableColumn, value: unknown): unknown =>
+  (column.type === 'jsonb' || column.type === 'json') && value !== null ? JSON.stringify(value) : value;
+
+/**
+ * The columns of `values` (entity properties) that are set, in the entity's order, with their values;
+ * properties that are no column are left out, as TypeORM's `insert` and `update` left them.
+ */
+function given<E>(entity: new () => E, values: Partial<E>): { column: TableColumn; value: unknown }[] {
+  const record = values as Record<string, unknown>;
+  return tableOf(entity as EntityClass)
+    .columns.filter((c) => record[c.property] !== undefined)
+    .map((column) => ({ column, value: columnValue(column, record[column.property]) }));
+}
+
+/**
+ * `INSERT INTO table (columns) VALUES (...)` of one entity object: the properties it sets, as columns
+ * in the entity's order (those it leaves undefined take their defaults), their values as parameters.
+ */
+export function insertEntity<E>(entity: new () => E, values: Partial<E>): { sql: string; params: unknown[] } {
+  const set = given(entity, values);
+  return multiRowInsert(
+    tableOf(entity as EntityClass).name,
+    set.map((s) => s.column.name),
+    [set.map((s) => s.value)],
+  );
+}
+
+/** `column = $n, ...` of an UPDATE, for the properties `changes` sets, their values added to `p`. */
+export function assignmentsOf<E>(entity: new () => E, p: SqlParams, changes: Partial<E>): string {
+  const set = given(entity, changes);
+  if (!set.length) throw new Error(`an UPDATE of ${entity.name} that sets nothing`);
+  return set.map((s) => `${s.column.name} = ${p.add(s.value)}`).join(', ');
 }

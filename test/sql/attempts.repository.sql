@@ -1,11 +1,20 @@
 -- AttemptsRepository.begin
 WITH attempt_0 AS (INSERT INTO transaction_attempts
-             (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-           VALUES ($1::uuid, $2::uuid, $3::uuid, $4::int,
-                   $5::uuid, 'processing', $6::timestamptz, $7::timestamptz))
+        (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+      SELECT $1::uuid, $2::uuid, $3::uuid, $4::int, $5::uuid, 'processing', $6::timestamptz, $6::timestamptz)
   SELECT NULL AS r0;
 
 -- AttemptsRepository.settle
+WITH attempt_0 AS (UPDATE transaction_attempts
+              SET status = $1, error_code = $2,
+                  auth_response_code = $3,
+                  connection_transaction_id = $4,
+                  updated_at = $5::timestamptz
+            WHERE tenant_id = $6::uuid AND transaction_id = $7::uuid
+              AND number = $8::int AND status IN ('processing', 'buyer_approval_pending'))
+  SELECT NULL AS r0;
+
+-- AttemptsRepository.follow
 WITH attempt_0 AS (UPDATE transaction_attempts
               SET status = $1, error_code = $2,
                   auth_response_code = $3,

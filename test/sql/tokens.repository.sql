@@ -1,3 +1,24 @@
+-- TokensRepository.findLive
+SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at
+  FROM tokens
+  WHERE tenant_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3);
+
+-- TokensRepository.lockLive
+SELECT id, tenant_id, type, data, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM tokens
+  WHERE tenant_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3) FOR UPDATE;
+
+-- TokensRepository.findSealedData
+SELECT id, data FROM tokens WHERE tenant_id = $1 AND id = ANY($2::varchar[]);
+
+-- TokensRepository.findLiveByIds
+SELECT id, tenant_id, type, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM tokens
+  WHERE tenant_id = $1 AND id = ANY($2::varchar[]) AND (expires_at IS NULL OR expires_at > $3);
+
+-- TokensRepository.findLiveByFingerprints
+SELECT id, tenant_id, type, mask, card_brand, card_bin, fingerprint, fingerprint_groups, fingerprint_expression, metadata, search_indexes, containers, expires_at, created_by, created_at, modified_by, modified_at FROM tokens
+  WHERE tenant_id = $1 AND fingerprint = ANY($2::varchar[]) AND (expires_at IS NULL OR expires_at > $3)
+  ORDER BY created_at ASC, id ASC;
+
 -- TokensRepository.lockForDeduplication
 SELECT count(pg_advisory_xact_lock(72201, k))
   FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered;
@@ -36,12 +57,23 @@ WITH tokens_0 AS (INSERT INTO tokens (id, tenant_id, type, data, mask, card_bran
 DELETE FROM tokens WHERE tenant_id = $1 AND id = ANY($2::varchar[]) AND expires_at <= $3;
 
 -- TokensRepository.replaceSearchIndexes
-DELETE FROM "token_search_indexes" WHERE ("tenant_id" = $1 AND "token_id" = $2);
+DELETE FROM token_search_indexes WHERE tenant_id = $1 AND token_id = $2;
 
 -- TokensRepository.replaceSearchIndexes
 INSERT INTO token_search_indexes (token_id, tenant_id, digest)
   VALUES ($1, $2, $3)
   ON CONFLICT DO NOTHING;
+
+-- TokensRepository.update
+UPDATE tokens
+  SET fingerprint = $3, fingerprint_groups = $4, fingerprint_expression = $5, metadata = $6, search_indexes = $7, expires_at = $8, modified_by = $9, modified_at = $10
+  WHERE tenant_id = $1 AND id = $2;
+
+-- TokensRepository.delete
+DELETE FROM tokens WHERE tenant_id = $1 AND id = $2;
+
+-- TokensRepository.findLiveCvc
+SELECT cvc FROM token_cvcs WHERE tenant_id = $1 AND token_id = $2 AND expires_at > $3;
 
 -- TokensRepository.deleteCvc
 WITH cvc_forgotten_0 AS (DELETE FROM token_cvcs

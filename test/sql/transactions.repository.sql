@@ -5,9 +5,8 @@ WITH written AS (INSERT INTO transactions (id, tenant_id, connection_id, token_i
 -- TransactionsRepository.insert (insert with its first attempt)
 WITH written AS (INSERT INTO transactions (id, tenant_id, connection_id, token_id, status, pending_operation, pending_since, intent, amount, currency, country, external_identifier, metadata, payment_source, merchant_initiated, is_subsequent_payment, previous_scheme_transaction_id, three_d_session_id, payment_method, buyer_id, buyer_external_identifier, buyer_display_name, store_payment_method, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'processing', 'authorize', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $5, $5) RETURNING *),
           first_attempt AS (INSERT INTO transaction_attempts
-            (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-            SELECT tenant_id, $23::uuid, id, 1, connection_id, 'processing', created_at, created_at
-              FROM written)
+      (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+    SELECT tenant_id, $23::uuid, id, 1, connection_id, 'processing', created_at, created_at FROM written)
         SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
   FROM written t LEFT JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id;
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../database/table';
 import { AuditChainHeadEntity } from './entities/audit-chain-head.entity';
 import { AuditLogEntity } from './entities/audit-log.entity';
 
@@ -36,7 +36,8 @@ export class AuditChainRepository {
   /** The heads of every chain, or of one tenant's, by tenant. */
   @GenerateSql({ name: 'heads', params: [] }, { name: 'headsOfTenant', params: [EXAMPLE_TENANT] })
   async heads(tenantId?: string): Promise<ChainHead[]> {
-    const rows: HeadRow[] = await this.dataSource.query(
+    const rows = await queryRows<HeadRow>(
+      this.dataSource,
       `SELECT ${HEAD_COLUMNS} FROM audit_chain_heads${tenantId ? ' WHERE tenant_id = $1' : ''} ORDER BY tenant_id`,
       tenantId ? [tenantId] : [],
     );
@@ -46,7 +47,8 @@ export class AuditChainRepository {
   /** A tenant's sealed rows after position `afterSeq`, in chain order. */
   @GenerateSql({ params: [EXAMPLE_TENANT, 0, 5000] })
   sealedRowsAfter(tenantId: string, afterSeq: number, limit: number): Promise<ChainRow[]> {
-    return this.dataSource.query(
+    return queryRows<ChainRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM audit_logs WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [tenantId, afterSeq, limit],
     );

@@ -6,7 +6,7 @@ import { AuditLogEntity } from './entities/audit-log.entity';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
 import { GenerateSql } from '../../database/generate-sql';
 import { SqlParams } from '../../database/sql';
-import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
+import { type ColumnOf, columnsOf, type RowOf, queryRows } from '../../database/table';
 
 const EXAMPLE_FILTER: LogFilter = {
   tenantId: '00000000-0000-4000-8000-000000000001',
@@ -110,7 +110,7 @@ export class AuditLogReadsRepository {
   )
   async page(filter: LogFilter, limit: number, offset = 0): Promise<LogRecord[]> {
     const { sql, params } = logPageQuery(filter, limit, offset);
-    const rows: LogRow[] = await this.dataSource.query(sql, params);
+    const rows = await queryRows<LogRow>(this.dataSource, sql, params);
     return rows.map(record);
   }
 

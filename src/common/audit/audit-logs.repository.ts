@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { GenerateSql } from '../../database/generate-sql';
 import { columnsOf, recordsetOf, type RowOf } from '../../database/table';
 import type { Change } from '../unit-of-work/change';
 import type { PieceBuilder } from '../unit-of-work/write-batch';
@@ -19,6 +20,25 @@ const RECORD = recordsetOf(AuditLogEntity, { except: SEALING });
 @Injectable()
 export class AuditLogsRepository {
   /** The rows, written with the change (its transaction, or its one statement). */
+  @GenerateSql({
+    change: true,
+    params: [
+      [
+        {
+          id: '00000000-0000-4000-8000-000000000003',
+          tenantId: '00000000-0000-4000-8000-000000000001',
+          actorId: '00000000-0000-4000-8000-000000000002',
+          actorType: 'application',
+          entityType: 'token',
+          entityId: '00000000-0000-4000-8000-000000000004',
+          operation: 'create',
+          message: 'Token created',
+          tokenType: 'card',
+          createdAt: new Date('2026-01-01T00:00:00.000Z'),
+        },
+      ],
+    ],
+  })
   async insert(change: Change, rows: NewAuditLog[]): Promise<void> {
     if (!rows.length) return;
     await change.write(insertPiece(rows));

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { columnsOf, insertOf, type RowOf, queryRows } from '../../database/table';
 import type { Change } from '../unit-of-work/change';
 import { AuditSigningKeyEntity } from './entities/audit-tree.entity';
 
@@ -26,7 +26,7 @@ export class AuditSigningKeysRepository {
   @GenerateSql({ name: 'all', params: [] }, { name: 'allInChange', change: true, params: [] })
   list(change?: Change): Promise<SigningKeyRow[]> {
     const sql = `SELECT ${COLUMNS} FROM audit_signing_keys ORDER BY created_at, id`;
-    return change ? change.query<SigningKeyRow>(sql) : this.dataSource.query(sql);
+    return queryRows<SigningKeyRow>(change ?? this.dataSource, sql);
   }
 
   /** Seals a key's seed again, under another master key. */

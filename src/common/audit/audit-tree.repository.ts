@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { columnsOf, insertOf, type RowOf, queryRows } from '../../database/table';
 import type { Change } from '../unit-of-work/change';
 import {
   AuditCheckpointEntity,
@@ -82,7 +82,7 @@ export class AuditTreeRepository {
   /** The last row appended to a tree. */
   @GenerateSql({ change: true, params: [], answers: [[{ written: '-1', pos: '-1' }]] })
   async cursor(change: Change): Promise<LeafOrder> {
-    const [row] = await change.query<LeafOrder>('SELECT written, pos FROM audit_tree_cursor');
+    const [row] = await queryRows<LeafOrder>(change, 'SELECT written, pos FROM audit_tree_cursor');
     return { written: String(row.written), pos: String(row.pos) };
   }
 
@@ -95,7 +95,8 @@ export class AuditTreeRepository {
    */
   @GenerateSql({ change: true, params: [], answers: [[{ horizon: '800' }]] })
   async horizon(change: Change): Promise<string> {
-    const [{ horizon }] = await change.query<{ horizon: string }>(
+    const [{ horizon }] = await queryRows<{ horizon: string }>(
+      change,
       `WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x),
        running AS (
          SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity
@@ -120,7 +121,8 @@ export class AuditTreeRepository {
   /** The next rows after `after` in the leaf order, of transactions below the horizon. */
   @GenerateSql({ change: true, params: [{ written: '700', pos: '12' }, '800', 10000] })
   rowsToAppend(change: Change, after: LeafOrder, horizon: string, limit: number): Promise<TreeRow[]> {
-    return change.query<TreeRow>(
+    return queryRows<TreeRow>(
+      change,
       `SELECT ${ROW_COLUMNS} FROM audit_logs AS a
         WHERE (a.written, a.pos) > ($1::bigint, $2::bigint) AND a.written < $3::bigint
         ORDER BY a.written, a.pos
@@ -132,7 +134,8 @@ export class AuditTreeRepository {
   /** The trees of these tenants (a tenant without one has no leaf yet). */
   @GenerateSql({ change: true, params: [[EXAMPLE_TENANT]] })
   async trees(change: Change, tenantIds: string[]): Promise<TreeState[]> {
-    const rows = await change.query<RowOf<AuditTreeEntity>>(
+    const rows = await queryRows<RowOf<AuditTreeEntity>>(
+      change,
       `SELECT ${TREE_COLUMNS} FROM audit_trees WHERE tenant_id = ANY($1::uuid[])`,
       [tenantIds],
     );
@@ -237,7 +240,8 @@ export class AuditTreeRepository {
   /** Trees grown since their last checkpoint, which was made at or before `madeBefore` (or never). */
   @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')] })
   async dueForCheckpoint(change: Change, madeBefore: Date): Promise<TreeState[]> {
-    const rows = await change.query<RowOf<AuditTreeEntity>>(
+    const rows = await queryRows<RowOf<AuditTreeEntity>>(
+      change,
       `SELECT ${TREE_COLUMNS} FROM audit_trees
         WHERE size > checkpoint_size AND (checkpoint_at IS NULL OR checkpoint_at <= $1)`,
       [madeBefore],
@@ -331,7 +335,8 @@ export class AuditTreeRepository {
     },
   )
   appendedRows(after: LeafOrder, upTo: LeafOrder, limit: number, tenantId?: string): Promise<TreeRow[]> {
-    return this.dataSource.query(
+    return queryRows<TreeRow>(
+      this.dataSource,
       `SELECT ${ROW_COLUMNS} FROM audit_logs AS a
         WHERE (a.written, a.pos) > ($1::bigint, $2::bigint) AND (a.written, a.pos) <= ($3::bigint, $4::bigint)
           ${tenantId ? 'AND a.tenant_id = $6' : ''}
@@ -373,7 +378,8 @@ export class AuditTreeRepository {
    */
   @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')], answers: [[{ n: 0 }]] })
   async deleteRetained(change: Change, cutoff: Date): Promise<number> {
-    const [{ n }] = await change.query<{ n: number }>(
+    const [{ n }] = await queryRows<{ n: number }>(
+      change,
       `WITH cut AS (
          SELECT written, pos FROM audit_logs WHERE created_at >= $1 ORDER BY written, pos LIMIT 1
        ), gone AS (

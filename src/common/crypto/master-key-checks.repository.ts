@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, insertSql, type RowOf } from '../../database/table';
+import { columnsOf, insertSql, type RowOf, queryRows } from '../../database/table';
 import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
 import type { Change } from '../unit-of-work/change';
 
@@ -25,7 +25,8 @@ export class MasterKeyChecksRepository {
 
   @GenerateSql({ change: true, params: [] })
   async all(change: Change): Promise<MasterKeyCheck[]> {
-    const rows = await change.query<Pick<RowOf<MasterKeyCheckEntity>, (typeof READ)[number]>>(
+    const rows = await queryRows<Pick<RowOf<MasterKeyCheckEntity>, (typeof READ)[number]>>(
+      change,
       `SELECT ${columnsOf(MasterKeyCheckEntity, undefined, { only: READ })} FROM master_key_checks`,
     );
     return rows.map((row) => ({ version: row.version, checkValue: row.check_value }));

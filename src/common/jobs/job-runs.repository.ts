@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
-import { insertOf, type RowOf } from '../../database/table';
+import { insertOf, type RowOf, queryRows } from '../../database/table';
 import { JobRunEntity } from './entities/job-run.entity';
 import type { Change } from '../unit-of-work/change';
 
@@ -43,9 +43,11 @@ export class JobRunsRepository {
     await runner.connect();
     try {
       await runner.startTransaction();
-      const rows = (await runner.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [lockKey])) as {
-        locked: boolean;
-      }[];
+      const rows = await queryRows<{ locked: boolean }>(
+        runner,
+        'SELECT pg_try_advisory_xact_lock($1) AS locked',
+        [lockKey],
+      );
       const result = rows[0]?.locked === true ? { value: await work() } : undefined;
       await runner.commitTransaction();
       return result;
@@ -58,9 +60,11 @@ export class JobRunsRepository {
   /** `pg_try_advisory_xact_lock`: true when this transaction now holds the lock (released at its end). */
   @GenerateSql({ change: true, params: [EXAMPLE.lockKey] })
   async tryLock(change: Change, lockKey: number): Promise<boolean> {
-    const rows = await change.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
-      lockKey,
-    ]);
+    const rows = await queryRows<{ locked: boolean }>(
+      change,
+      'SELECT pg_try_advisory_xact_lock($1) AS locked',
+      [lockKey],
+    );
     return rows[0]?.locked === true;
   }
 
@@ -73,7 +77,8 @@ export class JobRunsRepository {
       instance_id: tick.instanceId,
       ran_at: tick.ranAt,
     });
-    const claimed = await change.query<Pick<RowOf<JobRunEntity>, 'job'>>(
+    const claimed = await queryRows<Pick<RowOf<JobRunEntity>, 'job'>>(
+      change,
       `${sql}
        ON CONFLICT (job, tick_start) DO NOTHING RETURNING job`,
       params,

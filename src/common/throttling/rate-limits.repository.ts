@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
-import { insertOf, type RowOf } from '../../database/table';
+import { insertOf, type RowOf, affectedRows } from '../../database/table';
 import { RateLimitEntity } from './entities/rate-limit.entity';
 import type { Change } from '../unit-of-work/change';
 
@@ -32,10 +32,7 @@ export class RateLimitsRepository {
   /** Deletes the windows that started before `cutoff`: one set-based statement, in the job's transaction. */
   @GenerateSql({ change: true, params: [new Date('2026-01-01T00:00:00.000Z')] })
   async deleteStartedBefore(change: Change, cutoff: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      'DELETE FROM rate_limits WHERE window_start < $1',
-      [cutoff],
-    );
+    const count = await affectedRows(change, 'DELETE FROM rate_limits WHERE window_start < $1', [cutoff]);
     return count;
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { columnsOf, insertOf, type RowOf, queryRows } from '../../database/table';
 import { InstanceEntity } from './entities/instance.entity';
 
 const EXAMPLE_INSTANCE: LiveInstance = {
@@ -51,7 +51,8 @@ export class InstancesRepository {
   /** The instances seen within `withinSeconds`, by the database's clock (instances on other hosts agree on it). */
   @GenerateSql({ params: [30] })
   async live(withinSeconds: number): Promise<LiveInstance[]> {
-    const rows = await this.dataSource.query<Pick<RowOf<InstanceEntity>, (typeof LIVE)[number]>[]>(
+    const rows = await queryRows<Pick<RowOf<InstanceEntity>, (typeof LIVE)[number]>>(
+      this.dataSource,
       `SELECT ${columnsOf(InstanceEntity, undefined, { only: LIVE })} FROM instances
         WHERE seen_at > now() - make_interval(secs => $1) ORDER BY started_at`,
       [withinSeconds],

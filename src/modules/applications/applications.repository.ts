@@ -1,10 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager, In, Repository } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { ApplicationType } from '../../common/auth/permissions';
-import type { Change } from '../../common/unit-of-work/change';
+import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, insertOf, type RowOf } from '../../database/table';
+import { SqlParams } from '../../database/sql';
+import {
+  assignmentsOf,
+  columnsOf,
+  entitiesOf,
+  insertEntity,
+  insertOf,
+  type RowOf,
+  queryRows,
+  select,
+} from '../../database/table';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import { ApplicationEntity } from './entities/application.entity';
 
@@ -54,6 +64,33 @@ const KEY_SUMMARY = columnsOf(ApiKeyEntity, undefined, { only: SUMMARY });
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000002';
 const EXAMPLE_KEY = '00000000-0000-4000-8000-000000000003';
+const EXAMPLE_AT = new Date('2026-01-01T00:00:00.000Z');
+const EXAMPLE_APP: ApplicationEntity = {
+  tenantId: EXAMPLE_TENANT,
+  id: EXAMPLE_APPLICATION,
+  name: 'Checkout',
+  type: 'private',
+  permissions: ['token:create'],
+  rules: null,
+  allowedOrigins: null,
+  createdBy: EXAMPLE_APPLICATION,
+  createdAt: EXAMPLE_AT,
+  modifiedBy: null,
+  modifiedAt: null,
+};
+const EXAMPLE_API_KEY: ApiKeyEntity = {
+  id: EXAMPLE_KEY,
+  tenantId: EXAMPLE_TENANT,
+  applicationId: EXAMPLE_APPLICATION,
+  keyHash: Buffer.alloc(32, 7),
+  createdBy: EXAMPLE_APPLICATION,
+  createdAt: EXAMPLE_AT,
+};
+
+/** Applications and keys as the services use them: every column, under its property. */
+const APPLICATION = entitiesOf(ApplicationEntity);
+const API_KEY = entitiesOf(ApiKeyEntity);
+
 const keySummary = (row: KeySummaryRow): KeySummary => ({
   id: row.id,
   createdBy: row.created_by,
@@ -68,16 +105,10 @@ const keySummary = (row: KeySummaryRow): KeySummary => ({
 export class ApplicationsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  private apps(manager: EntityManager = this.dataSource.manager): Repository<ApplicationEntity> {
-    return manager.getRepository(ApplicationEntity);
-  }
-
-  private keys(manager: EntityManager = this.dataSource.manager): Repository<ApiKeyEntity> {
-    return manager.getRepository(ApiKeyEntity);
-  }
-
+  @GenerateSql({ change: true, params: [EXAMPLE_APP] })
   async insert(change: Change, app: ApplicationEntity): Promise<void> {
-    await this.apps(change.manager).insert(app);
+    const { sql, params } = insertEntity(ApplicationEntity, app);
+    await change.query(sql, params);
   }
 
   /**
@@ -86,57 +117,110 @@ export class ApplicationsRepository {
    */
   @GenerateSql({ params: [EXAMPLE_APPLICATION] })
   async allowedOriginsOf(id: string): Promise<string[] | undefined> {
-    const rows = await this.dataSource.query<{ allowed_origins: string[] | null }[]>(
-      `SELECT allowed_origins FROM applications WHERE id = $1 AND type = 'public'`,
+    const [app] = await select(
+      this.dataSource,
+      entitiesOf(ApplicationEntity, { only: ['allowed_origins'] }),
+      (columns) => `SELECT ${columns} FROM applications WHERE id = $1 AND type = 'public'`,
       [id],
     );
-    return rows.length ? (rows[0].allowed_origins ?? []) : undefined;
+    return app ? (app.allowedOrigins ?? []) : undefined;
   }
 
   /** A tenant's application. */
-  findOne(tenantId: string, id: string): Promise<ApplicationEntity | null> {
-    return this.apps().findOneBy({ tenantId, id });
+  @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION] })
+  async findOne(tenantId: string, id: string): Promise<ApplicationEntity | null> {
+    const [app] = await select(
+      this.dataSource,
+      APPLICATION,
+      (columns) => `SELECT ${columns} FROM applications WHERE tenant_id = $1 AND id = $2 LIMIT 1`,
+      [tenantId, id],
+    );
+    return app ?? null;
   }
 
   /** A tenant's application, locked until the change ends. */
-  lockOne(change: Change, tenantId: string, id: string): Promise<ApplicationEntity | null> {
-    return this.apps(change.manager).findOne({
-      where: { tenantId, id },
-      lock: { mode: 'pessimistic_write' },
-    });
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION] })
+  async lockOne(change: Change, tenantId: string, id: string): Promise<ApplicationEntity | null> {
+    const [app] = await select(
+      change,
+      APPLICATION,
+      (columns) => `SELECT ${columns} FROM applications WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
+      [tenantId, id],
+    );
+    return app ?? null;
   }
 
   /** Up to `take` applications oldest first from `start`, and how many match the filter in all. */
+  @GenerateSql(
+    { name: 'skip', params: [{ tenantId: EXAMPLE_TENANT }, { skip: 0 }, 20], answers: [[{ total: 0 }]] },
+    {
+      name: 'after',
+      params: [
+        { tenantId: EXAMPLE_TENANT, types: ['private'], ids: [EXAMPLE_APPLICATION] },
+        { afterId: EXAMPLE_APPLICATION },
+        20,
+      ],
+      answers: [[{ total: 0 }]],
+    },
+  )
   async page(
     filter: ApplicationFilter,
     start: PageStart,
     take: number,
   ): Promise<{ total: number; rows: ApplicationEntity[] }> {
-    const qb = this.apps()
-      .createQueryBuilder('a')
-      .where('a.tenant_id = :tenant', { tenant: filter.tenantId })
-      .orderBy('a.created_at', 'ASC')
-      .addOrderBy('a.id', 'ASC');
-    if (filter.types) qb.andWhere('a.type IN (:...types)', { types: filter.types });
-    if (filter.ids) qb.andWhere('a.id IN (:...ids)', { ids: filter.ids });
-    const total = await qb.getCount();
+    const p = new SqlParams();
+    const tenant = p.add(filter.tenantId);
+    const where = [`a.tenant_id = ${tenant}`];
+    if (filter.types) where.push(`a.type = ANY(${p.add(filter.types)}::varchar[])`);
+    if (filter.ids) where.push(`a.id = ANY(${p.add(filter.ids)}::uuid[])`);
+    const [{ total }] = await queryRows<{ total: number }>(
+      this.dataSource,
+      `SELECT count(*)::int AS total FROM applications a WHERE ${where.join(' AND ')}`,
+      [...p.values],
+    );
     if ('afterId' in start)
-      qb.andWhere(
-        '(a.created_at, a.id) > (SELECT b.created_at, b.id FROM applications b WHERE b.id = :afterId AND b.tenant_id = :tenant)',
-        { afterId: start.afterId },
-      );
-    else qb.skip(start.skip);
-    return { total, rows: await qb.take(take).getMany() };
+      where.push(`(a.created_at, a.id) > (SELECT b.created_at, b.id FROM applications b
+          WHERE b.id = ${p.add(start.afterId)} AND b.tenant_id = ${tenant})`);
+    const offset = 'skip' in start ? ` OFFSET ${p.add(start.skip)}` : '';
+    const found = await select(
+      this.dataSource,
+      entitiesOf(ApplicationEntity, { alias: 'a' }),
+      (columns) => `SELECT ${columns} FROM applications a WHERE ${where.join(' AND ')}
+        ORDER BY a.created_at ASC, a.id ASC${offset} LIMIT ${p.add(take)}`,
+      p.values,
+    );
+    return { total, rows: found };
   }
 
+  @GenerateSql({
+    change: true,
+    params: [
+      EXAMPLE_TENANT,
+      EXAMPLE_APPLICATION,
+      {
+        name: 'Checkout',
+        permissions: ['token:create'],
+        rules: null,
+        allowedOrigins: null,
+        modifiedBy: EXAMPLE_APPLICATION,
+        modifiedAt: EXAMPLE_AT,
+      },
+    ],
+  })
   async update(change: Change, tenantId: string, id: string, changes: ApplicationChanges): Promise<void> {
-    await this.apps(change.manager).update({ tenantId, id }, changes);
+    const p = new SqlParams();
+    const where = `tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)}`;
+    await change.query(
+      `UPDATE applications SET ${assignmentsOf(ApplicationEntity, p, changes)} WHERE ${where}`,
+      p.values,
+    );
   }
 
   /** Deletes an application with its keys (and, by cascade, its sessions); answers the keys it had. */
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION] })
   async delete(change: Change, tenantId: string, id: string): Promise<KeySummary[]> {
-    const rows = await change.query<KeySummaryRow>(
+    const rows = await queryRows<KeySummaryRow>(
+      change,
       `WITH app AS (DELETE FROM applications WHERE tenant_id = $1 AND id = $2),
             keys AS (DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM keys ORDER BY created_at, id`,
@@ -167,7 +251,8 @@ export class ApplicationsRepository {
     exceptId: string,
     permissions: string[],
   ): Promise<number> {
-    const [{ others }] = await change.query<{ others: number }>(
+    const [{ others }] = await queryRows<{ others: number }>(
+      change,
       `SELECT count(*)::int AS others FROM applications a
         WHERE a.tenant_id = $1 AND a.id <> $2 AND a.permissions @> $3::text[]
           AND EXISTS (SELECT 1 FROM api_keys k WHERE k.tenant_id = a.tenant_id AND k.application_id = a.id)`,
@@ -176,8 +261,10 @@ export class ApplicationsRepository {
     return others;
   }
 
+  @GenerateSql({ change: true, params: [EXAMPLE_API_KEY] })
   async insertKey(change: Change, key: ApiKeyEntity): Promise<void> {
-    await this.keys(change.manager).insert(key);
+    const { sql, params } = insertEntity(ApiKeyEntity, key);
+    await change.query(sql, params);
   }
 
   /** Adds a key to its application; answers every key the application then has, oldest first. */
@@ -204,7 +291,8 @@ export class ApplicationsRepository {
       created_by: key.createdBy,
       created_at: key.createdAt,
     });
-    const rows = await change.query<KeySummaryRow>(
+    const rows = await queryRows<KeySummaryRow>(
+      change,
       `WITH added AS (${sql} RETURNING ${KEY_SUMMARY})
        SELECT ${KEY_SUMMARY} FROM api_keys WHERE tenant_id = $1 AND application_id = $3
        UNION ALL SELECT ${KEY_SUMMARY} FROM added
@@ -215,38 +303,57 @@ export class ApplicationsRepository {
   }
 
   /** The keys of these applications of the tenant, oldest first. */
+  @GenerateSql({ params: [EXAMPLE_TENANT, [EXAMPLE_APPLICATION]] })
   keysOf(tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
-    return this.findKeys(this.dataSource.manager, tenantId, applicationIds);
+    return this.findKeys(this.dataSource, tenantId, applicationIds);
   }
 
   /** `keysOf`, read in the change (under its locks). */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, [EXAMPLE_APPLICATION]] })
   keysIn(change: Change, tenantId: string, applicationIds: string[]): Promise<ApiKeyEntity[]> {
-    return this.findKeys(change.manager, tenantId, applicationIds);
+    return this.findKeys(change, tenantId, applicationIds);
   }
 
   private findKeys(
-    manager: EntityManager,
+    db: Pick<Queryable, 'query'>,
     tenantId: string,
     applicationIds: string[],
   ): Promise<ApiKeyEntity[]> {
-    return this.keys(manager).find({
-      where: { tenantId, applicationId: In(applicationIds) },
-      order: { createdAt: 'ASC' },
-    });
+    return select(
+      db,
+      API_KEY,
+      (columns) => `SELECT ${columns} FROM api_keys WHERE tenant_id = $1 AND application_id = ANY($2::uuid[])
+        ORDER BY created_at ASC`,
+      [tenantId, applicationIds],
+    );
   }
 
-  findKey(tenantId: string, applicationId: string, id: string): Promise<ApiKeyEntity | null> {
-    return this.keys().findOneBy({ tenantId, applicationId, id });
+  @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION, EXAMPLE_KEY] })
+  async findKey(tenantId: string, applicationId: string, id: string): Promise<ApiKeyEntity | null> {
+    const [key] = await select(
+      this.dataSource,
+      API_KEY,
+      (columns) =>
+        `SELECT ${columns} FROM api_keys WHERE tenant_id = $1 AND application_id = $2 AND id = $3 LIMIT 1`,
+      [tenantId, applicationId, id],
+    );
+    return key ?? null;
   }
 
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_APPLICATION, EXAMPLE_KEY] })
   async deleteKey(change: Change, tenantId: string, applicationId: string, id: string): Promise<void> {
-    await this.keys(change.manager).delete({ tenantId, applicationId, id });
+    await change.query('DELETE FROM api_keys WHERE tenant_id = $1 AND application_id = $2 AND id = $3', [
+      tenantId,
+      applicationId,
+      id,
+    ]);
   }
 
   /** The key with this digest and its application, of any tenant: the key is what tells the tenant. */
   @GenerateSql({ params: [Buffer.alloc(32, 7)] })
   async findKeyHolder(keyHash: Buffer): Promise<KeyHolder | undefined> {
-    const rows: KeyHolderRow[] = await this.dataSource.query(
+    const rows = await queryRows<KeyHolderRow>(
+      this.dataSource,
       `SELECT k.id AS key_id, k.key_hash, a.id AS application_id, a.tenant_id, a.type, a.permissions, a.rules
          FROM api_keys k JOIN applications a ON a.id = k.application_id AND a.tenant_id = k.tenant_id
         WHERE k.key_hash = $1`,

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../common/unit-of-work/change';
 import type { PieceBuilder } from '../../common/unit-of-work/write-batch';
 import { GenerateSql } from '../../database/generate-sql';
-import { type ColumnOf, columnsOf, type RowOf } from '../../database/table';
+import { type ColumnOf, columnsOf, type RowOf, affectedRows, queryRows } from '../../database/table';
 import { IdempotencyRecordEntity } from './entities/idempotency-record.entity';
 
 const EXAMPLE_KEY: RecordKey = {
@@ -142,7 +142,8 @@ export class IdempotencyRepository {
 
   @GenerateSql({ params: [EXAMPLE_KEY] })
   async find(key: RecordKey): Promise<IdempotencyRecord | undefined> {
-    const rows: RecordRow[] = await this.dataSource.query(
+    const rows = await queryRows<RecordRow>(
+      this.dataSource,
       `SELECT ${columnsOf(IdempotencyRecordEntity, undefined, { only: FOUND })}
          FROM idempotency_records WHERE ${PK}`,
       [key.tenantId, key.scope, key.keyDigest],
@@ -165,7 +166,8 @@ export class IdempotencyRepository {
    */
   @GenerateSql({ params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESPONSE] })
   async complete(key: RecordKey, claimId: string, response: CompletedResponse): Promise<boolean> {
-    const [, count] = await this.dataSource.query<[unknown, number]>(
+    const count = await affectedRows(
+      this.dataSource,
       `UPDATE idempotency_records
           SET state = 'completed', response_status = $5, response_headers = $6, response_body = $7
         WHERE ${PK} AND claim_id = $4`,
@@ -203,7 +205,8 @@ export class IdempotencyRepository {
    */
   @GenerateSql({ change: true, params: [EXAMPLE_KEY, EXAMPLE_CLAIM, EXAMPLE_RESOURCE] })
   async pin(change: Change, key: RecordKey, claimId: string, resourceId: string): Promise<boolean> {
-    const [, count] = await change.manager.query<[unknown, number]>(
+    const count = await affectedRows(
+      change,
       `UPDATE idempotency_records SET resource_id = $5 WHERE ${PK} AND claim_id = $4 AND state = 'processing'`,
       [key.tenantId, key.scope, key.keyDigest, claimId, resourceId],
     );
@@ -232,10 +235,7 @@ export class IdempotencyRepository {
   /** Deletes the records of every tenant past their lifetime at `now`: one set-based statement. */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteExpired(change: Change, now: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      'DELETE FROM idempotency_records WHERE expires_at <= $1',
-      [now],
-    );
+    const count = await affectedRows(change, 'DELETE FROM idempotency_records WHERE expires_at <= $1', [now]);
     return count;
   }
 }

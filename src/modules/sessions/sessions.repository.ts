@@ -3,7 +3,14 @@ import { DataSource } from 'typeorm';
 import type { AccessRule } from '../../common/auth/access-rule';
 import type { Change } from '../../common/unit-of-work/change';
 import { GenerateSql } from '../../database/generate-sql';
-import { type ColumnOf, columnsOf, insertOf, type RowOf } from '../../database/table';
+import {
+  type ColumnOf,
+  columnsOf,
+  insertOf,
+  type RowOf,
+  queryRows,
+  affectedRows,
+} from '../../database/table';
 import { SessionEntity } from './entities/session.entity';
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
@@ -115,7 +122,8 @@ export class SessionsRepository {
     nonceHash: Buffer,
     now: Date,
   ): Promise<PendingSession | undefined> {
-    const rows = await change.query<Pick<RowOf<SessionEntity>, (typeof PENDING)[number]>>(
+    const rows = await queryRows<Pick<RowOf<SessionEntity>, (typeof PENDING)[number]>>(
+      change,
       `SELECT ${columnsOf(SessionEntity, undefined, { only: PENDING })} FROM sessions
         WHERE nonce_hash = $1 AND tenant_id = $2 AND expires_at > $3 FOR UPDATE`,
       [nonceHash, tenantId, now],
@@ -163,7 +171,8 @@ export class SessionsRepository {
    */
   @GenerateSql({ params: [EXAMPLE_DIGEST] })
   async findByKeyHash(keyHash: Buffer): Promise<SessionByKey | undefined> {
-    const rows: SessionByKeyRow[] = await this.dataSource.query(
+    const rows = await queryRows<SessionByKeyRow>(
+      this.dataSource,
       `SELECT ${columnsOf(SessionEntity, 's', { only: BY_KEY })}, a.permissions AS holder_permissions, a.rules AS holder_rules
          FROM sessions s LEFT JOIN applications a ON a.id = s.authorized_by AND a.tenant_id = s.tenant_id
         WHERE s.key_hash = $1`,
@@ -189,10 +198,7 @@ export class SessionsRepository {
   /** Deletes the sessions of every tenant that expired by `now`: one set-based statement. */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteExpired(change: Change, now: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      'DELETE FROM sessions WHERE expires_at <= $1',
-      [now],
-    );
+    const count = await affectedRows(change, 'DELETE FROM sessions WHERE expires_at <= $1', [now]);
     return count;
   }
 }

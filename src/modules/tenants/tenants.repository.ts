@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager, IsNull, Not, Repository } from 'typeorm';
+import { DataSource } from 'typeorm';
 import {
   StoredTenantKey,
   TenantKeyStore,
@@ -9,7 +9,15 @@ import {
 import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../database/table';
+import {
+  columnsOf,
+  entitiesOf,
+  insertEntity,
+  queryRows,
+  rowsOf,
+  type RowOf,
+  select,
+} from '../../database/table';
 import { TenantEntity } from './tenant.entity';
 
 /** A tenant as raw SQL answers it, and its wrapped key's columns. */
@@ -19,6 +27,7 @@ const KEY = ['key_version', 'wrapped_key'] as const;
 type KeyColumns = { [C in (typeof KEY)[number]]: NonNullable<TenantRow[C]> };
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
+const EXAMPLE_AT = new Date('2026-01-01T00:00:00.000Z');
 const EXAMPLE_KEY: WrappedTenantKey = { keyVersion: 'v1', wrappedKey: Buffer.alloc(60, 7) };
 
 /**
@@ -31,21 +40,36 @@ const EXAMPLE_KEY: WrappedTenantKey = { keyVersion: 'v1', wrappedKey: Buffer.all
 export class TenantsRepository implements TenantKeyStore {
   constructor(private readonly dataSource: DataSource) {}
 
-  private tenants(manager: EntityManager = this.dataSource.manager): Repository<TenantEntity> {
-    return manager.getRepository(TenantEntity);
-  }
-
+  @GenerateSql({
+    change: true,
+    params: [
+      { id: EXAMPLE_TENANT, name: 'Example', keyVersion: null, wrappedKey: null, createdAt: EXAMPLE_AT },
+    ],
+  })
   async insert(change: Change, tenant: TenantEntity): Promise<void> {
-    await this.tenants(change.manager).insert(tenant);
+    const { sql, params } = insertEntity(TenantEntity, tenant);
+    await change.query(sql, params);
   }
 
-  findById(id: string): Promise<TenantEntity | null> {
-    return this.tenants().findOneBy({ id });
+  @GenerateSql({ params: [EXAMPLE_TENANT] })
+  async findById(id: string): Promise<TenantEntity | null> {
+    const [tenant] = await select(
+      this.dataSource,
+      entitiesOf(TenantEntity),
+      (columns) => `SELECT ${columns} FROM tenants WHERE id = $1`,
+      [id],
+    );
+    return tenant ?? null;
   }
 
   /** How many tenants there are, as the change sees them (under the bootstrap lock). */
-  count(change: Change): Promise<number> {
-    return this.tenants(change.manager).count();
+  @GenerateSql({ change: true, params: [], answers: [[{ tenants: 1 }]] })
+  async count(change: Change): Promise<number> {
+    const [{ tenants }] = await queryRows<{ tenants: number }>(
+      change,
+      'SELECT count(*)::int AS tenants FROM tenants',
+    );
+    return tenants;
   }
 
   /** `pg_advisory_xact_lock` of first-start bootstrap, held until the change ends. */
@@ -54,12 +78,15 @@ export class TenantsRepository implements TenantKeyStore {
     await change.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.bootstrap]);
   }
 
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT] })
   async find(db: Queryable, tenantId: string): Promise<StoredTenantKey | undefined> {
-    const tenant = await this.tenants(db.manager).findOne({
-      where: { id: tenantId },
-      select: { id: true, keyVersion: true, wrappedKey: true },
-    });
-    return tenant ? { keyVersion: tenant.keyVersion, wrappedKey: tenant.wrappedKey } : undefined;
+    const [tenant] = await select(
+      db,
+      rowsOf(TenantEntity, { only: KEY }),
+      (columns) => `SELECT ${columns} FROM tenants WHERE id = $1`,
+      [tenantId],
+    );
+    return tenant ? { keyVersion: tenant.key_version, wrappedKey: tenant.wrapped_key } : undefined;
   }
 
   @GenerateSql({
@@ -68,7 +95,8 @@ export class TenantsRepository implements TenantKeyStore {
     answers: [{ rows: [{ key_version: 'v1', wrapped_key: Buffer.alloc(0) }], rowCount: 1 }],
   })
   async setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey> {
-    const [rows] = await change.manager.query<[KeyColumns[], number]>(
+    const rows = await queryRows<KeyColumns>(
+      change,
       `UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
         WHERE id = $1 RETURNING ${columnsOf(TenantEntity, undefined, { only: KEY })}`,
       [tenantId, key.keyVersion, key.wrappedKey],
@@ -78,7 +106,8 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: ['v2'] })
   async lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]> {
-    const rows = await change.query<Pick<TenantRow, 'id'> & KeyColumns>(
+    const rows = await queryRows<Pick<TenantRow, 'id'> & KeyColumns>(
+      change,
       `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1 FOR UPDATE`,
       [keyVersion],
     );
@@ -89,29 +118,36 @@ export class TenantsRepository implements TenantKeyStore {
     }));
   }
 
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_KEY] })
   async replace(change: Change, tenantId: string, key: WrappedTenantKey): Promise<void> {
-    await this.tenants(change.manager).update(
-      { id: tenantId },
-      { keyVersion: key.keyVersion, wrappedKey: key.wrappedKey },
-    );
+    await change.query('UPDATE tenants SET key_version = $2, wrapped_key = $3 WHERE id = $1', [
+      tenantId,
+      key.keyVersion,
+      key.wrappedKey,
+    ]);
   }
 
   @GenerateSql({ change: true, params: [] })
   async countByVersion(change: Change): Promise<{ keyVersion: string; tenants: number }[]> {
-    const rows = await change.query<Pick<KeyColumns, 'key_version'> & { tenants: number }>(
+    const rows = await queryRows<Pick<KeyColumns, 'key_version'> & { tenants: number }>(
+      change,
       `SELECT key_version, count(*)::int AS tenants FROM tenants
         WHERE wrapped_key IS NOT NULL GROUP BY key_version ORDER BY key_version`,
     );
     return rows.map((row) => ({ keyVersion: row.key_version, tenants: row.tenants }));
   }
 
+  @GenerateSql({ change: true, params: ['v1'] })
   async sample(change: Change, keyVersion: string): Promise<TenantWrappedKey | undefined> {
-    const tenant = await this.tenants(change.manager).findOne({
-      where: { keyVersion, wrappedKey: Not(IsNull()) },
-      select: { id: true, keyVersion: true, wrappedKey: true },
-    });
-    return tenant?.wrappedKey
-      ? { tenantId: tenant.id, keyVersion, wrappedKey: tenant.wrappedKey }
+    const [tenant] = await select(
+      change,
+      rowsOf(TenantEntity, { only: ['id', ...KEY] }),
+      (columns) =>
+        `SELECT ${columns} FROM tenants WHERE key_version = $1 AND wrapped_key IS NOT NULL LIMIT 1`,
+      [keyVersion],
+    );
+    return tenant?.wrapped_key
+      ? { tenantId: tenant.id, keyVersion, wrappedKey: tenant.wrapped_key }
       : undefined;
   }
 }

@@ -1,16 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { DataSource, In, IsNull, MoreThan, Or } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
 import { multiRowInsert } from '../../database/sql';
+import { SqlParams } from '../../database/sql';
 import {
+  assignmentsOf,
   columnNamesOf,
   columnsOf,
   recordsetOf,
-  rowFrom,
   type RowOf,
-  selectOf,
+  rowsOf,
+  select,
   tableNameOf,
 } from '../../database/table';
 import type { Change, Queryable } from '../../common/unit-of-work/change';
@@ -52,10 +54,9 @@ export interface SealedCvc {
   expiresAt: Date;
 }
 
-const toRow = (token: TokenEntity): TokenRow => rowFrom(TokenEntity, token, ['data']);
-
-/** Every column but the sealed data. */
-const WITHOUT_DATA = selectOf(TokenEntity, ['data']);
+/** A token with its sealed data; every column but the sealed data. */
+const SEALED = rowsOf(TokenEntity);
+const WITHOUT_DATA = rowsOf(TokenEntity, { except: ['data'] });
 
 /** The columns of `tokens`, in the order `insert` gives their values. */
 const TOKEN_COLUMNS = columnsOf(TokenEntity);
@@ -85,8 +86,8 @@ export interface NewTokens {
  */
 export type TakenIds = { named: (id: string) => Error } | { refused: () => Error };
 
-/** Not expired at `now` (an expired token is deleted for every purpose, purged or not). */
-const live = (now: Date) => Or(IsNull(), MoreThan(now));
+/** Not expired at `now` (the parameter that holds it): an expired token is deleted for every purpose, purged or not. */
+const live = (now: string) => `(expires_at IS NULL OR expires_at > ${now})`;
 
 /** The lock key of one (tenant, type, fingerprint): its first 31 bits of SHA-256. */
 const deduplicationKey = (tenantId: string, type: string, fingerprint: string): number =>
@@ -142,29 +143,40 @@ export class TokensRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** A live token of the tenant with its sealed data (a read outside any change). */
+  @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_TOKEN, EXAMPLE_NOW] })
   async findLive(tenantId: string, id: string, now: Date): Promise<SealedToken | undefined> {
-    const token = await this.dataSource
-      .getRepository(TokenEntity)
-      .findOne({ where: { tenantId, id, expiresAt: live(now) } });
-    return token ? { ...toRow(token), data: token.data } : undefined;
+    const [token] = await select(
+      this.dataSource,
+      SEALED,
+      (columns) => `SELECT ${columns} FROM tokens WHERE tenant_id = $1 AND id = $2 AND ${live('$3')}`,
+      [tenantId, id, now],
+    );
+    return token;
   }
 
   /** A live token of the tenant with its sealed data, locked `FOR UPDATE` until the change ends. */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_TOKEN, EXAMPLE_NOW] })
   async lockLive(change: Change, tenantId: string, id: string, now: Date): Promise<SealedToken | undefined> {
-    const token = await change.manager.getRepository(TokenEntity).findOne({
-      where: { tenantId, id, expiresAt: live(now) },
-      lock: { mode: 'pessimistic_write' },
-    });
-    return token ? { ...toRow(token), data: token.data } : undefined;
+    const [token] = await select(
+      change,
+      SEALED,
+      (columns) => `SELECT ${columns} FROM tokens
+        WHERE tenant_id = $1 AND id = $2 AND ${live('$3')} FOR UPDATE`,
+      [tenantId, id, now],
+    );
+    return token;
   }
 
   /** The sealed data of those of these tokens the tenant still has, by id (reads through a reveal rule). */
+  @GenerateSql({ params: [EXAMPLE_TENANT, [EXAMPLE_TOKEN]] })
   async findSealedData(tenantId: string, ids: string[]): Promise<Map<string, Buffer>> {
     if (!ids.length) return new Map();
-    const tokens = await this.dataSource.getRepository(TokenEntity).find({
-      select: { id: true, data: true },
-      where: { tenantId, id: In(ids) },
-    });
+    const tokens = await select(
+      this.dataSource,
+      rowsOf(TokenEntity, { only: ['id', 'data'] }),
+      (columns) => `SELECT ${columns} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::varchar[])`,
+      [tenantId, ids],
+    );
     return new Map(tokens.map((token) => [token.id, token.data]));
   }
 
@@ -172,28 +184,34 @@ export class TokensRepository {
    * Those of these tokens the tenant still has live, without their data, in no particular order; read
    * where the caller says: in its change, or through the pool (`UnitOfWork.reader`).
    */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, [EXAMPLE_TOKEN], EXAMPLE_NOW] })
   async findLiveByIds(db: Queryable, tenantId: string, ids: string[], now: Date): Promise<TokenRow[]> {
     if (!ids.length) return [];
-    const tokens = await db.manager.getRepository(TokenEntity).find({
-      select: WITHOUT_DATA,
-      where: { tenantId, id: In(ids), expiresAt: live(now) },
-    });
-    return tokens.map(toRow);
+    return select(
+      db,
+      WITHOUT_DATA,
+      (columns) => `SELECT ${columns} FROM tokens
+        WHERE tenant_id = $1 AND id = ANY($2::varchar[]) AND ${live('$3')}`,
+      [tenantId, ids, now],
+    );
   }
 
   /** The tenant's live tokens with one of these fingerprints, oldest first (under the deduplication lock). */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, ['fp1'], EXAMPLE_NOW] })
   async findLiveByFingerprints(
     change: Change,
     tenantId: string,
     fingerprints: string[],
     now: Date,
   ): Promise<TokenRow[]> {
-    const tokens = await change.manager.getRepository(TokenEntity).find({
-      select: WITHOUT_DATA,
-      where: { tenantId, fingerprint: In(fingerprints), expiresAt: live(now) },
-      order: { createdAt: 'ASC', id: 'ASC' },
-    });
-    return tokens.map(toRow);
+    return select(
+      change,
+      WITHOUT_DATA,
+      (columns) => `SELECT ${columns} FROM tokens
+        WHERE tenant_id = $1 AND fingerprint = ANY($2::varchar[]) AND ${live('$3')}
+        ORDER BY created_at ASC, id ASC`,
+      [tenantId, fingerprints, now],
+    );
   }
 
   /**
@@ -324,7 +342,10 @@ export class TokensRepository {
     tokenId: string,
     digests: Buffer[],
   ): Promise<void> {
-    await change.manager.getRepository(TokenSearchIndexEntity).delete({ tenantId, tokenId });
+    await change.query('DELETE FROM token_search_indexes WHERE tenant_id = $1 AND token_id = $2', [
+      tenantId,
+      tokenId,
+    ]);
     if (!digests.length) return;
     const { sql, params } = multiRowInsert(
       tableNameOf(TokenSearchIndexEntity),
@@ -334,32 +355,55 @@ export class TokensRepository {
     await change.query(`${sql} ON CONFLICT DO NOTHING`, params);
   }
 
-  async update(change: Change, tenantId: string, id: string, changes: TokenChanges): Promise<void> {
-    await change.manager.getRepository(TokenEntity).update(
-      { tenantId, id },
+  @GenerateSql({
+    change: true,
+    params: [
+      EXAMPLE_TENANT,
+      EXAMPLE_TOKEN,
       {
-        metadata: changes.metadata,
-        searchIndexes: changes.search_indexes,
-        fingerprintExpression: changes.fingerprint_expression,
-        fingerprint: changes.fingerprint,
-        fingerprintGroups: changes.fingerprint_groups,
-        expiresAt: changes.expires_at,
-        modifiedBy: changes.modified_by,
-        modifiedAt: changes.modified_at,
+        metadata: { order: '42' },
+        search_indexes: null,
+        fingerprint_expression: '{{ data.number }}',
+        fingerprint: 'fp1',
+        fingerprint_groups: null,
+        expires_at: null,
+        modified_by: EXAMPLE_APPLICATION,
+        modified_at: EXAMPLE_NOW,
       },
-    );
+    ],
+  })
+  async update(change: Change, tenantId: string, id: string, changes: TokenChanges): Promise<void> {
+    const p = new SqlParams();
+    const where = `tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)}`;
+    const set = assignmentsOf(TokenEntity, p, {
+      metadata: changes.metadata,
+      searchIndexes: changes.search_indexes,
+      fingerprintExpression: changes.fingerprint_expression,
+      fingerprint: changes.fingerprint,
+      fingerprintGroups: changes.fingerprint_groups,
+      expiresAt: changes.expires_at,
+      modifiedBy: changes.modified_by,
+      modifiedAt: changes.modified_at,
+    });
+    await change.query(`UPDATE tokens SET ${set} WHERE ${where}`, p.values);
   }
 
   /** Deletes a token; its search indexes and CVC go with it (foreign keys `ON DELETE CASCADE`). */
+  @GenerateSql({ change: true, params: [EXAMPLE_TENANT, EXAMPLE_TOKEN] })
   async delete(change: Change, tenantId: string, id: string): Promise<void> {
-    await change.manager.getRepository(TokenEntity).delete({ tenantId, id });
+    await change.query('DELETE FROM tokens WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
   }
 
   /** The token's sealed CVC, if still retained (a read outside any change). */
+  @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_TOKEN, EXAMPLE_NOW] })
   async findLiveCvc(tenantId: string, tokenId: string, now: Date): Promise<Buffer | undefined> {
-    const row = await this.dataSource
-      .getRepository(TokenCvcEntity)
-      .findOne({ where: { tenantId, tokenId, expiresAt: MoreThan(now) } });
+    const [row] = await select(
+      this.dataSource,
+      rowsOf(TokenCvcEntity, { only: ['cvc'] }),
+      (columns) =>
+        `SELECT ${columns} FROM token_cvcs WHERE tenant_id = $1 AND token_id = $2 AND expires_at > $3`,
+      [tenantId, tokenId, now],
+    );
     return row?.cvc;
   }
 

@@ -45,10 +45,9 @@ export class WebhookEventsRepository {
   /**
    * The write itself: the event rows and their deliveries, as data-modifying CTEs; its result is the
    * number of deliveries written. Events whose tenant has no enabled webhook subscribed to their type
-   * are not written at all. (Also the piece of the outbox's older `record`, which joins a write
-   * through the request's context rather than a change.)
+   * are not written at all.
    */
-  piece(list: OutboxEvent[], now: Date): PieceBuilder {
+  private piece(list: OutboxEvent[], now: Date): PieceBuilder {
     // The event rows as the statement reads them (`given`), with their place in the list.
     const rows = list.map((e, i): Omit<RowOf<WebhookEventEntity>, 'created_at'> & { ord: number } => ({
       tenant_id: e.tenantId,

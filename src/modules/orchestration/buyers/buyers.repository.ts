@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change, Queryable } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { BuyerEntity } from './entities/buyer.entity';
 import { BuyerPaymentMethodEntity } from './entities/buyer-payment-method.entity';
 
@@ -69,7 +69,8 @@ export class BuyersRepository {
     values: BuyerValues,
     now: Date,
   ): Promise<BuyerRow | undefined> {
-    const rows = await change.query<BuyerRow>(
+    const rows = await queryRows<BuyerRow>(
+      change,
       `INSERT INTO buyers (tenant_id, id, external_identifier, display_name, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $5)
        ON CONFLICT ON CONSTRAINT buyers_external_identifier_key DO NOTHING RETURNING ${COLUMNS}`,
@@ -80,10 +81,11 @@ export class BuyersRepository {
 
   @GenerateSql({ params: [TENANT, BUYER] })
   async find(tenantId: string, id: string, q: Queryable = this.dataSource): Promise<BuyerRow | undefined> {
-    const rows = await q.query<BuyerRow>(`SELECT ${COLUMNS} FROM buyers WHERE tenant_id = $1 AND id = $2`, [
-      tenantId,
-      id,
-    ]);
+    const rows = await queryRows<BuyerRow>(
+      q,
+      `SELECT ${COLUMNS} FROM buyers WHERE tenant_id = $1 AND id = $2`,
+      [tenantId, id],
+    );
     return rows[0];
   }
 
@@ -111,12 +113,14 @@ export class BuyersRepository {
     }
     const filter = where.join(' AND ');
     const [rows, [{ n }]] = await Promise.all([
-      this.dataSource.query<BuyerRow[]>(
+      queryRows<BuyerRow>(
+        this.dataSource,
         `SELECT ${COLUMNS} FROM buyers WHERE ${filter} ORDER BY created_at DESC, id DESC
           LIMIT ${p.add(page.take)} OFFSET ${p.add(page.skip)}`,
         p.values,
       ),
-      this.dataSource.query<{ n: number }[]>(
+      queryRows<{ n: number }>(
+        this.dataSource,
         `SELECT count(*)::int AS n FROM buyers WHERE ${filter}`,
         p.values.slice(0, p.values.length - 2),
       ),
@@ -138,7 +142,8 @@ export class BuyersRepository {
     if (values.externalIdentifier !== undefined)
       sets.push(`external_identifier = ${p.add(values.externalIdentifier)}`);
     if (values.displayName !== undefined) sets.push(`display_name = ${p.add(values.displayName)}`);
-    const rows = await change.query<BuyerRow>(
+    const rows = await queryRows<BuyerRow>(
+      change,
       written(`UPDATE buyers SET ${sets.join(', ')} WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)}
         RETURNING ${COLUMNS}`),
       p.values,
@@ -149,7 +154,8 @@ export class BuyersRepository {
   /** Deletes a buyer and (foreign key) its stored cards; answers it as it was, undefined when none. */
   @GenerateSql({ change: true, params: [TENANT, BUYER] })
   async delete(change: Change, tenantId: string, id: string): Promise<BuyerRow | undefined> {
-    const rows = await change.query<BuyerRow>(
+    const rows = await queryRows<BuyerRow>(
+      change,
       written(`DELETE FROM buyers WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
       [tenantId, id],
     );
@@ -169,7 +175,8 @@ export class BuyersRepository {
     fingerprint: string,
     now: Date,
   ): Promise<boolean> {
-    const rows = await change.query(
+    const rows = await queryRows<Pick<StoredCardRow, 'token_id'>>(
+      change,
       `INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
        SELECT b.tenant_id, $3, b.id, $4, $5 FROM buyers b WHERE b.tenant_id = $1 AND b.id = $2
        ON CONFLICT DO NOTHING RETURNING token_id`,
@@ -205,7 +212,8 @@ export class BuyersRepository {
     tokenId: string,
     q: Queryable = this.dataSource,
   ): Promise<StoredCardRow | undefined> {
-    const rows = await q.query<StoredCardRow>(
+    const rows = await queryRows<StoredCardRow>(
+      q,
       `SELECT ${columnsOf(BuyerPaymentMethodEntity)} FROM buyer_payment_methods WHERE tenant_id = $1 AND token_id = $2`,
       [tenantId, tokenId],
     );
@@ -222,7 +230,8 @@ export class BuyersRepository {
     tokenId: string,
     fingerprint: string,
   ): Promise<PaymentMethodRow | undefined> {
-    const rows = await change.query<PaymentMethodRow>(
+    const rows = await queryRows<PaymentMethodRow>(
+      change,
       `${SELECT_METHOD} WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND ${LIVE}
           AND (m.token_id = $4 OR m.fingerprint = $5)
         ORDER BY m.token_id = $4 DESC LIMIT 1`,
@@ -234,7 +243,8 @@ export class BuyersRepository {
   /** The buyer's stored cards whose tokens are live, most recently used first (never used: newest first). */
   @GenerateSql({ params: [TENANT, BUYER, AT] })
   listMethods(tenantId: string, buyerId: string, now: Date): Promise<PaymentMethodRow[]> {
-    return this.dataSource.query<PaymentMethodRow[]>(
+    return queryRows<PaymentMethodRow>(
+      this.dataSource,
       `${SELECT_METHOD} WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND ${LIVE} ${METHOD_ORDER}`,
       [tenantId, buyerId, now],
     );
@@ -243,7 +253,8 @@ export class BuyersRepository {
   /** Removes a stored card from its buyer (the token stays); false when it was not stored for that buyer. */
   @GenerateSql({ change: true, params: [TENANT, BUYER, TOKEN] })
   async detach(change: Change, tenantId: string, buyerId: string, tokenId: string): Promise<boolean> {
-    const rows = await change.query(
+    const rows = await queryRows<Pick<StoredCardRow, 'token_id'>>(
+      change,
       written(
         `DELETE FROM buyer_payment_methods WHERE tenant_id = $1 AND buyer_id = $2 AND token_id = $3 RETURNING token_id`,
       ),

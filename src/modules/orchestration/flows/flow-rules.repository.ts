@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../../database/data-source';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { FlowRuleEntity, type RuleOutcome } from './entities/flow-rule.entity';
 import { FLOW, type Condition, type FlowAction } from './flow-conditions';
 
@@ -41,7 +41,8 @@ export class FlowRulesRepository {
   /** The tenant's rules of both actions, each action in position order (what a transaction create reads). */
   @GenerateSql({ params: [TENANT] })
   listFlow(tenantId: string): Promise<FlowRuleRow[]> {
-    return this.dataSource.query<FlowRuleRow[]>(
+    return queryRows<FlowRuleRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM flow_rules WHERE tenant_id = $1 AND flow = $2 ORDER BY action, position`,
       [tenantId, FLOW],
     );
@@ -50,7 +51,8 @@ export class FlowRulesRepository {
   /** The rules of one action, in position order. */
   @GenerateSql({ params: [TENANT, 'route-transaction'] })
   list(tenantId: string, action: FlowAction): Promise<FlowRuleRow[]> {
-    return this.dataSource.query<FlowRuleRow[]>(
+    return queryRows<FlowRuleRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM flow_rules WHERE tenant_id = $1 AND flow = $2 AND action = $3 ORDER BY position`,
       [tenantId, FLOW, action],
     );
@@ -58,7 +60,8 @@ export class FlowRulesRepository {
 
   @GenerateSql({ params: [TENANT, 'route-transaction', RULE] })
   async find(tenantId: string, action: FlowAction, id: string): Promise<FlowRuleRow | undefined> {
-    const rows = await this.dataSource.query<FlowRuleRow[]>(
+    const rows = await queryRows<FlowRuleRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM flow_rules WHERE tenant_id = $1 AND flow = $2 AND action = $3 AND id = $4`,
       [tenantId, FLOW, action, id],
     );
@@ -86,7 +89,8 @@ export class FlowRulesRepository {
       `SELECT pg_advisory_xact_lock(${LOCK_KEYS.flowRules}, hashtext($1::text || ':' || $2::text))`,
       [tenantId, action],
     );
-    const [row] = await change.query<{ n: number; position: number | null }>(
+    const [row] = await queryRows<{ n: number; position: number | null }>(
+      change,
       `SELECT count(*)::int AS n, max(position) FILTER (WHERE id = $4::uuid) AS position
          FROM flow_rules WHERE tenant_id = $1 AND flow = $2 AND action = $3`,
       [tenantId, FLOW, action, id ?? null],
@@ -110,7 +114,8 @@ export class FlowRulesRepository {
         WHERE tenant_id = $1 AND flow = $2 AND action = $3 AND position >= $4`,
       [tenantId, FLOW, action, position],
     );
-    const rows = await change.query<FlowRuleRow>(
+    const rows = await queryRows<FlowRuleRow>(
+      change,
       `INSERT INTO flow_rules (tenant_id, id, flow, action, description, position, conditions, outcome, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING ${COLUMNS}`,
       [
@@ -147,8 +152,8 @@ export class FlowRulesRepository {
             AND position BETWEEN least($4::int, $5::int) AND greatest($4::int, $5::int)`,
         [tenantId, FLOW, action, from, to, id],
       );
-    // An UPDATE answers its rows and their count (as TypeORM hands pg's answer on).
-    const answer = await change.query(
+    const [rule] = await queryRows<FlowRuleRow>(
+      change,
       `UPDATE flow_rules SET description = $4, position = $5, conditions = $6, outcome = $7, updated_at = $8
         WHERE tenant_id = $1 AND flow = $2 AND id = $3 RETURNING ${COLUMNS}`,
       [
@@ -162,7 +167,7 @@ export class FlowRulesRepository {
         now,
       ],
     );
-    return (answer as unknown as [FlowRuleRow[], number])[0][0];
+    return rule;
   }
 
   /** Deletes a rule at `position` and closes the gap. */

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { AttemptEntity, type AttemptStatus } from './entities/attempt.entity';
+import type { TransactionEntity } from './entities/transaction.entity';
 import type { TransactionStatus } from './transaction.dto';
 
 export type { AttemptStatus };
@@ -33,16 +34,17 @@ const ATTEMPT_STATUS_OF: Partial<Record<TransactionStatus, AttemptStatus>> = {
 };
 
 /** What the last attempt is followed from: its transaction as stored. */
-export interface FollowedTransaction {
-  tenant_id: string;
-  id: string;
-  attempt: number;
-  status: TransactionStatus;
-  error_code: string | null;
-  auth_response_code: string | null;
-  connection_transaction_id: string | null;
-  connection_id: string | null;
-}
+export type FollowedTransaction = Pick<
+  RowOf<TransactionEntity>,
+  | 'tenant_id'
+  | 'id'
+  | 'attempt'
+  | 'status'
+  | 'error_code'
+  | 'auth_response_code'
+  | 'connection_transaction_id'
+  | 'connection_id'
+>;
 
 /** The outcome the last attempt takes from its transaction, or none (not an authorization outcome). */
 export function followingOutcome(row: FollowedTransaction): AttemptOutcome | undefined {
@@ -54,6 +56,29 @@ export function followingOutcome(row: FollowedTransaction): AttemptOutcome | und
     authResponseCode: row.auth_response_code,
     connectionTransactionId: row.connection_transaction_id,
   };
+}
+
+/** The SQL of each value of a new attempt (a parameter such as `$1::uuid`, or a column of `from`). */
+export interface NewAttemptSql {
+  tenantId: string;
+  id: string;
+  transactionId: string;
+  number: string;
+  connectionId: string;
+  /** Its `created_at` and `updated_at`. */
+  at: string;
+}
+
+/**
+ * The INSERT of an attempt begun `processing`, before its vendor call: the one statement both the
+ * transaction's first attempt (with the transaction's INSERT, its values read `from` the row written)
+ * and every later attempt (`AttemptsRepository.begin`, its values parameters) use.
+ */
+export function beginAttemptSql(values: NewAttemptSql, from?: string): string {
+  const { tenantId, id, transactionId, number, connectionId, at } = values;
+  return `INSERT INTO transaction_attempts
+      (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
+    SELECT ${tenantId}, ${id}, ${transactionId}, ${number}, ${connectionId}, 'processing', ${at}, ${at}${from ? ` FROM ${from}` : ''}`;
 }
 
 /** Examples for the SQL snapshots (`@GenerateSql`). */
@@ -82,14 +107,17 @@ export class AttemptsRepository {
     id: string,
     now: Date,
   ): Promise<void> {
-    await change.write(({ p, name }) => ({
-      ctes: [
-        `${name('attempt')} AS (INSERT INTO transaction_attempts
-           (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-         VALUES (${p.add(tenantId)}::uuid, ${p.add(id)}::uuid, ${p.add(transactionId)}::uuid, ${p.add(number)}::int,
-                 ${p.add(connectionId)}::uuid, 'processing', ${p.add(now)}::timestamptz, ${p.add(now)}::timestamptz))`,
-      ],
-    }));
+    await change.write(({ p, name }) => {
+      const insert = beginAttemptSql({
+        tenantId: `${p.add(tenantId)}::uuid`,
+        id: `${p.add(id)}::uuid`,
+        transactionId: `${p.add(transactionId)}::uuid`,
+        number: `${p.add(number)}::int`,
+        connectionId: `${p.add(connectionId)}::uuid`,
+        at: `${p.add(now)}::timestamptz`,
+      });
+      return { ctes: [`${name('attempt')} AS (${insert})`] };
+    });
   }
 
   /** Records what the vendor answered an attempt that is still `processing` or awaiting the buyer. */
@@ -128,6 +156,22 @@ export class AttemptsRepository {
    * The last attempt follows its transaction's authorization outcome (an answer, a completed challenge,
    * a settlement): nothing when the status entered is not one (a capture, a void).
    */
+  @GenerateSql({
+    change: true,
+    params: [
+      {
+        tenant_id: TENANT,
+        id: TRANSACTION,
+        attempt: 1,
+        status: 'authorization_declined',
+        error_code: 'declined',
+        auth_response_code: '05',
+        connection_transaction_id: 'pi_1',
+        connection_id: CONNECTION,
+      },
+      AT,
+    ],
+  })
   async follow(change: Change, row: FollowedTransaction, now: Date): Promise<void> {
     const outcome = followingOutcome(row);
     if (outcome) await this.settle(change, row.tenant_id, row.id, row.attempt, outcome, now);
@@ -136,7 +180,8 @@ export class AttemptsRepository {
   /** A transaction's attempts in order, with their connections. */
   @GenerateSql({ params: [TENANT, TRANSACTION] })
   list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {
-    return this.dataSource.query<AttemptRow[]>(
+    return queryRows<AttemptRow>(
+      this.dataSource,
       `SELECT ${columnsOf(AttemptEntity, 'a')}, c.formula_id AS c_formula_id, c.display_name AS c_display_name,
               c.method AS c_method
          FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { type ColumnOf, columnsOf, insertSql, type RowOf } from '../../../database/table';
+import { type ColumnOf, columnsOf, insertSql, type RowOf, queryRows } from '../../../database/table';
 import { RefundEntity, type RefundStatus } from './entities/refund.entity';
 import type { NotifiedVendors } from './transactions.repository';
 
@@ -50,7 +50,8 @@ export class RefundsRepository {
   /** The total of the transaction's refunds still `processing` (read under the transaction's lock). */
   @GenerateSql({ change: true, params: [TENANT, TRANSACTION], answers: [[{ pending: '0' }]] })
   async pendingTotal(change: Change, tenantId: string, transactionId: string): Promise<number> {
-    const [{ pending }] = await change.query<{ pending: string }>(
+    const [{ pending }] = await queryRows<{ pending: string }>(
+      change,
       `SELECT coalesce(sum(amount), 0) AS pending FROM refunds
         WHERE tenant_id = $1 AND transaction_id = $2 AND status = 'processing'`,
       [tenantId, transactionId],
@@ -92,7 +93,7 @@ export class RefundsRepository {
       created_at: now,
       updated_at: now,
     });
-    const rows = await change.query<RefundRow>(`${insert} RETURNING ${COLUMNS}`, p.values);
+    const rows = await queryRows<RefundRow>(change, `${insert} RETURNING ${COLUMNS}`, p.values);
     return rows[0];
   }
 
@@ -110,7 +111,8 @@ export class RefundsRepository {
     outcome: { status: RefundStatus; vendorId: string | null },
     now: Date,
   ): Promise<RefundRow | undefined> {
-    const [rows] = await change.manager.query<[RefundRow[], number]>(
+    const rows = await queryRows<RefundRow>(
+      change,
       `UPDATE refunds SET status = $3, connection_refund_id = $4, updated_at = $5
         WHERE tenant_id = $1 AND id = $2 AND status = 'processing' RETURNING ${COLUMNS}`,
       [refund.tenant_id, refund.id, outcome.status, outcome.vendorId, now],
@@ -125,12 +127,14 @@ export class RefundsRepository {
     transactionId: string,
     page: { skip: number; take: number },
   ): Promise<{ rows: RefundRow[]; total: number }> {
-    const rows = await this.dataSource.query<RefundRow[]>(
+    const rows = await queryRows<RefundRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM refunds WHERE tenant_id = $1 AND transaction_id = $2
         ORDER BY created_at, id LIMIT $3 OFFSET $4`,
       [tenantId, transactionId, page.take, page.skip],
     );
-    const [{ n }] = await this.dataSource.query<{ n: number }[]>(
+    const [{ n }] = await queryRows<{ n: number }>(
+      this.dataSource,
       'SELECT count(*)::int AS n FROM refunds WHERE tenant_id = $1 AND transaction_id = $2',
       [tenantId, transactionId],
     );
@@ -146,7 +150,8 @@ export class RefundsRepository {
     ],
   })
   async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RefundRow[]> {
-    return this.dataSource.query<RefundRow[]>(
+    return queryRows<RefundRow>(
+      this.dataSource,
       `SELECT ${columnsOf(RefundEntity, 'r', { only: SHOWN })} FROM refunds r
         JOIN transactions t ON t.tenant_id = r.tenant_id AND t.id = r.transaction_id
         JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
@@ -160,7 +165,8 @@ export class RefundsRepository {
   /** One refund of a transaction. */
   @GenerateSql({ params: [TENANT, TRANSACTION, REFUND] })
   async find(tenantId: string, transactionId: string, id: string): Promise<RefundRow | undefined> {
-    const rows = await this.dataSource.query<RefundRow[]>(
+    const rows = await queryRows<RefundRow>(
+      this.dataSource,
       `SELECT ${COLUMNS} FROM refunds WHERE tenant_id = $1 AND transaction_id = $2 AND id = $3`,
       [tenantId, transactionId, id],
     );

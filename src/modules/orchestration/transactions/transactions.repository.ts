@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { insertSql, type RowOf } from '../../../database/table';
+import { insertSql, type RowOf, queryRows } from '../../../database/table';
+import { beginAttemptSql } from './attempts.repository';
 import type { TransactionStatus } from './transaction.dto';
 import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
 import { assignments } from './transaction-assignments';
@@ -119,20 +120,28 @@ export class TransactionsRepository {
     // The first attempt in the same statement: `processing` at the transaction's connection.
     const sql = t.firstAttemptId
       ? `WITH written AS (${insert} RETURNING *),
-          first_attempt AS (INSERT INTO transaction_attempts
-            (tenant_id, id, transaction_id, number, connection_id, status, created_at, updated_at)
-            SELECT tenant_id, ${p.add(t.firstAttemptId)}::uuid, id, 1, connection_id, 'processing', created_at, created_at
-              FROM written)
+          first_attempt AS (${beginAttemptSql(
+            {
+              tenantId: 'tenant_id',
+              id: `${p.add(t.firstAttemptId)}::uuid`,
+              transactionId: 'id',
+              number: '1',
+              connectionId: 'connection_id',
+              at: 'created_at',
+            },
+            'written',
+          )})
         ${selectWithConnection('written')}`
       : returningRow(insert);
-    const rows = await change.query<TransactionRow>(sql, p.values);
+    const rows = await queryRows<TransactionRow>(change, sql, p.values);
     return rows[0];
   }
 
   /** One transaction of the tenant. */
   @GenerateSql({ params: [TENANT, TRANSACTION] })
   async find(tenantId: string, id: string): Promise<TransactionRow | undefined> {
-    const rows = await this.dataSource.query<TransactionRow[]>(
+    const rows = await queryRows<TransactionRow>(
+      this.dataSource,
       `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2`,
       [tenantId, id],
     );
@@ -142,7 +151,8 @@ export class TransactionsRepository {
   /** One transaction of the tenant, locked until the change ends. */
   @GenerateSql({ change: true, params: [TENANT, TRANSACTION] })
   async lock(change: Change, tenantId: string, id: string): Promise<TransactionRow | undefined> {
-    const rows = await change.query<TransactionRow>(
+    const rows = await queryRows<TransactionRow>(
+      change,
       `${SELECT_TRANSACTION} WHERE t.tenant_id = $1 AND t.id = $2 FOR UPDATE OF t`,
       [tenantId, id],
     );
@@ -155,7 +165,8 @@ export class TransactionsRepository {
    */
   @GenerateSql({ params: [Buffer.alloc(32, 1)] })
   async findByApprovalDigest(digest: Buffer): Promise<TransactionRow | undefined> {
-    const rows = await this.dataSource.query<TransactionRow[]>(
+    const rows = await queryRows<TransactionRow>(
+      this.dataSource,
       `${SELECT_TRANSACTION} WHERE t.approval_token_hash = $1`,
       [digest],
     );
@@ -168,7 +179,8 @@ export class TransactionsRepository {
    */
   @GenerateSql({ params: [TRANSACTION] })
   async findAwaitingBuyer(id: string): Promise<TransactionRow | undefined> {
-    const rows = await this.dataSource.query<TransactionRow[]>(
+    const rows = await queryRows<TransactionRow>(
+      this.dataSource,
       `${SELECT_TRANSACTION} WHERE t.id = $1 AND t.status = 'buyer_approval_pending'`,
       [id],
     );
@@ -181,7 +193,9 @@ export class TransactionsRepository {
    */
   @GenerateSql({ params: [TRANSACTION] })
   async findForNotification(id: string): Promise<TransactionRow | undefined> {
-    const rows = await this.dataSource.query<TransactionRow[]>(`${SELECT_TRANSACTION} WHERE t.id = $1`, [id]);
+    const rows = await queryRows<TransactionRow>(this.dataSource, `${SELECT_TRANSACTION} WHERE t.id = $1`, [
+      id,
+    ]);
     return rows[0];
   }
 
@@ -211,11 +225,13 @@ export class TransactionsRepository {
       where.push(`t.external_identifier = ${p.add(filters.externalIdentifier)}`);
     if (filters.buyerId) where.push(`t.buyer_id = ${p.add(filters.buyerId)}`);
     const countParams = [...p.values];
-    const rows = await this.dataSource.query<TransactionRow[]>(
+    const rows = await queryRows<TransactionRow>(
+      this.dataSource,
       `${SELECT_TRANSACTION} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT ${p.add(page.take)} OFFSET ${p.add(page.skip)}`,
       p.values,
     );
-    const [{ n }] = await this.dataSource.query<{ n: number }[]>(
+    const [{ n }] = await queryRows<{ n: number }>(
+      this.dataSource,
       `SELECT count(*)::int AS n FROM transactions t WHERE ${where.join(' AND ')}`,
       countParams,
     );
@@ -260,7 +276,8 @@ export class TransactionsRepository {
     const p = new SqlParams();
     const sets = assignments(transition.patch, approval, p);
     sets.push(`updated_at = ${p.add(now)}`);
-    const rows = await change.query<TransactionRow>(
+    const rows = await queryRows<TransactionRow>(
+      change,
       returningRow(`UPDATE transactions SET ${sets.join(', ')}
         WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status = ${p.add(transition.from)}`),
       p.values,
@@ -281,7 +298,8 @@ export class TransactionsRepository {
     connectionId: string,
     now: Date,
   ): Promise<TransactionRow | undefined> {
-    const rows = await change.query<TransactionRow>(
+    const rows = await queryRows<TransactionRow>(
+      change,
       returningRow(`UPDATE transactions SET connection_id = $4, attempt = attempt + 1, pending_since = $5, updated_at = $5
         WHERE tenant_id = $1 AND id = $2 AND attempt = $3 AND status = 'processing' AND pending_operation = 'authorize'`),
       [tenantId, id, from, connectionId, now],
@@ -298,7 +316,8 @@ export class TransactionsRepository {
     amount: string,
     now: Date,
   ): Promise<TransactionRow> {
-    const rows = await change.query<TransactionRow>(
+    const rows = await queryRows<TransactionRow>(
+      change,
       returningRow(
         `UPDATE transactions SET refunded_amount = refunded_amount + $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2`,
       ),
@@ -318,7 +337,8 @@ export class TransactionsRepository {
     limit: number,
     notified: NotifiedVendors,
   ): Promise<TransactionRow[]> {
-    return this.dataSource.query<TransactionRow[]>(
+    return queryRows<TransactionRow>(
+      this.dataSource,
       `${SELECT_TRANSACTION}
         WHERE ((t.status IN ('capture_pending', 'authorization_void_pending'))
            OR (t.status = 'processing' AND t.pending_since <= $1))

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { GenerateSql } from '../../../database/generate-sql';
-import { type ColumnOf, type RowOf } from '../../../database/table';
+import { type ColumnOf, type RowOf, queryRows, affectedRows } from '../../../database/table';
 import { CardEnumerationCountEntity } from '../entities/card-enumeration-count.entity';
 import type { TokenEntity } from '../entities/token.entity';
 import type { CountedRow, CountedSoFar } from './card-enumeration';
@@ -76,7 +76,8 @@ export class CardEnumerationRepository {
     since: Date,
     countedBy: string,
   ): Promise<CountedSoFar[]> {
-    const rows = await change.query<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
+    const rows = await queryRows<Pick<CountRow, 'group_digest' | 'number_digest'> & { mine: boolean }>(
+      change,
       // One primary key range per group, whatever the planner knows of the table: on a fresh deployment,
       // with no statistics yet, a plain `group_digest = ANY(...)` (or this lateral join, flattened) was
       // planned as a scan of every row of the tenant, slower with each card counted. `OFFSET 0` keeps the
@@ -120,7 +121,8 @@ export class CardEnumerationRepository {
     type Row = { part: 'counted' | 'stored' | 'version' } & {
       [K in keyof CountRow | keyof StoredToken | 'mine' | 'version']: unknown;
     };
-    const rows = await db.query<Row>(
+    const rows = await queryRows<Row>(
+      db,
       `SELECT 'counted' AS part, c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine,
               NULL::varchar AS id, NULL::varchar AS type, NULL::text[] AS containers, NULL::varchar AS fingerprint,
               NULL::bigint AS version
@@ -265,13 +267,12 @@ export class CardEnumerationRepository {
   /** Deletes, in every tenant, what was counted at or before `before`; returns how many rows. */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW] })
   async deleteCountedBefore(change: Change, before: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      `DELETE FROM card_enumeration_counts WHERE created_at <= $1`,
-      [before],
-    );
+    const count = await affectedRows(change, `DELETE FROM card_enumeration_counts WHERE created_at <= $1`, [
+      before,
+    ]);
     // A group's row goes with its last count: a later request makes it again, under a version never
     // taken before (the sequence), so no request that read it can mistake the new row for the old.
-    await change.manager.query(`DELETE FROM card_enumeration_groups WHERE counted_at <= $1`, [before]);
+    await affectedRows(change, `DELETE FROM card_enumeration_groups WHERE counted_at <= $1`, [before]);
     return count;
   }
 }

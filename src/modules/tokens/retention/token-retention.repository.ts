@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
+import { affectedRows } from '../../../database/table';
 
 const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
 
@@ -20,10 +21,7 @@ export class TokenRetentionRepository {
   }
 
   private async deleteExpired(change: Change, table: 'tokens' | 'token_cvcs', now: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
-      `DELETE FROM ${table} WHERE expires_at <= $1`,
-      [now],
-    );
+    const count = await affectedRows(change, `DELETE FROM ${table} WHERE expires_at <= $1`, [now]);
     return count;
   }
 }

@@ -4,7 +4,7 @@ import type { Principal } from '../../../common/auth/principal';
 import { cursorTimeSql } from '../../../common/pagination/cursor-pagination';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { columnsOf } from '../../../database/table';
+import { columnsOf, queryRows } from '../../../database/table';
 import { byPriority } from '../access/token-access';
 import { normalizeTokenId } from '../data/token-id';
 import type { SearchNode } from './search-language';
@@ -259,8 +259,8 @@ export class TokenSearchRepository {
     paging: { page: number; size: number },
   ): Promise<{ rows: TokenRow[]; total: number }> {
     const { count, page } = offsetPageSql(scope, search, paging);
-    const [{ total }] = await this.dataSource.query<{ total: number }[]>(count.sql, count.params);
-    const rows = await this.dataSource.query<TokenRow[]>(page.sql, page.params);
+    const [{ total }] = await queryRows<{ total: number }>(this.dataSource, count.sql, count.params);
+    const rows = await queryRows<TokenRow>(this.dataSource, page.sql, page.params);
     return { rows, total };
   }
 
@@ -281,7 +281,7 @@ export class TokenSearchRepository {
     paging: { after?: Keyset; size: number },
   ): Promise<{ rows: TokenRow[]; next?: Keyset }> {
     const { sql, params } = keysetPageSql(scope, search, paging);
-    const found = await this.dataSource.query<(TokenRow & { cursor_at: string })[]>(sql, params);
+    const found = await queryRows<TokenRow & { cursor_at: string }>(this.dataSource, sql, params);
     const page = found.slice(0, paging.size);
     const last = page[page.length - 1];
     return {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf } from '../../../database/table';
+import { columnsOf, type RowOf, queryRows, affectedRows } from '../../../database/table';
 import { WebhookDeliveryEntity } from '../entities/webhook-delivery.entity';
 import type { WebhookEventEntity } from '../entities/webhook-event.entity';
 import type { WebhookEntity } from '../entities/webhook.entity';
@@ -52,7 +52,8 @@ export class DeliveriesRepository {
    */
   @GenerateSql({ change: true, params: [EXAMPLE_NOW, new Date('2026-01-01T00:01:00Z'), 20] })
   async claimDue(change: Change, now: Date, leasedUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
-    const [rows] = await change.manager.query<[ClaimedDelivery[], number]>(
+    const rows = await queryRows<ClaimedDelivery>(
+      change,
       `WITH due AS (
          SELECT d.tenant_id, d.id
            FROM webhook_deliveries d
@@ -84,7 +85,8 @@ export class DeliveriesRepository {
   /** The attempt was answered with a 2xx: the delivery succeeded, and its webhook's failure streak ends. */
   @GenerateSql({ change: true, params: [EXAMPLE_CLAIM, 200, EXAMPLE_NOW] })
   async recordSuccess(change: Change, claim: Claim, statusCode: number, now: Date): Promise<boolean> {
-    const rows = await change.query<{ webhook_id: string }>(
+    const rows = await queryRows<{ webhook_id: string }>(
+      change,
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'succeeded', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
@@ -126,7 +128,8 @@ export class DeliveriesRepository {
     now: Date,
   ): Promise<FailureOutcome> {
     if (retryAt) {
-      const [rows] = await change.manager.query<[unknown[], number]>(
+      const rows = await queryRows<unknown>(
+        change,
         `UPDATE webhook_deliveries
             SET last_status_code = $4, next_attempt_at = $5, leased_until = NULL, updated_at = $6
           WHERE tenant_id = $1 AND id = $2 AND attempts = $3 AND status = 'pending'
@@ -135,7 +138,8 @@ export class DeliveriesRepository {
       );
       return rows.length ? { status: 'pending' } : {};
     }
-    const rows = await change.query<{ disabled: boolean | null }>(
+    const rows = await queryRows<{ disabled: boolean | null }>(
+      change,
       `WITH done AS (
          UPDATE webhook_deliveries
             SET status = 'failed', last_status_code = $4, next_attempt_at = NULL, leased_until = NULL,
@@ -162,7 +166,8 @@ export class DeliveriesRepository {
    */
   @GenerateSql({ change: true, params: [[EXAMPLE_CLAIM], EXAMPLE_NOW] })
   async release(change: Change, claims: Claim[], now: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
+    const count = await affectedRows(
+      change,
       `UPDATE webhook_deliveries d
           SET leased_until = NULL, attempts = d.attempts - 1, updated_at = $4
          FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS c(tenant_id, id, attempts)
@@ -178,7 +183,8 @@ export class DeliveriesRepository {
    */
   @GenerateSql({ change: true, params: [new Date('2025-12-02T00:00:00Z')] })
   async purgeEndedEvents(change: Change, before: Date): Promise<number> {
-    const [, count] = await change.manager.query<[unknown, number]>(
+    const count = await affectedRows(
+      change,
       `DELETE FROM webhook_events e WHERE e.created_at < $1
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                            WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')`,
