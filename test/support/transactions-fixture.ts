@@ -318,6 +318,9 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     service,
     creation,
     settlement,
+    queries,
+    processors,
+    tokens,
   };
 }
 
@@ -377,6 +380,10 @@ export const lastEvent = async () =>
       'SELECT type, data FROM webhook_events ORDER BY created_at DESC, ctid DESC LIMIT 1',
     )
   )[0];
+
+/** Sets a connection's environment (sandbox, test or live) in the database. */
+export const setEnvironment = (connectionId: string, environment: string) =>
+  db().rows('UPDATE connections SET environment = $2 WHERE id = $1', [connectionId, environment]);
 
 /** The ids of the transactions written so far. */
 export const transactionIds = async () =>
