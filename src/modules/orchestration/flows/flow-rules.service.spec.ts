@@ -210,8 +210,8 @@ describe('FlowRulesService (real repositories on PGlite)', () => {
 
   it('an instance that keeps rules in memory sees its own change at once', async () => {
     const rules = setup(true);
-    expect((await rules.decide(tenant, facts())).candidates).toEqual([]);
+    expect(await rules.decide(tenant, facts())).toMatchObject({ candidates: [] });
     await rules.create(origin(), 'route-transaction', route([stripe]));
-    expect((await rules.decide(tenant, facts())).candidates).toEqual([stripe]);
+    expect(await rules.decide(tenant, facts())).toMatchObject({ candidates: [stripe] });
   });
 });
