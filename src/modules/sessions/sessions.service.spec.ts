@@ -103,7 +103,7 @@ describe('SessionsService (real repository on PGlite)', () => {
   it('creates a session without access, storing only digests of its key and nonce', async () => {
     const { service, clock } = setup();
     const created = await service.create(publicKey());
-    const row = (await stored(created.id))!;
+    const row = await stored(created.id);
     expect(row).toMatchObject({
       tenant_id: TENANT,
       application_id: PUBLIC_APP,
@@ -221,7 +221,7 @@ describe('SessionsService (real repository on PGlite)', () => {
       errors: { expires_at: [expect.stringContaining('24 hours')] },
     });
     await grant(createdAt + 3_600_000);
-    expect((await stored(created.id))!.expires_at.getTime()).toBe(createdAt + 3_600_000);
+    expect((await stored(created.id)).expires_at.getTime()).toBe(createdAt + 3_600_000);
   });
 
   it('a refused authorization rolls back: no audit row, and the nonce still works', async () => {
