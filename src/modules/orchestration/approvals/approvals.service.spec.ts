@@ -26,7 +26,7 @@ const TOKEN_OF_LINK = 'buyer-approval-link-token';
 async function challenged(s: Setup) {
   s.issue.mockImplementationOnce((_tenantId: string, _id: string, createdAt: Date) =>
     Promise.resolve({
-      tokenDigest: approvalDigest(TOKEN_OF_LINK),
+      tokenDigest: Buffer.from(approvalDigest(TOKEN_OF_LINK)),
       sealedToken: Buffer.from('sealed'),
       expiresAt: new Date(createdAt.getTime() + 15 * 60_000),
       sealedVendorAction: null,
