@@ -32,9 +32,9 @@ module.exports = {
     // network (supertest reaches the controllers' app in memory: test/support/in-memory-http.ts; the
     // service specs reach an in-process PGlite through in-memory streams) and no real clock, and spawn no
     // tool: what does is in the `lint` project (npm run lint) or the medium and timing tiers. Measured on
-    // 2 cores (2026-11-29), the load average at 11 to 18 from other runs: 12 min 24 s, 198 s of CPU, half
-    // of it the 18 service spec files on the real SQL. With the service specs on in-memory fakes
-    // (2026-11-28, load average 7 to 10): 57 to 98 s, 54 to 78 s of CPU. examples/ holds standalone
+    // 2 cores (2026-11-29), the load average at 11 to 18 from other runs: 12 min 24 s, 198 s of CPU. With
+    // the service specs on in-memory fakes (2026-11-28, load average 7 to 10): 57 to 98 s, 54 to 78 s of
+    // CPU; the 18 service spec files on the real SQL make the difference. examples/ holds standalone
     // programs for the service's users, with their unit tests.
     {
       displayName: 'unit',
