@@ -28,12 +28,13 @@ const database = {
 module.exports = {
   testTimeout: 60000,
   projects: [
-    // The fast tier (`npm run test:quick`): unit, service and controller specs need no database, no
-    // network (supertest reaches the controllers' app in memory: test/support/in-memory-http.ts) and no
-    // real clock, and spawn no tool: what does is in the `lint` project (npm run lint) or the medium and
-    // timing tiers. Measured on 2 cores (2026-11-28), the load average at 7 to 10 from other runs: 57 to
-    // 98 s, 54 to 78 s of CPU, the files' durations summing to 104 to 189 s. Before the tooling checks
-    // moved out: 158 s, 137 s of CPU, 305 s summed (load average 4 to 8). examples/ holds standalone
+    // The fast tier (`npm run test:quick`): unit, service and controller specs need no database server, no
+    // network (supertest reaches the controllers' app in memory: test/support/in-memory-http.ts; the
+    // service specs reach an in-process PGlite through in-memory streams) and no real clock, and spawn no
+    // tool: what does is in the `lint` project (npm run lint) or the medium and timing tiers. Measured on
+    // 2 cores (2026-11-29), the load average at 11 to 18 from other runs: 12 min 24 s, 198 s of CPU. With
+    // the service specs on in-memory fakes (2026-11-28, load average 7 to 10): 57 to 98 s, 54 to 78 s of
+    // CPU; the 18 service spec files on the real SQL make the difference. examples/ holds standalone
     // programs for the service's users, with their unit tests.
     {
       displayName: 'unit',
@@ -52,7 +53,10 @@ module.exports = {
       transform,
     },
     {
-      // A service with its repositories replaced by in-memory fakes (test/support/fake-unit-of-work.ts).
+      // A service on its real repositories and the real UnitOfWork, over an in-process PGlite reached by
+      // the pg driver through in-memory streams (test/support/service-database.ts): the migrated database
+      // is built once and kept under the temporary directory, each spec file starts a copy (about 3 s on
+      // 2 loaded cores). No hand-written repository fake.
       displayName: 'service',
       ...noSockets,
       testEnvironment: 'node',
