@@ -150,9 +150,10 @@ export interface RouteCase {
   reaches: () => jest.Mock;
   /**
    * The arguments the valid request must hand the service, exactly (compared as `toEqual` compares: a DTO
-   * instance equals the plain object of its fields), given who sent it.
+   * instance equals the plain object of its fields), given who sent it. Required: that the service was
+   * reached says nothing of whether it was told the right tenant, ids and values.
    */
-  calledWith?: (caller: Caller) => unknown[];
+  calledWith: (caller: Caller) => unknown[];
   /** What the fake answers (default: undefined). */
   answer?: unknown;
   /** The status of the valid request's answer (default: 201 for a POST, 204 for a DELETE, else 200). */
@@ -257,8 +258,7 @@ export function describeRoutes(getApp: () => ControllerApp, routes: RouteCase[])
         const res = await send(ctx, route, key);
         expect(res.status).toBe(route.status ?? DEFAULT_STATUS[route.method]);
         expect(route.reaches()).toHaveBeenCalledTimes(1);
-        if (route.calledWith)
-          expect(route.reaches()).toHaveBeenCalledWith(...route.calledWith(ctx.caller(key)));
+        expect(route.reaches()).toHaveBeenCalledWith(...route.calledWith(ctx.caller(key)));
         const responds = route.responds ?? route.answer;
         if (responds !== undefined) expect(res.body).toEqual(responds);
       });
