@@ -34,6 +34,21 @@ export class UnknownMasterKeyError extends Error {
 }
 
 /**
+ * A tenant's keys asked for, and not cached, from the work of a transaction change that was not handed
+ * in: reading them through the pool would wait for the connection the change holds, for ever on the
+ * embedded database (a pool of one). Load them before the change opens, or pass the change.
+ */
+export class KeysInsideChangeError extends Error {
+  constructor(tenantId: string) {
+    super(
+      `the keys of tenant ${tenantId} were asked for inside a transaction change, not cached: reading them ` +
+        'through the pool would wait for the connection the change holds (for ever on the embedded ' +
+        'database). Load them before the change opens, or pass the change to keysFor',
+    );
+  }
+}
+
+/**
  * Per-tenant envelope encryption: a random 32-byte root key per tenant, wrapped (AES-256-GCM) by the
  * active master key, unwrapped on first use and cached; purpose keys are derived from it with HKDF.
  */
@@ -56,12 +71,14 @@ export class TenantKeysService {
   /**
    * The tenant's keys. A caller inside a change passes it (`within`): a miss of the cache then reads in
    * its transaction, which may hold the pool's only connection (the embedded database has one). A
-   * one-statement change holds no connection before its end, so the pool serves it.
+   * one-statement change holds no connection before its end, so the pool serves it. A miss from the work
+   * of a transaction change not passed fails (`KeysInsideChangeError`) rather than wait for ever.
    */
   async keysFor(tenantId: string, within?: Change): Promise<TenantKeys> {
     const cached = this.cache.get(tenantId);
     if (cached) return cached;
     const transaction = within?.mode === 'transaction' ? within : undefined;
+    if (!transaction && this.work.holding) throw new KeysInsideChangeError(tenantId);
     const stored = await this.store.find(transaction ?? this.work.reader, tenantId);
     if (!stored) throw new Error(`tenant ${tenantId} does not exist`);
     let { keyVersion: version, wrappedKey: wrapped } = stored;

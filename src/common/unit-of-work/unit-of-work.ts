@@ -1,4 +1,5 @@
 import { Global, Injectable, Module } from '@nestjs/common';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
@@ -13,6 +14,9 @@ import { Change, Origin, Queryable } from './change';
  */
 const PREPARED_MAX_PARAMS = 100;
 let prepared = true;
+
+/** The `transaction` change whose work runs in the current async context (see `UnitOfWork.holding`). */
+const running = new AsyncLocalStorage<Change>();
 
 /** Whether small one-statement changes are named prepared statements (`DB_PREPARED_STATEMENTS`). */
 export function usePreparedStatements(on: boolean): void {
@@ -46,15 +50,25 @@ export class UnitOfWork {
     return this.dataSource;
   }
 
+  /**
+   * The `transaction` change whose work is running here (in this async context), if any. It holds a
+   * connection of the pool until it ends, on the embedded database the only one: a read through `reader`
+   * from its work would wait for that connection for ever (TenantKeysService refuses one).
+   */
+  get holding(): Change | undefined {
+    return running.getStore();
+  }
+
   async transaction<T>(origin: Origin, work: (change: Change) => Promise<T>): Promise<T> {
     let change: Change | undefined;
     const result = await this.dataSource.transaction(async (manager) => {
-      change = new Change(origin, 'transaction', manager, (sql, params, prepare) =>
+      const opened = new Change(origin, 'transaction', manager, (sql, params, prepare) =>
         this.inTransaction(manager, sql, params, prepare),
       );
-      const value = await work(change);
-      await this.complete(change, value);
-      await change.flush();
+      change = opened;
+      const value = await running.run(opened, () => work(opened));
+      await this.complete(opened, value);
+      await opened.flush();
       return value;
     });
     for (const fn of change!.committed) fn();

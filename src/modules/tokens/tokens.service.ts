@@ -145,8 +145,6 @@ export class TokensService {
     const expiresAt =
       body.expires_at === undefined ? undefined : parseExpiresAt(body.expires_at, 'expires_at', now, errors);
     if (Object.keys(errors).length) throw new ValidationException(errors);
-    // Loaded before the change opens: a read through the pool while a change holds the embedded
-    // database's one connection would wait for ever (cached after the first request of a tenant).
     const keys = await this.tenantKeys.keysFor(who.tenantId);
 
     return this.work.transaction(origin, async (change) => {

@@ -121,8 +121,6 @@ export class CardEnumerationGuard {
     const shown = new Set(rows.filter((row) => !row.fingerprint_groups?.length).map((row) => row.id));
     const pending = rows.filter((row) => row.fingerprint_groups?.length);
     if (!pending.length) return shown;
-    // Before the change: a read through the pool while a change holds the embedded database's one
-    // connection would wait for ever.
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const now = this.clock.now();
     const count = async (change: Change): Promise<Set<string>> => {

@@ -161,8 +161,6 @@ export class TokenizeService {
     prepared: Prepared,
     answer: (created: CreatedToken[]) => T,
   ): Promise<T> {
-    // Loaded before the change opens: a read through the pool while a change holds the embedded
-    // database's one connection would wait for ever (cached after the first request of a tenant).
     const who = origin.actor;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
     const plain =
