@@ -8,7 +8,7 @@ import { duplexPair, type Duplex } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { AuditLogsRepository } from '../../src/common/audit/audit-logs.repository';
 import { AuditTrail } from '../../src/common/audit/audit-trail.service';
-import type { EventOutbox } from '../../src/common/events/event-outbox';
+import { EVENT_TYPES, type EventOutbox } from '../../src/common/events/event-outbox';
 import type { Principal } from '../../src/common/auth/principal';
 import { MasterKeyRing } from '../../src/common/crypto/master-keys';
 import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
@@ -157,7 +157,12 @@ export interface ServiceDatabase {
   /** Another key service on the same keys, its cache empty. */
   freshTenantKeys(): TenantKeysService;
   /** A new tenant (its row and wrapped root key, nothing else); its id. */
-  newTenant(name?: string): Promise<string>;
+  newTenant(name?: string, id?: string): Promise<string>;
+  /**
+   * An enabled webhook of the tenant's subscribed to every event type: without one the outbox writes no
+   * event (nothing would deliver it), so a spec that reads the events it recorded subscribes first.
+   */
+  subscribe(tenantId: string): Promise<void>;
   /** Rows as the database holds them (for assertions), outside any change. */
   rows<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -185,12 +190,18 @@ export async function openServiceDatabase(): Promise<ServiceDatabase> {
     work,
     tenantKeys,
     freshTenantKeys: () => new TenantKeysService(ring, tenants, work),
-    newTenant: async (name = 'tenant') => {
-      const id = randomUUID();
+    newTenant: async (name = 'tenant', id = randomUUID()) => {
       await work.transaction({}, (change) =>
         tenants.insert(change, { id, name, ...tenantKeys.newTenantKey(id), createdAt: clock.now() }),
       );
       return id;
+    },
+    subscribe: async (tenantId) => {
+      await dataSource.query(
+        `INSERT INTO webhooks (tenant_id, id, name, url, events, status, secret)
+         VALUES ($1, $2, 'every event', 'https://hooks.test/', $3, 'enabled', '\\x00')`,
+        [tenantId, randomUUID(), EVENT_TYPES],
+      );
     },
     rows: <T>(sql: string, params: unknown[] = []) => dataSource.query<T[]>(sql, params),
     close: async () => {

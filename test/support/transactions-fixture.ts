@@ -1,11 +1,10 @@
 /**
- * The transactions service with the settlement job on in-memory repositories and a fake processor, for
- * its service spec (src/modules/orchestration/transactions/transactions.service.spec.ts).
+ * The transactions service with the settlement job on the real repositories (the service tier's PGlite,
+ * service-database.ts) and fake processors, for the specs of transactions, their creation and buyers.
  */
 import type { ClsService } from 'nestjs-cls';
-import { FakeUnitOfWork } from './fake-unit-of-work';
+import { openServiceDatabase, type ServiceDatabase } from './service-database';
 import type { Principal } from '../../src/common/auth/principal';
-import { Clock } from '../../src/common/jobs/clock';
 import type { ExclusiveJobRunner } from '../../src/common/jobs/exclusive';
 import type { Metrics } from '../../src/common/metrics/metrics';
 import type { Change, IdempotencyClaim } from '../../src/common/unit-of-work/change';
@@ -30,31 +29,30 @@ import type {
 } from '../../src/modules/orchestration/processors/processor.port';
 import type { ProcessorRegistry } from '../../src/modules/orchestration/processors/processor.registry';
 import type { ApprovalLinks } from '../../src/modules/orchestration/transactions/approval-links';
-import type { RefundsRepository } from '../../src/modules/orchestration/transactions/refunds.repository';
+import { RefundsRepository } from '../../src/modules/orchestration/transactions/refunds.repository';
 import { SettlementService } from '../../src/modules/orchestration/transactions/settlement.service';
 import { TransactionJournal } from '../../src/modules/orchestration/transactions/transaction-journal';
 import { TransactionQueriesService } from '../../src/modules/orchestration/transactions/transaction-queries.service';
 import type { CreateTransactionDto } from '../../src/modules/orchestration/transactions/transaction.dto';
-import type {
-  TransactionRow,
+import {
+  type TransactionRow,
   TransactionsRepository,
 } from '../../src/modules/orchestration/transactions/transactions.repository';
 import { TransactionsService } from '../../src/modules/orchestration/transactions/transactions.service';
 import { TransactionRouting } from '../../src/modules/orchestration/transactions/transaction-routing';
 import { TransactionCreationService } from '../../src/modules/orchestration/transactions/transaction-creation.service';
 import type { FlowRulesService } from '../../src/modules/orchestration/flows/flow-rules.service';
-import { FakeAttempts, FakeBuyers, FakeRefunds, FakeTransactions } from './fake-orchestration-repositories';
-import type { BuyersRepository } from '../../src/modules/orchestration/buyers/buyers.repository';
+import { BuyersRepository } from '../../src/modules/orchestration/buyers/buyers.repository';
 import { BuyersService } from '../../src/modules/orchestration/buyers/buyers.service';
 import { ChargedCards } from '../../src/modules/orchestration/transactions/charged-card';
-import type { AttemptsRepository } from '../../src/modules/orchestration/transactions/attempts.repository';
+import { AttemptsRepository } from '../../src/modules/orchestration/transactions/attempts.repository';
 import { ConnectionBreaker } from '../../src/modules/orchestration/transactions/connection-breaker';
 
 /**
- * The transactions service with the settlement job, on in-memory repositories and a fake processor (no
- * database, no vendor): which changes commit, what each carries (audit rows, events, the idempotency pin),
- * how an unanswered or unrecorded vendor call is left to settlement and settled once, and what another
- * tenant reaches. The state machine itself is specified in transaction-state.spec.ts.
+ * The transactions service with the settlement job, on the real repositories and a fake processor (no
+ * vendor): what the database holds after each call (rows, attempts, audit rows, outbox events), how an
+ * unanswered or unrecorded vendor call is left to settlement and settled once, and what another tenant
+ * reaches. The state machine itself is specified in transaction-state.spec.ts.
  */
 
 export const TENANT = '00000000-0000-4000-8000-00000000000a';
@@ -94,15 +92,66 @@ export const candidateId = (i: number): string =>
  * `candidates`: that many connections, each with a processor of its own (`processors[i]`), that a route
  * rule tries in order when a create names no connection.
  */
-export function setup(options: { candidates?: number } = {}) {
-  const clock = new Clock();
-  const uow = new FakeUnitOfWork();
-  const work = uow.asUnitOfWork();
-  const transactions = new FakeTransactions();
-  const refunds = new FakeRefunds();
+let database: ServiceDatabase | undefined;
+
+/** The spec file's database, opened by `useTransactionsDatabase`. */
+function db(): ServiceDatabase {
+  if (!database) throw new Error('call useTransactionsDatabase() at the top of the spec file');
+  return database;
+}
+
+/** The most candidates a spec asks for: each is a connection of TENANT's in the database. */
+const MAX_CANDIDATES = 5;
+
+/**
+ * Opens the spec file's database (before all its tests) with what every setup pays with: the tenants
+ * TENANT and OTHER, TENANT's candidate connections and its card token; closes it after them.
+ */
+export function useTransactionsDatabase(): void {
+  beforeAll(async () => {
+    database = await openServiceDatabase();
+    await database.newTenant('tenant', TENANT);
+    await database.newTenant('other', OTHER);
+    await database.subscribe(TENANT);
+    await database.subscribe(OTHER);
+    await database.work.transaction({}, async (change) => {
+      for (let i = 0; i < MAX_CANDIDATES; i++)
+        await change.query(
+          `INSERT INTO connections (tenant_id, id, formula_id, method, display_name, fields, accepted_countries,
+             accepted_currencies, active, environment, status, three_d_secure_enabled, created_at, updated_at)
+           VALUES ($1, $2, 'stripe-card', 'card', 'Stripe', '[]', '{US}', '{USD}', true, 'sandbox', 'available',
+             true, now(), now())`,
+          [TENANT, candidateId(i)],
+        );
+      await change.query(
+        `INSERT INTO tokens (tenant_id, id, type, data, fingerprint, fingerprint_expression, containers, created_at)
+         VALUES ($1, $2, 'card', '\\x00', 'fp-token', '{{ data.number }}', '{/pci/high/}', now())`,
+        [TENANT, TOKEN],
+      );
+    });
+  });
+  afterAll(() => database?.close());
+}
+
+/** Empties what a test writes, and sets the clock back: each test starts from the seeded database. */
+async function clear(): Promise<void> {
+  await db().rows(
+    'TRUNCATE transactions, transaction_attempts, refunds, buyers, buyer_payment_methods, audit_logs, ' +
+      'webhook_events, webhook_deliveries',
+  );
+  db().clock.reset();
+}
+
+/**
+ * `keep`: the database as the previous setup left it (a property's runs, each on its own transaction).
+ */
+export async function setup(options: { candidates?: number; keep?: boolean } = {}) {
+  if (!options.keep) await clear();
+  const { clock, work, dataSource } = db();
+  const transactions = new TransactionsRepository(dataSource);
+  const refunds = new RefundsRepository(dataSource);
+  const attempts = new AttemptsRepository(dataSource);
   const metrics = { transactionEntered: jest.fn(), paymentAttempted: jest.fn() };
-  const attempts = new FakeAttempts();
-  transactions.attempts = attempts;
   const processorMock = () => ({
     formulaId: 'stripe-card',
     authorize: jest.fn((_: AuthorizeRequest): Promise<AuthorizeResult> => Promise.resolve(approved())),
@@ -180,8 +229,7 @@ export function setup(options: { candidates?: number } = {}) {
     }),
     comparable: jest.fn(() => Promise.resolve(true)),
   } as unknown as TokensService;
-  const buyers = new FakeBuyers(new Map([[TOKEN, 'fp-token']]));
-  const buyersRepository = buyers as unknown as BuyersRepository;
+  const buyersRepository = new BuyersRepository(dataSource);
   const issue = jest.fn((_tenantId: string, _id: string, createdAt: Date) =>
     Promise.resolve({
       tokenDigest: Buffer.from('digest'),
@@ -197,9 +245,9 @@ export function setup(options: { candidates?: number } = {}) {
         row.status === 'buyer_approval_pending' && row.approval_token ? 'https://vault.test/approve' : null,
       ),
   } as unknown as ApprovalLinks;
-  const repository = transactions as unknown as TransactionsRepository;
-  const refundsRepository = refunds as unknown as RefundsRepository;
-  const attemptsRepository = attempts as unknown as AttemptsRepository;
+  const repository = transactions;
+  const refundsRepository = refunds;
+  const attemptsRepository = attempts;
   const journal = new TransactionJournal(
     repository,
     refundsRepository,
@@ -252,14 +300,12 @@ export function setup(options: { candidates?: number } = {}) {
   );
   return {
     clock,
-    uow,
     transactions,
     refunds,
     metrics,
     processor,
     candidateProcessors,
     attempts,
-    buyers,
     breaker,
     loadForUse,
     forgotten,
@@ -270,7 +316,7 @@ export function setup(options: { candidates?: number } = {}) {
   };
 }
 
-export type Setup = ReturnType<typeof setup>;
+export type Setup = Awaited<ReturnType<typeof setup>>;
 
 export const origin = (tenantId = TENANT, idempotency?: IdempotencyClaim): RequestOrigin =>
   idempotency ? { actor: principal(tenantId), idempotency } : { actor: principal(tenantId) };
@@ -291,9 +337,70 @@ export const claim = (resumed?: string) => ({
   withhold: jest.fn(),
 });
 
-export const audit = (s: Setup) => s.uow.audit.map((e) => e.message);
-export const events = (s: Setup) =>
-  s.uow.events.map((e) => [e.type, (e.data as { status: string }).status] as [string, string]);
+/** The audit rows written so far, oldest first. */
+export const auditRows = () =>
+  db().rows<{
+    tenant_id: string;
+    actor_id: string | null;
+    actor_type: string;
+    entity_type: string;
+    entity_id: string;
+    operation: string;
+    message: string;
+  }>(
+    `SELECT tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message
+       FROM audit_logs ORDER BY created_at, ctid`,
+  );
+
+/** Their messages. */
+export const audit = async () => (await auditRows()).map((row) => row.message);
+
+/** The outbox's events so far (of one transaction, when given), oldest first: type and status. */
+export const events = async (transactionId?: string) =>
+  (
+    await db().rows<{ type: string; status: string }>(
+      `SELECT type, data->>'status' AS status FROM webhook_events
+        WHERE $1::text IS NULL OR entity_id = $1 ORDER BY created_at, ctid`,
+      [transactionId ?? null],
+    )
+  ).map((row) => [row.type, row.status] as [string, string]);
+
+/** The outbox's last event, as recorded. */
+export const lastEvent = async () =>
+  (
+    await db().rows<{ type: string; data: Record<string, unknown> }>(
+      'SELECT type, data FROM webhook_events ORDER BY created_at DESC, ctid DESC LIMIT 1',
+    )
+  )[0];
+
+/** The ids of the transactions written so far. */
+export const transactionIds = async () =>
+  (await db().rows<{ id: string }>('SELECT id FROM transactions ORDER BY created_at, id')).map((r) => r.id);
+
+/** How many rows `table` holds. */
+export const count = async (table: 'transactions' | 'refunds' | 'buyer_payment_methods') =>
+  Number((await db().rows<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
+
+/** A buyer of the tenant's, as the buyers service would have created it. */
+export const addBuyer = (tenantId: string, id: string, externalIdentifier: string | null = null) =>
+  db().rows(
+    `INSERT INTO buyers (tenant_id, id, external_identifier, created_at, updated_at) VALUES ($1, $2, $3, now(), now())`,
+    [tenantId, id, externalIdentifier],
+  );
+
+/** A token stored for a buyer (with the token's fingerprint), not used yet. */
+export const storeCard = (tenantId: string, buyerId: string, tokenId: string) =>
+  db().rows(
+    `INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
+     SELECT tenant_id, id, $2, fingerprint, now() FROM tokens WHERE tenant_id = $1 AND id = $3`,
+    [tenantId, buyerId, tokenId],
+  );
+
+/** The stored cards, as the database holds them. */
+export const storedCards = () =>
+  db().rows<{ token_id: string; buyer_id: string; last_used_at: Date | null }>(
+    'SELECT token_id, buyer_id, last_used_at FROM buyer_payment_methods ORDER BY created_at',
+  );
 
 export async function refusedWith(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
