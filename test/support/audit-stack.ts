@@ -8,6 +8,8 @@ import { AuditSigningKeys } from '../../src/common/audit/audit-signing-keys.serv
 import { AuditTreeRepository } from '../../src/common/audit/audit-tree.repository';
 import { AuditVerifier } from '../../src/common/audit/audit-verifier.service';
 import type { AuditEntry } from '../../src/common/audit/audit.types';
+import { logLeafHash, logObject, type LogColumns } from '../../src/common/audit/log-object';
+import { TreeFrontier } from '../../src/common/audit/tree/merkle';
 import { MasterKeyRing, type MasterKey } from '../../src/common/crypto/master-keys';
 import { ExclusiveJobRunner } from '../../src/common/jobs/exclusive';
 import { JobRunsRepository } from '../../src/common/jobs/job-runs.repository';
@@ -127,4 +129,23 @@ export async function writeAuditRows(
     [tenantId, before[0].pos],
   );
   return rows.map((row) => row.id);
+}
+
+/** The leaf hashes of the tenant's appended rows, in leaf order, as the rows give them now. */
+export async function leafHashesOfRows(db: ServiceDatabase, tenantId: string): Promise<Buffer[]> {
+  const rows = await db.rows<LogColumns>(
+    `SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.entity_type, a.entity_id, a.operation,
+            a.message, a.created_at
+       FROM audit_logs AS a JOIN audit_leaves AS l ON l.tenant_id = a.tenant_id AND l.row_id = a.id
+      WHERE a.tenant_id = $1 ORDER BY l.leaf_index`,
+    [tenantId],
+  );
+  return rows.map((row) => logLeafHash(logObject(row)));
+}
+
+/** The root of the first `size` of these leaf hashes. */
+export function rootOf(leaves: Buffer[], size = leaves.length): Buffer | undefined {
+  const frontier = new TreeFrontier();
+  for (const leaf of leaves.slice(0, size)) frontier.append(leaf);
+  return frontier.root();
 }

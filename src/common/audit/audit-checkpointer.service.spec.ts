@@ -1,9 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { auditStack, writeAuditRows, type AuditStack } from '../../../test/support/audit-stack';
+import {
+  auditStack,
+  leafHashesOfRows,
+  rootOf,
+  writeAuditRows,
+  type AuditStack,
+} from '../../../test/support/audit-stack';
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
-import type { LogColumns } from './log-object';
-import { logLeafHash, logObject } from './log-object';
-import { TreeFrontier } from './tree/merkle';
 import { noteSignedBy, parseCheckpoint, parseNote } from './tree/signed-note';
 
 /**
@@ -26,19 +29,9 @@ beforeAll(async () => {
 afterAll(() => db.close());
 afterEach(() => jest.restoreAllMocks());
 
-/** The root of the tenant's tree as its rows give it, in their leaf order, over its first `size` leaves. */
-async function rootOfRows(tenantId: string, size: number): Promise<Buffer | undefined> {
-  const rows = await db.rows<LogColumns>(
-    `SELECT a.id, a.tenant_id, a.actor_id, a.actor_type, a.entity_type, a.entity_id, a.operation,
-            a.message, a.created_at
-       FROM audit_logs AS a JOIN audit_leaves AS l ON l.tenant_id = a.tenant_id AND l.row_id = a.id
-      WHERE a.tenant_id = $1 AND l.leaf_index < $2 ORDER BY l.leaf_index`,
-    [tenantId, size],
-  );
-  const frontier = new TreeFrontier();
-  for (const row of rows) frontier.append(logLeafHash(logObject(row)));
-  return frontier.root();
-}
+/** The root of the tenant's tree as its rows give it, over its first `size` leaves. */
+const rootOfRows = async (tenantId: string, size: number) =>
+  rootOf(await leafHashesOfRows(db, tenantId), size);
 
 const treeOf = async (tenantId: string) =>
   (await audit.trees.tree(tenantId)) ?? { size: 0, checkpointSize: 0 };
