@@ -20,6 +20,10 @@ import { DeliveryNudge } from '../../src/modules/webhooks/delivery/delivery-nudg
 import { WebhookOutbox } from '../../src/modules/webhooks/webhook-outbox';
 import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
 import { TenantsRepository } from '../../src/modules/tenants/tenants.repository';
+import type { RetentionJob } from '../../src/common/jobs/retention.job';
+import { IdempotencyRepository } from '../../src/modules/idempotency/idempotency.repository';
+import { IdempotencyService } from '../../src/modules/idempotency/idempotency.service';
+import { RequestClaim } from '../../src/modules/idempotency/request-claim';
 
 /**
  * The service tier's database: the real schema on an in-process PGlite, reached by the real `pg` driver
@@ -163,6 +167,12 @@ export interface ServiceDatabase {
    * event (nothing would deliver it), so a spec that reads the events it recorded subscribes first.
    */
   subscribe(tenantId: string): Promise<void>;
+  /**
+   * The claim of a request with `BT-IDEMPOTENCY-KEY: key`, as the idempotency interceptor takes it (the
+   * record `processing` in the database) and hands it to the handler's origin: the change that answers
+   * stores the response in `idempotency_records` (the result as JSON, status 201).
+   */
+  claim(who: Principal, key: string, body?: unknown): Promise<RequestClaim>;
   /** Rows as the database holds them (for assertions), outside any change. */
   rows<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -195,6 +205,19 @@ export async function openServiceDatabase(): Promise<ServiceDatabase> {
         tenants.insert(change, { id, name, ...tenantKeys.newTenantKey(id), createdAt: clock.now() }),
       );
       return id;
+    },
+    claim: async (who, key, body = null) => {
+      const idempotency = new IdempotencyService(new IdempotencyRepository(dataSource), tenantKeys, clock, {
+        register: () => undefined,
+      } as unknown as RetentionJob);
+      const scope = await idempotency.scopeFor(who, key, { method: 'POST', path: '/spec', body });
+      const outcome = await idempotency.claim(scope);
+      if (outcome.kind !== 'claimed') throw new Error(`the key ${key} was not claimed: ${outcome.kind}`);
+      return new RequestClaim(idempotency, scope, outcome.claimId, outcome.resumed, (result) => ({
+        status: 201,
+        headers: {},
+        body: Buffer.from(JSON.stringify(result ?? null)),
+      }));
     },
     subscribe: async (tenantId) => {
       await dataSource.query(

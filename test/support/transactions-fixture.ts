@@ -133,11 +133,16 @@ export function useTransactionsDatabase(): void {
   afterAll(() => database?.close());
 }
 
-/** Empties what a test writes, and sets the clock back: each test starts from the seeded database. */
+/**
+ * Empties what a test writes, and sets the clock back: each test starts from the seeded database. DELETE
+ * rather than TRUNCATE: on these few rows it costs a tenth of the CPU (TRUNCATE makes new files).
+ */
 async function clear(): Promise<void> {
   await db().rows(
-    'TRUNCATE transactions, transaction_attempts, refunds, buyers, buyer_payment_methods, audit_logs, ' +
-      'webhook_events, webhook_deliveries',
+    ['refunds', 'transaction_attempts', 'transactions', 'buyer_payment_methods', 'buyers', 'audit_logs']
+      .concat(['webhook_deliveries', 'webhook_events'])
+      .map((table) => `DELETE FROM ${table};`)
+      .join(' '),
   );
   db().clock.reset();
 }
@@ -313,6 +318,9 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     service,
     creation,
     settlement,
+    queries,
+    processors,
+    tokens,
   };
 }
 
@@ -372,6 +380,10 @@ export const lastEvent = async () =>
       'SELECT type, data FROM webhook_events ORDER BY created_at DESC, ctid DESC LIMIT 1',
     )
   )[0];
+
+/** Sets a connection's environment (sandbox, test or live) in the database. */
+export const setEnvironment = (connectionId: string, environment: string) =>
+  db().rows('UPDATE connections SET environment = $2 WHERE id = $1', [connectionId, environment]);
 
 /** The ids of the transactions written so far. */
 export const transactionIds = async () =>

@@ -1,26 +1,36 @@
-import { Change } from '../../../common/unit-of-work/change';
+import { randomUUID } from 'node:crypto';
+import {
+  openServiceDatabase,
+  principalOf,
+  type ServiceDatabase,
+} from '../../../../test/support/service-database';
 import type { Principal } from '../../../common/auth/principal';
-import type { TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
-import type { Clock } from '../../../common/jobs/clock';
+import { hmacBase62, type TenantKeys } from '../../../common/crypto/tenant-keys.service';
 import type { Metrics } from '../../../common/metrics/metrics';
 import type { AppConfig } from '../../../config/app-config';
-import type { CountedRow, CountedSoFar } from './card-enumeration';
-import type { CardEnumerationRepository } from './card-enumeration.repository';
+import { CardEnumerationRepository } from './card-enumeration.repository';
 import { CardEnumerationGuard, CardEnumerationRefused } from './card-enumeration.service';
-import { FakeUnitOfWork } from '../../../../test/support/fake-unit-of-work';
 
+/**
+ * The card enumeration guard on its real repository (the service tier's PGlite): what it counts in the
+ * caller's change (`card_enumeration_counts`), that a refusal leaves nothing counted, and the audit row of
+ * a refusal.
+ */
+let db: ServiceDatabase;
+let tenant: string;
+let who: Principal;
 const KEYS = { fingerprint: Buffer.alloc(32, 3) } as TenantKeys;
-const NOW = new Date('2026-11-26T12:00:00Z');
-const who: Principal = {
-  tenantId: 't1',
-  applicationId: '00000000-0000-4000-8000-000000000001',
-  applicationType: 'private',
-  keyKind: 'application',
-  keyId: 'k1',
-  authorized: true,
-  permissions: ['token:create', 'token:read'],
-  rules: [],
-} as unknown as Principal;
+
+beforeAll(async () => {
+  db = await openServiceDatabase();
+  tenant = await db.newTenant('enumeration');
+});
+afterAll(() => db.close());
+beforeEach(async () => {
+  // A caller of its own per test: counts are per caller and group.
+  who = principalOf(tenant, ['token:create', 'token:read']);
+  await db.rows('DELETE FROM card_enumeration_counts; DELETE FROM audit_logs;');
+});
 
 /** Luhn-valid numbers sharing their first 6 and last 4 digits. */
 function group(count: number): string[] {
@@ -38,88 +48,85 @@ function group(count: number): string[] {
   return out;
 }
 
-function newGuard(limit = 10, stored: { fingerprint: string; containers: string[] }[] = []) {
-  const calls: string[] = [];
-  const inserted: CountedRow[] = [];
-  const work = new FakeUnitOfWork();
+function newGuard(limit = 10) {
   let refusals = 0;
-  const repository = {
-    lockGroups: async () => void calls.push('lock'),
-    findCounted: async (): Promise<CountedSoFar[]> => {
-      calls.push('counted');
-      return [];
-    },
-    findCountedAndStored: async () => {
-      calls.push('counted and stored');
-      return { counted: [], stored: stored.map((s, i) => ({ id: `tok_${i}`, type: 'card', ...s })) };
-    },
-    insert: async (_change: Change, _tenant: string, rows: CountedRow[]) => {
-      calls.push('insert');
-      inserted.push(...rows);
-    },
-  } as unknown as CardEnumerationRepository;
   const metrics = { cardEnumerationRefused: () => void refusals++ } as unknown as Metrics;
   const guard = new CardEnumerationGuard(
-    repository,
-    work.asUnitOfWork(),
+    new CardEnumerationRepository(),
+    db.work,
     metrics,
     { CARD_ENUMERATION_LIMIT: limit } as AppConfig,
-    { keysFor: async () => KEYS } as unknown as TenantKeysService,
-    { now: () => NOW } as Clock,
+    db.tenantKeys,
+    db.clock,
   );
-  // The caller's change, as the tokenize's transaction hands it (the fake repository ignores it).
-  const change = new Change({ actor: who }, 'transaction', undefined, () =>
-    Promise.reject(new Error('no database')),
-  );
-  return { guard, change, work, calls, inserted, refusals: () => refusals };
+  /** Counts `numbers` in a transaction of the caller's, as tokenize does. */
+  const count = (numbers: string[]) =>
+    db.work.transaction({ actor: who }, (change) => guard.count(change, who, KEYS, numbers, db.clock.now()));
+  return { guard, count, refusals: () => refusals };
 }
 
-describe('CardEnumerationGuard', () => {
-  it('locks the groups before it reads the count, then records the numbers', async () => {
+const counted = async () =>
+  Number((await db.rows<{ n: string }>('SELECT count(*) AS n FROM card_enumeration_counts'))[0].n);
+
+describe('CardEnumerationGuard (real repository on PGlite)', () => {
+  it("records each number it counts, in the caller's change, as digests only", async () => {
     const s = newGuard();
-    await s.guard.count(s.change, who, KEYS, group(10), NOW);
-    expect(s.calls).toEqual(['lock', 'counted and stored', 'insert']);
-    expect(s.inserted).toHaveLength(10);
+    const numbers = group(10);
+    await s.count(numbers);
+    expect(await counted()).toBe(10);
+    const rows = await db.rows<Record<string, unknown>>('SELECT * FROM card_enumeration_counts');
+    expect(JSON.stringify(rows)).not.toContain(numbers[0].slice(6, 12));
+    expect(rows.every((row) => row.counted_by === who.applicationId)).toBe(true);
   });
 
-  it('refuses past the limit and records nothing', async () => {
+  it('refuses past the limit and records nothing (the change rolls back)', async () => {
     const s = newGuard();
-    await expect(s.guard.count(s.change, who, KEYS, group(11), NOW)).rejects.toBeInstanceOf(
-      CardEnumerationRefused,
-    );
-    expect(s.calls).not.toContain('insert');
+    await s.count(group(5));
+    await expect(s.count(group(11))).rejects.toBeInstanceOf(CardEnumerationRefused);
+    expect(await counted()).toBe(5);
   });
 
-  it('reads nothing when no number is counted (the one-statement path)', async () => {
+  it('a number counted before, by the same caller, is not counted twice', async () => {
     const s = newGuard();
-    await s.guard.count(s.change, who, KEYS, [], NOW);
-    expect(s.calls).toEqual([]);
+    await s.count(group(8));
+    await s.count(group(10));
+    expect(await counted()).toBe(10);
+  });
+
+  it('reads and writes nothing when no number is counted (the one-statement path)', async () => {
+    const s = newGuard();
+    await db.work.statement({ actor: who }, (change) => s.guard.count(change, who, KEYS, [], db.clock.now()));
+    expect(await counted()).toBe(0);
   });
 
   it('a number stored in a token the caller may read does not count', async () => {
+    const s = newGuard();
     const numbers = group(11);
-    const { hmacBase62 } = await import('../../../common/crypto/tenant-keys.service');
-    const s = newGuard(10, [
-      { fingerprint: hmacBase62(KEYS.fingerprint, numbers[0]), containers: ['/pci/high/'] },
-    ]);
-    await s.guard.count(s.change, who, KEYS, numbers, NOW);
-    expect(s.inserted).toHaveLength(10);
+    await db.rows(
+      `INSERT INTO tokens (tenant_id, id, type, data, fingerprint, fingerprint_expression, containers, created_at)
+       VALUES ($1, $2, 'card', '\\x00', $3, '{{ data.number }}', '{/pci/high/}', now())`,
+      [tenant, randomUUID(), hmacBase62(KEYS.fingerprint, numbers[0])],
+    );
+    await s.count(numbers);
+    expect(await counted()).toBe(10);
   });
 
   it('a refusal is one refuse audit row naming no digits, in a change of its own, and the metric', async () => {
     const s = newGuard();
     await s.guard.refused(who);
     expect(s.refusals()).toBe(1);
-    expect(s.work.committed).toHaveLength(1);
-    expect(s.work.committed[0].origin).toEqual({ actor: who });
-    expect(s.work.audit).toEqual([
+    const rows = await db.rows<Record<string, unknown>>(
+      'SELECT actor_id, entity_type, entity_id, operation, token_type, message FROM audit_logs',
+    );
+    expect(rows).toEqual([
       expect.objectContaining({
-        entityType: 'token',
-        entityId: null,
+        actor_id: who.applicationId,
+        entity_type: 'token',
+        entity_id: null,
         operation: 'refuse',
-        tokenType: 'card',
+        token_type: 'card',
       }),
     ]);
-    expect(s.work.audit[0].message).not.toMatch(/\d/);
+    expect(rows[0].message).not.toMatch(/\d/);
   });
 });
