@@ -3,73 +3,43 @@ import type { Principal } from '../../common/auth/principal';
 import { ValidationException } from '../../common/errors/domain.exception';
 import type { OutboundHttp } from '../../common/outbound/outbound-http.service';
 import { OutboundError } from '../../common/outbound/outbound.types';
-import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
-import { FakeUnitOfWork } from '../../../test/support/fake-unit-of-work';
+import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import type { CreateProxyDto, PatchProxyDto } from './dto/proxy.dto';
-import type { ProxyEntity } from './entities/proxy.entity';
 import { ProxiesException } from './proxies.errors';
-import type { ProxiesRepository, ProxyChanges, ProxyFilter } from './proxies.repository';
+import { ProxiesRepository } from './proxies.repository';
 import { PROXY_KEY_FORMAT, ProxiesService } from './proxies.service';
 
-const TENANT = '00000000-0000-4000-8000-000000000001';
-const OTHER_TENANT = '00000000-0000-4000-8000-000000000002';
 const APP = '00000000-0000-4000-8000-00000000000a';
 
-/** The proxies table as the service sees it; every write and locked read notes its change. */
-class FakeProxies {
-  readonly rows: ProxyEntity[] = [];
-  readonly calls: { op: string; change: Change }[] = [];
+let db: ServiceDatabase;
+/** Each test's tenants, new for it. */
+let TENANT: string;
+let OTHER_TENANT: string;
 
-  private find(tenantId: string, id: string): ProxyEntity | undefined {
-    return this.rows.find((p) => p.tenantId === tenantId && p.id === id);
-  }
+beforeAll(async () => {
+  db = await openServiceDatabase();
+});
+afterAll(() => db.close());
+beforeEach(async () => {
+  TENANT = await db.newTenant('proxies');
+  OTHER_TENANT = await db.newTenant('other');
+});
 
-  insert(change: Change, proxy: ProxyEntity): Promise<void> {
-    this.calls.push({ op: 'insert', change });
-    this.rows.push({ ...proxy });
-    return Promise.resolve();
-  }
+/** The tenant's proxies as the database holds them. */
+const rows = () =>
+  db.rows<{ name: string; destination_url: string }>(
+    'SELECT name, destination_url FROM proxies WHERE tenant_id = $1 ORDER BY created_at',
+    [TENANT],
+  );
 
-  findOne(tenantId: string, id: string): Promise<ProxyEntity | null> {
-    const found = this.find(tenantId, id);
-    return Promise.resolve(found ? { ...found } : null);
-  }
-
-  findLocked(change: Change, tenantId: string, id: string): Promise<ProxyEntity | null> {
-    this.calls.push({ op: 'lock', change });
-    return this.findOne(tenantId, id);
-  }
-
-  page(filter: ProxyFilter, skip: number, take: number): Promise<{ total: number; rows: ProxyEntity[] }> {
-    const all = this.rows.filter(
-      (p) =>
-        p.tenantId === filter.tenantId &&
-        (!filter.ids || filter.ids.includes(p.id)) &&
-        (!filter.name || p.name.toLowerCase().includes(filter.name.toLowerCase())),
-    );
-    return Promise.resolve({ total: all.length, rows: all.slice(skip, skip + take) });
-  }
-
-  update(change: Change, tenantId: string, id: string, changes: ProxyChanges): Promise<void> {
-    this.calls.push({ op: 'update', change });
-    const row = this.find(tenantId, id);
-    if (row) Object.assign(row, changes);
-    return Promise.resolve();
-  }
-
-  delete(change: Change, tenantId: string, id: string): Promise<boolean> {
-    this.calls.push({ op: 'delete', change });
-    const at = this.rows.findIndex((p) => p.tenantId === tenantId && p.id === id);
-    if (at === -1) return Promise.resolve(false);
-    this.rows.splice(at, 1);
-    return Promise.resolve(true);
-  }
-
-  asRepository(): ProxiesRepository {
-    return this as unknown as ProxiesRepository;
-  }
-}
+/** The tenant's audit rows, oldest first. */
+const audit = () =>
+  db.rows<{ entity_type: string; entity_id: string; operation: string; message: string }>(
+    `SELECT entity_type, entity_id, operation, message FROM audit_logs WHERE tenant_id = $1
+      ORDER BY created_at, ctid`,
+    [TENANT],
+  );
 
 const principal = (tenantId = TENANT): Principal => ({
   tenantId,
@@ -90,15 +60,11 @@ const body = (overrides: Partial<CreateProxyDto> = {}): CreateProxyDto => ({
   ...overrides,
 });
 
-describe('ProxiesService', () => {
-  let repo: FakeProxies;
-  let work: FakeUnitOfWork;
+describe('ProxiesService (real repository on PGlite)', () => {
   let checked: string[];
   let service: ProxiesService;
 
   beforeEach(() => {
-    repo = new FakeProxies();
-    work = new FakeUnitOfWork();
     checked = [];
     const outbound = {
       checkDestination: (url: string) => {
@@ -107,16 +73,17 @@ describe('ProxiesService', () => {
         return Promise.resolve(new URL(url));
       },
     } as unknown as OutboundHttp;
-    service = new ProxiesService(repo.asRepository(), outbound, work.asUnitOfWork());
+    service = new ProxiesService(new ProxiesRepository(db.dataSource), outbound, db.work);
   });
 
   describe('create', () => {
     it('writes the proxy in one change with its audit row', async () => {
       const proxy = await service.create(origin(), body());
-      expect(work.committed).toHaveLength(1);
-      expect(repo.calls).toEqual([{ op: 'insert', change: work.committed[0] }]);
-      expect(work.audit).toEqual([
-        { entityType: 'proxy', entityId: proxy.id, operation: 'create', message: 'Proxy created' },
+      expect(await rows()).toEqual([
+        { name: 'Processor', destination_url: 'https://api.processor.example/v1' },
+      ]);
+      expect(await audit()).toEqual([
+        { entity_type: 'proxy', entity_id: proxy.id, operation: 'create', message: 'Proxy created' },
       ]);
       expect(proxy).toMatchObject({
         tenant_id: TENANT,
@@ -143,9 +110,8 @@ describe('ProxiesService', () => {
       await expect(
         service.create(origin(), body({ destination_url: 'http://internal.example/' })),
       ).rejects.toMatchObject({ errors: { destination_url: ['a private address'] } });
-      expect(work.committed).toHaveLength(0);
-      expect(work.rolledBack).toHaveLength(0);
-      expect(repo.rows).toHaveLength(0);
+      expect(await audit()).toEqual([]);
+      expect(await rows()).toHaveLength(0);
     });
 
     it('a destination with a query string or fragment is refused', async () => {
@@ -153,7 +119,7 @@ describe('ProxiesService', () => {
         await expect(service.create(origin(), body({ destination_url: url }))).rejects.toThrow(
           ValidationException,
         );
-      expect(repo.rows).toHaveLength(0);
+      expect(await rows()).toHaveLength(0);
     });
   });
 
@@ -172,14 +138,10 @@ describe('ProxiesService', () => {
         require_auth: true,
         modified_by: APP,
       });
-      expect(work.committed).toHaveLength(2);
-      expect(repo.calls.slice(1)).toEqual([
-        { op: 'lock', change: work.committed[1] },
-        { op: 'update', change: work.committed[1] },
-      ]);
-      expect(work.audit[1]).toEqual({
-        entityType: 'proxy',
-        entityId: id,
+      expect(await rows()).toEqual([{ name: 'Renamed', destination_url: 'https://other.example' }]);
+      expect((await audit())[1]).toEqual({
+        entity_type: 'proxy',
+        entity_id: id,
         operation: 'update',
         message: 'Proxy updated',
       });
@@ -210,9 +172,8 @@ describe('ProxiesService', () => {
       await expect(
         service.update(origin(), id, { destination_url: 'http://internal.example/' }, false),
       ).rejects.toThrow(ValidationException);
-      expect(work.rolledBack).toHaveLength(1);
-      expect(work.audit).toHaveLength(1);
-      expect(repo.rows[0].destinationUrl).toBe('https://api.processor.example/v1');
+      expect(await audit()).toHaveLength(1);
+      expect((await rows())[0].destination_url).toBe('https://api.processor.example/v1');
     });
 
     it("another tenant's proxy is not found", async () => {
@@ -220,7 +181,7 @@ describe('ProxiesService', () => {
       await expect(service.update(origin(OTHER_TENANT), id, { name: 'x' }, false)).rejects.toThrow(
         ProxiesException,
       );
-      expect(repo.rows[0].name).toBe('Processor');
+      expect((await rows())[0].name).toBe('Processor');
     });
   });
 
@@ -228,10 +189,10 @@ describe('ProxiesService', () => {
     it('deletes in one change with its audit row', async () => {
       const { id } = await service.create(origin(), body());
       await service.delete(origin(), id);
-      expect(repo.rows).toHaveLength(0);
-      expect(work.audit[1]).toEqual({
-        entityType: 'proxy',
-        entityId: id,
+      expect(await rows()).toHaveLength(0);
+      expect((await audit())[1]).toEqual({
+        entity_type: 'proxy',
+        entity_id: id,
         operation: 'delete',
         message: 'Proxy deleted',
       });
@@ -241,9 +202,8 @@ describe('ProxiesService', () => {
       const { id } = await service.create(origin(), body());
       await expect(service.delete(origin(OTHER_TENANT), id)).rejects.toMatchObject({ code: 'not_found' });
       await expect(service.delete(origin(), randomUUID())).rejects.toMatchObject({ code: 'not_found' });
-      expect(work.rolledBack).toHaveLength(2);
-      expect(work.audit).toHaveLength(1);
-      expect(repo.rows).toHaveLength(1);
+      expect(await audit()).toHaveLength(1);
+      expect(await rows()).toHaveLength(1);
     });
   });
 
@@ -257,7 +217,7 @@ describe('ProxiesService', () => {
       });
       const page = await service.list(principal(), { page: 1, size: 20 });
       expect(page.data.map((p) => p.id)).toEqual([mine.id]);
-      expect(work.committed).toHaveLength(2);
+      expect(await audit()).toHaveLength(1);
     });
   });
 });

@@ -1,12 +1,11 @@
-import { FakeUnitOfWork } from '../../../test/support/fake-unit-of-work';
+import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { hashApiKey } from '../../common/auth/api-key';
 import type { Principal } from '../../common/auth/principal';
 import { ValidationException } from '../../common/errors/domain.exception';
 import { Clock } from '../../common/jobs/clock';
 import type { RetentionJob } from '../../common/jobs/retention.job';
-import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
-import type { NewSession, SessionGrant, SessionsRepository } from './sessions.repository';
+import { SessionsRepository } from './sessions.repository';
 import { MAX_SESSION_LIFETIME_MS, SESSION_LIFETIME_MS, SessionsService } from './sessions.service';
 
 const TENANT = '00000000-0000-4000-8000-0000000000a1';
@@ -27,39 +26,47 @@ class StoppedClock extends Clock {
   }
 }
 
-interface StoredSession extends NewSession {
-  grant?: SessionGrant;
-}
+let db: ServiceDatabase;
 
-/** `sessions` in memory; a nonce is consumed by the grant, as the UPDATE does. */
-class FakeSessions {
-  readonly rows = new Map<string, StoredSession>();
-  readonly calls: string[] = [];
+beforeAll(async () => {
+  db = await openServiceDatabase();
+  await db.newTenant('sessions', TENANT);
+  await db.newTenant('other', OTHER_TENANT);
+  for (const [id, type, permissions] of [
+    [PUBLIC_APP, 'public', ['token:create']],
+    [PRIVATE_APP, 'private', ['token:read', 'token:create']],
+  ] as const)
+    await db.rows(
+      'INSERT INTO applications (id, tenant_id, name, type, permissions) VALUES ($1, $2, $3, $3, $4)',
+      [id, TENANT, type, permissions],
+    );
+});
+afterAll(() => db.close());
 
-  readonly repository = {
-    insert: async (_change: Change, session: NewSession) => {
-      this.calls.push('insert');
-      this.rows.set(session.id, { ...session });
-    },
-    lockPendingByNonce: async (_change: Change, tenantId: string, nonceHash: Buffer, now: Date) => {
-      this.calls.push('lock');
-      const row = [...this.rows.values()].find(
-        (s) =>
-          s.tenantId === tenantId &&
-          s.nonceHash.length > 0 &&
-          s.nonceHash.equals(nonceHash) &&
-          s.expiresAt.getTime() > now.getTime(),
-      );
-      return row && { id: row.id, createdAt: row.createdAt, expiresAt: row.expiresAt };
-    },
-    authorize: async (_change: Change, tenantId: string, id: string, grant: SessionGrant) => {
-      this.calls.push('authorize');
-      const row = this.rows.get(id)!;
-      expect(row.tenantId).toBe(tenantId);
-      this.rows.set(id, { ...row, nonceHash: Buffer.alloc(0), expiresAt: grant.expiresAt, grant });
-    },
-  } as unknown as SessionsRepository;
-}
+/** A session as the database holds it. */
+const stored = async (id: string) =>
+  (
+    await db.rows<{
+      tenant_id: string;
+      application_id: string;
+      key_hash: Buffer;
+      nonce_hash: Buffer | null;
+      permissions: string[];
+      authorized_by: string | null;
+      expires_at: Date;
+    }>(
+      'SELECT tenant_id, application_id, key_hash, nonce_hash, permissions, authorized_by, expires_at FROM sessions WHERE id = $1',
+      [id],
+    )
+  )[0];
+
+/** The audit rows of a session, oldest first. */
+const auditOf = (id: string) =>
+  db.rows<{ actor_id: string; entity_type: string; entity_id: string; operation: string; message: string }>(
+    `SELECT actor_id, entity_type, entity_id, operation, message FROM audit_logs WHERE entity_id = $1
+      ORDER BY created_at, ctid`,
+    [id],
+  );
 
 const principal = (overrides: Partial<Principal>): Principal => ({
   tenantId: TENANT,
@@ -85,29 +92,36 @@ const privateKey = (overrides: Partial<Principal> = {}): RequestOrigin => ({
 });
 
 function setup() {
-  const store = new FakeSessions();
-  const work = new FakeUnitOfWork();
   const clock = new StoppedClock();
   const register = jest.fn();
   const retention = { register } as unknown as RetentionJob;
-  const service = new SessionsService(work.asUnitOfWork(), store.repository, clock, retention);
-  return { store, work, clock, service, register };
+  const service = new SessionsService(db.work, new SessionsRepository(db.dataSource), clock, retention);
+  return { clock, service, register };
 }
 
-describe('SessionsService', () => {
+describe('SessionsService (real repository on PGlite)', () => {
   it('creates a session without access, storing only digests of its key and nonce', async () => {
-    const { service, store, work, clock } = setup();
+    const { service, clock } = setup();
     const created = await service.create(publicKey());
-    const row = store.rows.get(created.id)!;
-    expect(row).toMatchObject({ tenantId: TENANT, applicationId: PUBLIC_APP });
-    expect(row.keyHash.equals(hashApiKey(created.session_key))).toBe(true);
-    expect(row.nonceHash.equals(hashApiKey(created.nonce))).toBe(true);
-    expect(JSON.stringify([...store.rows.values()])).not.toContain(created.session_key);
-    expect(row.grant).toBeUndefined();
+    const row = await stored(created.id);
+    expect(row).toMatchObject({
+      tenant_id: TENANT,
+      application_id: PUBLIC_APP,
+      permissions: [],
+      authorized_by: null,
+    });
+    expect(row.key_hash.equals(hashApiKey(created.session_key))).toBe(true);
+    expect(row.nonce_hash!.equals(hashApiKey(created.nonce))).toBe(true);
+    expect(JSON.stringify(await db.rows('SELECT * FROM sessions'))).not.toContain(created.session_key);
     expect(new Date(created.expires_at).getTime()).toBe(clock.now().getTime() + SESSION_LIFETIME_MS);
-    expect(work.committed).toHaveLength(1);
-    expect(work.audit).toEqual([
-      { entityType: 'session', entityId: created.id, operation: 'create', message: 'Session created' },
+    expect(await auditOf(created.id)).toEqual([
+      {
+        actor_id: PUBLIC_APP,
+        entity_type: 'session',
+        entity_id: created.id,
+        operation: 'create',
+        message: 'Session created',
+      },
     ]);
   });
 
@@ -119,7 +133,7 @@ describe('SessionsService', () => {
   });
 
   it('authorizes with the nonce: grants, consumes it, and logs what was granted', async () => {
-    const { service, store, work } = setup();
+    const { service } = setup();
     const created = await service.create(publicKey());
     const answer = await service.authorize(privateKey(), {
       nonce: created.nonce,
@@ -127,28 +141,28 @@ describe('SessionsService', () => {
       rules: [{ priority: 1, container: '/general/', permissions: ['token:read'] }],
     });
     expect(answer).toEqual({ id: created.id });
-    expect(store.calls).toEqual(['insert', 'lock', 'authorize']);
-    expect(store.rows.get(created.id)!.grant).toMatchObject({
+    expect(await stored(created.id)).toMatchObject({
       permissions: ['token:read'],
-      authorizedBy: PRIVATE_APP,
+      authorized_by: PRIVATE_APP,
+      nonce_hash: null,
     });
-    expect(work.audit[1]).toEqual({
-      entityType: 'session',
-      entityId: created.id,
+    expect((await auditOf(created.id))[1]).toEqual({
+      actor_id: PRIVATE_APP,
+      entity_type: 'session',
+      entity_id: created.id,
       operation: 'update',
       message: 'Session authorized with permissions token:read and 1 rule',
     });
   });
 
   it('a nonce works once', async () => {
-    const { service, work } = setup();
+    const { service } = setup();
     const created = await service.create(publicKey());
     await service.authorize(privateKey(), { nonce: created.nonce, permissions: ['token:read'] });
     await expect(
       service.authorize(privateKey(), { nonce: created.nonce, permissions: ['token:read'] }),
     ).rejects.toBeInstanceOf(ValidationException);
-    expect(work.rolledBack).toHaveLength(1);
-    expect(work.audit).toHaveLength(2);
+    expect(await auditOf(created.id)).toHaveLength(2);
   });
 
   it('refuses an expired nonce', async () => {
@@ -161,7 +175,7 @@ describe('SessionsService', () => {
   });
 
   it('never authorizes another tenant’s session', async () => {
-    const { service, store } = setup();
+    const { service } = setup();
     const created = await service.create(publicKey());
     await expect(
       service.authorize(privateKey({ tenantId: OTHER_TENANT }), {
@@ -169,17 +183,17 @@ describe('SessionsService', () => {
         permissions: ['token:read'],
       }),
     ).rejects.toBeInstanceOf(ValidationException);
-    expect(store.rows.get(created.id)!.grant).toBeUndefined();
+    expect(await stored(created.id)).toMatchObject({ authorized_by: null, permissions: [] });
   });
 
   it('refuses a grant the private application does not hold, before any change opens', async () => {
-    const { service, work } = setup();
+    const { service } = setup();
     const created = await service.create(publicKey());
     await expect(
       service.authorize(privateKey(), { nonce: created.nonce, permissions: ['token:delete'] }),
     ).rejects.toBeInstanceOf(ValidationException);
-    expect(work.committed).toHaveLength(1);
-    expect(work.rolledBack).toHaveLength(0);
+    expect(await auditOf(created.id)).toHaveLength(1);
+    expect(await stored(created.id)).toMatchObject({ authorized_by: null });
   });
 
   it('refuses to grant nothing', async () => {
@@ -191,7 +205,7 @@ describe('SessionsService', () => {
   });
 
   it('takes expires_at within 24 hours of the creation, and refuses one in the past or later', async () => {
-    const { service, store, clock } = setup();
+    const { service, clock } = setup();
     const created = await service.create(publicKey());
     const createdAt = clock.now().getTime();
     const grant = (expires: number) =>
@@ -207,11 +221,11 @@ describe('SessionsService', () => {
       errors: { expires_at: [expect.stringContaining('24 hours')] },
     });
     await grant(createdAt + 3_600_000);
-    expect(store.rows.get(created.id)!.expiresAt.getTime()).toBe(createdAt + 3_600_000);
+    expect((await stored(created.id)).expires_at.getTime()).toBe(createdAt + 3_600_000);
   });
 
   it('a refused authorization rolls back: no audit row, and the nonce still works', async () => {
-    const { service, store, work, clock } = setup();
+    const { service, clock } = setup();
     const created = await service.create(publicKey());
     await expect(
       service.authorize(privateKey(), {
@@ -220,11 +234,10 @@ describe('SessionsService', () => {
         expires_at: new Date(clock.now().getTime() - 1000).toISOString(),
       }),
     ).rejects.toBeInstanceOf(ValidationException);
-    expect(work.rolledBack).toHaveLength(1);
-    expect(work.rolledBack[0].entries).toEqual([]);
-    expect(store.calls).not.toContain('authorize');
+    expect(await auditOf(created.id)).toHaveLength(1);
+    expect(await stored(created.id)).toMatchObject({ authorized_by: null });
     await service.authorize(privateKey(), { nonce: created.nonce, permissions: ['token:read'] });
-    expect(store.rows.get(created.id)!.grant).toBeDefined();
+    expect(await stored(created.id)).toMatchObject({ authorized_by: PRIVATE_APP });
   });
 
   it('a rule the private application holds no permission of is refused by path', async () => {
@@ -238,13 +251,17 @@ describe('SessionsService', () => {
     ).rejects.toMatchObject({ errors: { 'rules[0].permissions[0]': [expect.any(String)] } });
   });
 
-  it('opens each change with the request’s origin, whose actor the audit rows name', async () => {
-    const { service, work } = setup();
-    const origin = privateKey();
-    const created = await service.create(publicKey());
-    await service.authorize(origin, { nonce: created.nonce, permissions: ['token:read'] });
-    expect(work.committed.map((change) => change.actor.applicationId)).toEqual([PUBLIC_APP, PRIVATE_APP]);
-    expect(work.committed[1].origin).toBe(origin);
+  it('stores the answer of a create with an idempotency key in its change', async () => {
+    const { service } = setup();
+    const who = publicKey().actor;
+    const claim = await db.claim(who, 'session-1');
+    const created = await service.create({ actor: who, idempotency: claim });
+    const records = await db.rows<{ state: string; response_body: Buffer | null }>(
+      `SELECT state, response_body FROM idempotency_records WHERE scope = $1`,
+      [`application:${PUBLIC_APP}`],
+    );
+    expect(records).toEqual([expect.objectContaining({ state: 'completed' })]);
+    expect(records[0].response_body?.toString('latin1') ?? '').not.toContain(created.session_key);
   });
 
   it('registers the purge of expired sessions with the retention job', () => {

@@ -1,82 +1,68 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../common/auth/principal';
-import type { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { ValidationException } from '../../common/errors/domain.exception';
 import { Clock } from '../../common/jobs/clock';
 import type { OutboundHttp } from '../../common/outbound/outbound-http.service';
 import { OutboundError } from '../../common/outbound/outbound.types';
-import type { Change } from '../../common/unit-of-work/change';
 import type { RequestOrigin } from '../../common/unit-of-work/origin.decorator';
-import { FakeUnitOfWork } from '../../../test/support/fake-unit-of-work';
+import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { DeliveryNudge } from './delivery/delivery-nudge';
 import type { CreateWebhookDto, UpdateWebhookDto } from './dto/webhook.dto';
-import type { WebhookDeliveryEntity } from './entities/webhook-delivery.entity';
-import type { WebhookEntity } from './entities/webhook.entity';
 import { openWebhookSecret } from './webhook-secret';
 import { WebhooksException } from './webhooks.errors';
-import type { WebhookChanges, WebhooksRepository } from './webhooks.repository';
+import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 
-const TENANT = '00000000-0000-4000-8000-000000000001';
-const OTHER_TENANT = '00000000-0000-4000-8000-000000000002';
 const APP = '00000000-0000-4000-8000-00000000000a';
 
-/** The webhooks table as the service sees it: rows by tenant and id; every write notes its change. */
-class FakeWebhooks {
-  readonly rows = new Map<string, WebhookEntity>();
-  readonly deliveries: WebhookDeliveryEntity[] = [];
-  /** The change of each write and locked read, in order. */
-  readonly changes: { op: string; change: Change }[] = [];
+let db: ServiceDatabase;
+/** Each test's tenants, new for it. */
+let TENANT: string;
+let OTHER_TENANT: string;
 
-  private static key = (tenantId: string, id: string) => `${tenantId}/${id}`;
+beforeAll(async () => {
+  db = await openServiceDatabase();
+});
+afterAll(() => db.close());
+beforeEach(async () => {
+  TENANT = await db.newTenant('webhooks');
+  OTHER_TENANT = await db.newTenant('other');
+});
 
-  insert(change: Change, webhook: WebhookEntity): Promise<void> {
-    this.changes.push({ op: 'insert', change });
-    this.rows.set(FakeWebhooks.key(webhook.tenantId, webhook.id), { ...webhook });
-    return Promise.resolve();
-  }
+/** The tenant's webhooks as the database holds them. */
+const rows = () =>
+  db.rows<{ id: string; name: string; secret: Buffer; consecutive_failures: number }>(
+    'SELECT id, name, secret, consecutive_failures FROM webhooks WHERE tenant_id = $1 ORDER BY created_at',
+    [TENANT],
+  );
 
-  findOne(tenantId: string, id: string): Promise<WebhookEntity | null> {
-    return Promise.resolve(this.rows.get(FakeWebhooks.key(tenantId, id)) ?? null);
-  }
+/** The tenant's audit rows, oldest first. */
+const audit = () =>
+  db.rows<{ actor_id: string; entity_type: string; entity_id: string; operation: string; message: string }>(
+    `SELECT actor_id, entity_type, entity_id, operation, message FROM audit_logs WHERE tenant_id = $1
+      ORDER BY created_at, ctid`,
+    [TENANT],
+  );
 
-  findLocked(change: Change, tenantId: string, id: string): Promise<WebhookEntity | null> {
-    this.changes.push({ op: 'lock', change });
-    return this.findOne(tenantId, id);
-  }
-
-  update(change: Change, tenantId: string, id: string, changes: WebhookChanges): Promise<void> {
-    this.changes.push({ op: 'update', change });
-    const row = this.rows.get(FakeWebhooks.key(tenantId, id));
-    if (row) Object.assign(row, changes);
-    return Promise.resolve();
-  }
-
-  delete(change: Change, tenantId: string, id: string): Promise<boolean> {
-    this.changes.push({ op: 'delete', change });
-    return Promise.resolve(this.rows.delete(FakeWebhooks.key(tenantId, id)));
-  }
-
-  retryDelivery(
-    change: Change,
-    tenantId: string,
-    webhookId: string,
-    id: string,
-    now: Date,
-  ): Promise<WebhookDeliveryEntity | null> {
-    this.changes.push({ op: 'retry', change });
-    const delivery = this.deliveries.find(
-      (d) => d.tenantId === tenantId && d.webhookId === webhookId && d.id === id,
-    );
-    if (!delivery) return Promise.resolve(null);
-    Object.assign(delivery, { status: 'pending', nextAttemptAt: now, leasedUntil: null, updatedAt: now });
-    return Promise.resolve({ ...delivery });
-  }
-
-  asRepository(): WebhooksRepository {
-    return this as unknown as WebhooksRepository;
-  }
+/** A failed delivery of one event to the webhook (its event row with it), as the worker leaves one. */
+async function failedDelivery(webhookId: string): Promise<string> {
+  const [eventId, id] = [randomUUID(), randomUUID()];
+  await db.rows(
+    `INSERT INTO webhook_events (tenant_id, id, type, entity_id, data, created_at)
+     VALUES ($1, $2, 'token:created', 'tok', '{}', now())`,
+    [TENANT, eventId],
+  );
+  await db.rows(
+    `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event_type, entity_id, status, attempts,
+       last_status_code, next_attempt_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, 'token:created', 'tok', 'failed', 7, 500, NULL, now(), now())`,
+    [TENANT, id, webhookId, eventId],
+  );
+  return id;
 }
+
+const deliveryStatus = async (id: string) =>
+  (await db.rows<{ status: string }>('SELECT status FROM webhook_deliveries WHERE id = $1', [id]))[0].status;
 
 const principal = (tenantId = TENANT, extra: Partial<Principal> = {}): Principal => ({
   tenantId,
@@ -99,18 +85,15 @@ const dto = (overrides: Partial<UpdateWebhookDto> = {}): UpdateWebhookDto => ({
   ...overrides,
 });
 
-describe('WebhooksService', () => {
-  let repo: FakeWebhooks;
-  let work: FakeUnitOfWork;
+describe('WebhooksService (real repository on PGlite)', () => {
   let clock: Clock;
   let nudge: DeliveryNudge;
   let pokes: number;
   let service: WebhooksService;
-  const tenantKey = randomBytes(32);
+  /** The tenant's encryption key, which seals webhook secrets. */
+  const tenantKey = async (tenantId = TENANT) => (await db.tenantKeys.keysFor(tenantId)).encryption;
 
   beforeEach(() => {
-    repo = new FakeWebhooks();
-    work = new FakeUnitOfWork();
     clock = new Clock();
     nudge = new DeliveryNudge();
     pokes = 0;
@@ -121,16 +104,13 @@ describe('WebhooksService', () => {
         return Promise.resolve(new URL(url));
       },
     } as unknown as OutboundHttp;
-    const tenantKeys = {
-      keysFor: () => Promise.resolve({ encryption: tenantKey }),
-    } as unknown as TenantKeysService;
     service = new WebhooksService(
-      repo.asRepository(),
+      new WebhooksRepository(db.dataSource),
       outbound,
-      tenantKeys,
+      db.freshTenantKeys(),
       clock,
       nudge,
-      work.asUnitOfWork(),
+      db.work,
     );
   });
 
@@ -139,11 +119,15 @@ describe('WebhooksService', () => {
   describe('create', () => {
     it('writes the webhook in one change with its audit row, and answers its secret once', async () => {
       const created = await create();
-      expect(work.committed).toHaveLength(1);
-      expect(repo.changes.map((c) => c.op)).toEqual(['insert']);
-      expect(repo.changes[0].change).toBe(work.committed[0]);
-      expect(work.audit).toEqual([
-        { entityType: 'webhook', entityId: created.id, operation: 'create', message: 'Webhook created' },
+      expect((await rows()).map((row) => row.id)).toEqual([created.id]);
+      expect(await audit()).toEqual([
+        {
+          actor_id: APP,
+          entity_type: 'webhook',
+          entity_id: created.id,
+          operation: 'create',
+          message: 'Webhook created',
+        },
       ]);
       expect(created).toMatchObject({ tenant_id: TENANT, status: 'enabled', created_by: APP });
       expect(created.secret).toMatch(/^whsec_/);
@@ -151,10 +135,12 @@ describe('WebhooksService', () => {
 
     it('keeps the secret only sealed under the tenant key, bound to the webhook', async () => {
       const created = await create();
-      const row = await repo.findOne(TENANT, created.id);
-      expect(row!.secret.toString('utf8')).not.toContain(created.secret);
-      expect(openWebhookSecret(tenantKey, TENANT, created.id, row!.secret)).toBe(created.secret);
-      expect(() => openWebhookSecret(tenantKey, OTHER_TENANT, created.id, row!.secret)).toThrow();
+      const [row] = await rows();
+      expect(row.secret.toString('latin1')).not.toContain(created.secret);
+      const key = await tenantKey();
+      expect(openWebhookSecret(key, TENANT, created.id, row.secret)).toBe(created.secret);
+      expect(() => openWebhookSecret(key, OTHER_TENANT, created.id, row.secret)).toThrow();
+      expect(() => openWebhookSecret(Buffer.alloc(32), TENANT, created.id, row.secret)).toThrow();
     });
 
     it('stamps the creation with the service clock', async () => {
@@ -173,14 +159,16 @@ describe('WebhooksService', () => {
         'events[1]': ['is not an event type (GET /webhooks/event-types lists them)'],
         url: ['a private address'],
       });
-      expect(work.committed).toHaveLength(0);
-      expect(repo.rows.size).toBe(0);
+      expect(await audit()).toEqual([]);
+      expect(await rows()).toEqual([]);
     });
 
     it("the change's actor is the caller (the audit writer adds a session's id to its rows)", async () => {
       const who = principal(TENANT, { keyKind: 'session', sessionId: 's-1' });
       await create(dto(), who);
-      expect(work.committed[0].actor).toBe(who);
+      expect(await audit()).toEqual([
+        expect.objectContaining({ actor_id: APP, message: 'Webhook created (session s-1)' }),
+      ]);
     });
   });
 
@@ -200,15 +188,14 @@ describe('WebhooksService', () => {
         notify_email: 'ops@merchant.example',
         modified_by: APP,
       });
-      expect(work.committed).toHaveLength(2);
-      expect(work.audit[1]).toEqual({
-        entityType: 'webhook',
-        entityId: id,
+      expect((await audit())[1]).toEqual({
+        actor_id: APP,
+        entity_type: 'webhook',
+        entity_id: id,
         operation: 'update',
         message: 'Webhook updated',
       });
-      expect(repo.changes.slice(1).map((c) => c.op)).toEqual(['lock', 'update']);
-      expect(repo.changes.slice(1).every((c) => c.change === work.committed[1])).toBe(true);
+      expect((await rows())[0].name).toBe('Renamed');
     });
 
     it('clears notify_email when given null', async () => {
@@ -218,11 +205,11 @@ describe('WebhooksService', () => {
 
     it('enabling starts the failure count afresh; disabling keeps it', async () => {
       const { id } = await create();
-      repo.rows.get(`${TENANT}/${id}`)!.consecutiveFailures = 42;
+      await db.rows('UPDATE webhooks SET consecutive_failures = 42 WHERE id = $1', [id]);
       await service.update(origin(), id, dto({ status: 'disabled' }));
-      expect(repo.rows.get(`${TENANT}/${id}`)!.consecutiveFailures).toBe(42);
+      expect((await rows())[0].consecutive_failures).toBe(42);
       await service.update(origin(), id, dto({ status: 'enabled' }));
-      expect(repo.rows.get(`${TENANT}/${id}`)!.consecutiveFailures).toBe(0);
+      expect((await rows())[0].consecutive_failures).toBe(0);
     });
 
     it('checks the URL before the change opens (no lock held over a DNS lookup)', async () => {
@@ -230,8 +217,7 @@ describe('WebhooksService', () => {
       await expect(service.update(origin(), id, dto({ url: 'http://internal.example/' }))).rejects.toThrow(
         ValidationException,
       );
-      expect(work.committed).toHaveLength(1);
-      expect(work.rolledBack).toHaveLength(0);
+      expect(await audit()).toHaveLength(1);
     });
 
     it("another tenant's webhook is not found, and the change rolls back without an audit row", async () => {
@@ -239,9 +225,8 @@ describe('WebhooksService', () => {
       await expect(service.update(origin(principal(OTHER_TENANT)), id, dto())).rejects.toThrow(
         WebhooksException,
       );
-      expect(work.rolledBack).toHaveLength(1);
-      expect(work.audit).toHaveLength(1);
-      expect(repo.rows.get(`${TENANT}/${id}`)!.name).toBe('Payments backend');
+      expect(await audit()).toHaveLength(1);
+      expect((await rows())[0].name).toBe('Payments backend');
     });
   });
 
@@ -249,10 +234,11 @@ describe('WebhooksService', () => {
     it('deletes in one change with its audit row', async () => {
       const { id } = await create();
       await service.delete(origin(), id);
-      expect(repo.rows.size).toBe(0);
-      expect(work.audit[1]).toEqual({
-        entityType: 'webhook',
-        entityId: id,
+      expect(await rows()).toEqual([]);
+      expect((await audit())[1]).toEqual({
+        actor_id: APP,
+        entity_type: 'webhook',
+        entity_id: id,
         operation: 'delete',
         message: 'Webhook deleted',
       });
@@ -264,43 +250,28 @@ describe('WebhooksService', () => {
         code: 'not_found',
       });
       await expect(service.delete(origin(), randomUUID())).rejects.toMatchObject({ code: 'not_found' });
-      expect(work.rolledBack).toHaveLength(2);
-      expect(work.audit).toHaveLength(1);
-      expect(repo.rows.size).toBe(1);
+      expect(await audit()).toHaveLength(1);
+      expect(await rows()).toHaveLength(1);
     });
   });
 
   describe('retry', () => {
-    const delivery = (webhookId: string, tenantId = TENANT): WebhookDeliveryEntity => ({
-      tenantId,
-      id: randomUUID(),
-      seq: '1',
-      webhookId,
-      eventId: randomUUID(),
-      eventType: 'token:created',
-      entityId: randomUUID(),
-      status: 'failed',
-      attempts: 7,
-      lastStatusCode: 500,
-      nextAttemptAt: null,
-      leasedUntil: null,
-      createdAt: new Date('2026-01-01T00:00:00Z'),
-      updatedAt: new Date('2026-01-01T00:00:00Z'),
-    });
-
     it('makes the delivery pending and due now, keeps its attempts, audits, and nudges after commit', async () => {
       const { id } = await create();
-      const d = delivery(id);
-      repo.deliveries.push(d);
+      const d = await failedDelivery(id);
       clock.advance(60_000);
-      const retried = await service.retry(origin(), id, d.id);
-      expect(retried).toMatchObject({ id: d.id, status: 'pending', attempts: 7 });
-      expect(new Date(retried.next_attempt_at!).getTime()).toBeGreaterThan(Date.now() + 30_000);
-      expect(work.audit[1]).toEqual({
-        entityType: 'webhook',
-        entityId: id,
+      const retried = await service.retry(origin(), id, d);
+      expect(retried).toMatchObject({ id: d, status: 'pending', attempts: 7 });
+      const due = new Date(retried.next_attempt_at!).getTime();
+      expect(due).toBeGreaterThan(Date.now() + 30_000);
+      expect(due).toBeLessThanOrEqual(clock.now().getTime());
+      expect(await deliveryStatus(d)).toBe('pending');
+      expect((await audit())[1]).toEqual({
+        actor_id: APP,
+        entity_type: 'webhook',
+        entity_id: id,
         operation: 'update',
-        message: `Webhook delivery ${d.id} retried`,
+        message: `Webhook delivery ${d} retried`,
       });
       expect(pokes).toBe(1);
     });
@@ -308,22 +279,20 @@ describe('WebhooksService', () => {
     it('a delivery of another webhook is not found; nothing is audited or nudged', async () => {
       const { id } = await create();
       const other = await create();
-      const d = delivery(other.id);
-      repo.deliveries.push(d);
-      await expect(service.retry(origin(), id, d.id)).rejects.toMatchObject({ code: 'delivery_not_found' });
-      expect(work.rolledBack).toHaveLength(1);
-      expect(work.audit).toHaveLength(2);
+      const d = await failedDelivery(other.id);
+      await expect(service.retry(origin(), id, d)).rejects.toMatchObject({ code: 'delivery_not_found' });
+      expect(await audit()).toHaveLength(2);
       expect(pokes).toBe(0);
-      expect(d.status).toBe('failed');
+      expect(await deliveryStatus(d)).toBe('failed');
     });
 
     it("another tenant's webhook is not found before its deliveries are touched", async () => {
       const { id } = await create();
-      repo.deliveries.push(delivery(id));
-      await expect(
-        service.retry(origin(principal(OTHER_TENANT)), id, repo.deliveries[0].id),
-      ).rejects.toMatchObject({ code: 'not_found' });
-      expect(repo.changes.map((c) => c.op)).not.toContain('retry');
+      const d = await failedDelivery(id);
+      await expect(service.retry(origin(principal(OTHER_TENANT)), id, d)).rejects.toMatchObject({
+        code: 'not_found',
+      });
+      expect(await deliveryStatus(d)).toBe('failed');
     });
   });
 
@@ -333,7 +302,7 @@ describe('WebhooksService', () => {
       const got = await service.get(principal(), id);
       expect(got).not.toHaveProperty('secret');
       expect(got.id).toBe(id);
-      expect(work.committed).toHaveLength(1);
+      expect(await audit()).toHaveLength(1);
     });
 
     it("get of another tenant's webhook is a 404", async () => {

@@ -104,7 +104,7 @@ describe('ConnectionsService (real repositories on PGlite, fake vendor)', () => 
     expect(created.status).toBe('pending');
     await verified();
     expect(verifyCredentials).toHaveBeenCalledWith({ secret_key: SECRET }, undefined);
-    const row = (await stored(created.id))!;
+    const row = await stored(created.id);
     expect(row).toMatchObject({ status: 'available', fields: [{ key: 'secret_key', value: null }] });
     expect(row.secrets!.toString('latin1')).not.toContain(SECRET);
     expect(await auditOf(created.id)).toEqual(['Connection created', 'connection verified: available']);
@@ -118,7 +118,7 @@ describe('ConnectionsService (real repositories on PGlite, fake vendor)', () => 
     verifyCredentials.mockResolvedValueOnce({ ok: false, reason: 'invalid_api_key' });
     const created = await service.create(origin(), request());
     await verified();
-    expect((await stored(created.id))!.status).toBe('failed');
+    expect((await stored(created.id)).status).toBe('failed');
     expect((await auditOf(created.id)).at(-1)).toBe('connection verification failed: invalid_api_key');
   });
 
@@ -196,7 +196,7 @@ describe('ConnectionsService (real repositories on PGlite, fake vendor)', () => 
     await service.delete(origin(), unused.id);
     await service.delete(origin(), used.id);
     expect(await stored(unused.id)).toBeUndefined();
-    expect((await stored(used.id))!.deleted_at).toBeInstanceOf(Date);
+    expect((await stored(used.id)).deleted_at).toBeInstanceOf(Date);
     expect(await refusal(service.get(origin().actor, used.id))).toBe(OrchestrationErrorCode.NotFound);
     expect(await service.loadForPayment(tenant, used.id, true)).toMatchObject({
       credentials: { secret_key: SECRET },
