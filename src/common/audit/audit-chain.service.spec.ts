@@ -29,7 +29,7 @@ const createdText = (at: Date) => at.toISOString().replace(/\.(\d{3})Z$/, '.$100
 async function sealedTenant(n: number): Promise<{ tenantId: string; ids: string[] }> {
   const tenantId = await db.newTenant();
   const ids: string[] = [];
-  let prev = Buffer.alloc(32);
+  let prev: Buffer = Buffer.alloc(32);
   for (let seq = 1; seq <= n; seq++) {
     const at = new Date(Date.UTC(2025, 0, 1, 0, 0, seq, 123));
     const row: ChainRow = {

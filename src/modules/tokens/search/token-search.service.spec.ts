@@ -133,6 +133,9 @@ const listQuery = (
   size: 20,
   ...page,
 });
+/** The token of this id among those answered, as a plain object. */
+const byId = (tokens: TokenDto[], id: string) =>
+  tokens.find((t) => (t as { id: string }).id === id) as unknown as Record<string, unknown>;
 const ids = (tokens: TokenDto[]) => tokens.map((t) => (t as { id: string }).id);
 const revealRows = () =>
   db.rows<{ entity_id: string; actor_id: string; message: string }>(
@@ -144,7 +147,7 @@ describe('list (v1)', () => {
     const page = await service.list(as(['token:read']), listQuery());
     expect(ids(page.data)).toEqual(NEWEST_FIRST);
     expect(page.pagination).toEqual({ total_items: 4, page_number: 1, page_size: 20, total_pages: 1 });
-    const card = page.data.find((t) => (t as { id: string }).id === 'card_1') as Record<string, unknown>;
+    const card = byId(page.data, 'card_1');
     expect(card).toMatchObject({ type: 'card', mask: { number: 'XXXXXXXXXXXX4242' } });
     expect(card.data).toBeUndefined();
     expect(JSON.stringify(page)).not.toContain('4242424242424242');
@@ -274,9 +277,9 @@ describe('reveal', () => {
     const before = (await revealRows()).length;
     const who = revealer();
     const page = await service.list(who, listQuery());
-    const email = page.data.find((t) => (t as { id: string }).id === 'email_1') as Record<string, unknown>;
+    const email = byId(page.data, 'email_1');
     expect(email.data).toBe('jane@example.com');
-    const card = page.data.find((t) => (t as { id: string }).id === 'card_1') as Record<string, unknown>;
+    const card = byId(page.data, 'card_1');
     expect(card.data).toBeUndefined();
     const rows = (await revealRows()).slice(before);
     expect(rows).toEqual([
