@@ -7,14 +7,9 @@ import { duplexPair } from 'node:stream';
 import type { ClsService } from 'nestjs-cls';
 import type { DataSource } from 'typeorm';
 import { auditStack } from '../../../test/support/audit-stack';
+import { tenantKeysUnder, tenantsOn } from '../../../test/support/service-stacks';
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
-import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
-import type { ApplicationKeyResolver } from '../applications/application-key.resolver';
-import { ApplicationsRepository } from '../applications/applications.repository';
-import { ApplicationsService } from '../applications/applications.service';
-import { TenantsRepository } from '../tenants/tenants.repository';
-import { TenantsService } from '../tenants/tenants.service';
 import { AdminOperations } from './admin-operations';
 import { ControlSocketService } from './control-socket.service';
 import type { InstanceHeartbeatService } from './instance-heartbeat.service';
@@ -37,13 +32,8 @@ const SELF = '00000000-0000-4000-8000-00000000c0de';
 /** The operations of a server holding these master keys (the last one active). */
 function operations(keys: MasterKey[]): AdminOperations {
   const ring = new MasterKeyRing(keys, 'control socket spec');
-  const tenantKeys = new TenantKeysService(ring, new TenantsRepository(db.dataSource), db.work);
-  const tenants = new TenantsService(
-    db.work,
-    new TenantsRepository(db.dataSource),
-    new ApplicationsService(db.work, new ApplicationsRepository(db.dataSource), {} as ApplicationKeyResolver),
-    tenantKeys,
-  );
+  const tenantKeys = tenantKeysUnder(db, keys);
+  const { tenants } = tenantsOn(db, tenantKeys);
   const audit = auditStack(db, { ring: keys });
   const cls = { run: <T>(work: () => T) => work() } as unknown as ClsService;
   return new AdminOperations(

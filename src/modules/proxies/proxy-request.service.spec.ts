@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { tokensOn } from '../../../test/support/service-stacks';
 import { StoppedClock } from '../../../test/support/stopped-clock';
 import {
   openServiceDatabase,
@@ -8,7 +9,6 @@ import {
 import { ApiKeyAuthenticator } from '../../common/auth/api-key.guard';
 import type { Principal, RequestWithPrincipal } from '../../common/auth/principal';
 import { PrincipalResolvers } from '../../common/auth/principal-resolver';
-import type { Metrics } from '../../common/metrics/metrics';
 import type { OutboundHttp } from '../../common/outbound/outbound-http.service';
 import {
   OutboundError,
@@ -17,14 +17,6 @@ import {
 } from '../../common/outbound/outbound.types';
 import { rateLimited, type RateLimiter } from '../../common/throttling/rate-limiter';
 import type { AppConfig } from '../../config/app-config';
-import { CardEnumerationRepository } from '../tokens/enumeration/card-enumeration.repository';
-import { CardEnumerationGuard } from '../tokens/enumeration/card-enumeration.service';
-import { DEFAULT_LIMITS, ExpressionEvaluator } from '../tokens/expressions/expression-evaluator';
-import { TokenReads } from '../tokens/token-reads';
-import { PublicTokenizeLimit } from '../tokens/tokenize/public-tokenize-limit';
-import { TokenizeService } from '../tokens/tokenize/tokenize.service';
-import { TokensRepository } from '../tokens/tokens.repository';
-import { TokensService } from '../tokens/tokens.service';
 import type { ProxyEntity } from './entities/proxy.entity';
 import { ProxiesErrorCode } from './proxies.errors';
 import { ProxiesRepository } from './proxies.repository';
@@ -65,35 +57,8 @@ let closedProxy: ProxyEntity;
 
 beforeAll(async () => {
   db = await openServiceDatabase();
-  const tokens = new TokensRepository(db.dataSource);
-  const metrics = {
-    tokensCreated: () => undefined,
-    cardEnumerationRefused: () => undefined,
-  } as unknown as Metrics;
-  const config = {
-    CARD_ENUMERATION_LIMIT: 10,
-    PUBLIC_TOKENIZE_PER_MINUTE: 60,
-    AUTH_FAILURES_PER_MINUTE: 2,
-  } as AppConfig;
-  const guard = new CardEnumerationGuard(
-    new CardEnumerationRepository(),
-    db.work,
-    metrics,
-    config,
-    db.tenantKeys,
-    clock,
-  );
-  const evaluator = new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 });
-  const tokenizer = new TokenizeService(
-    evaluator,
-    tokens,
-    db.tenantKeys,
-    clock,
-    metrics,
-    guard,
-    db.work,
-    new PublicTokenizeLimit({} as RateLimiter, config),
-  );
+  const { tokenizer, tokens } = tokensOn(db, clock);
+  const config = { AUTH_FAILURES_PER_MINUTE: 2 } as AppConfig;
   const resolvers = new PrincipalResolvers();
   resolvers.register(['public', 'private', 'management', 'session'], {
     resolve: (given: string) => Promise.resolve(keys.get(given)),
@@ -114,15 +79,7 @@ beforeAll(async () => {
     new ProxiesRepository(db.dataSource),
     new ApiKeyAuthenticator(resolvers, clock, config),
     limits,
-    new TokensService(
-      evaluator,
-      tokens,
-      new TokenReads(tokens, db.tenantKeys, guard, db.work),
-      db.tenantKeys,
-      clock,
-      guard,
-      db.work,
-    ),
+    tokens,
     outbound,
     db.work,
   );

@@ -1,3 +1,4 @@
+import { tenantsOn } from '../../../test/support/service-stacks';
 import {
   openServiceDatabase,
   principalOf,
@@ -5,11 +6,7 @@ import {
 } from '../../../test/support/service-database';
 import { hashApiKey } from '../../common/auth/api-key';
 import { permissionsFor } from '../../common/auth/permissions';
-import type { ApplicationKeyResolver } from '../applications/application-key.resolver';
-import { ApplicationsRepository } from '../applications/applications.repository';
-import { ApplicationsService } from '../applications/applications.service';
 import { TenantsErrorCode } from './tenants.errors';
-import { TenantsRepository } from './tenants.repository';
 import { TenantsService } from './tenants.service';
 
 /**
@@ -17,20 +14,12 @@ import { TenantsService } from './tenants.service';
  * change, attributed to that application; the first start creates one only on an empty database.
  */
 let db: ServiceDatabase;
-let applications: ApplicationsRepository;
+let applications: ReturnType<typeof tenantsOn>['applications'];
 let service: TenantsService;
 
 beforeAll(async () => {
   db = await openServiceDatabase();
-  applications = new ApplicationsRepository(db.dataSource);
-  // Creating a tenant creates an application but resolves no key: the resolver is never asked.
-  const resolver = {} as ApplicationKeyResolver;
-  service = new TenantsService(
-    db.work,
-    new TenantsRepository(db.dataSource),
-    new ApplicationsService(db.work, applications, resolver),
-    db.tenantKeys,
-  );
+  ({ tenants: service, applications } = tenantsOn(db));
 });
 afterAll(() => db.close());
 afterEach(() => jest.restoreAllMocks());
