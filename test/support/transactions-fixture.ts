@@ -321,6 +321,10 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     queries,
     processors,
     tokens,
+    journal,
+    connections,
+    links,
+    work,
   };
 }
 

@@ -7,7 +7,6 @@ import {
 import type { Principal } from '../../../common/auth/principal';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { CardEnumerationRefused, type TokensService } from '../../tokens/tokens.service';
-import type { TokenRow } from '../../tokens/tokens.repository';
 import { OrchestrationErrorCode } from '../orchestration.errors';
 import { BuyersRepository } from './buyers.repository';
 import { BuyersService } from './buyers.service';
@@ -29,6 +28,9 @@ beforeAll(async () => {
   await db.subscribe(tenant);
 });
 afterAll(() => db.close());
+
+/** A token as the tokens service answers it to other modules. */
+type TokenRow = NonNullable<Awaited<ReturnType<TokensService['usableRow']>>>;
 
 const PERMISSIONS = [
   'orchestration:buyers:create',
