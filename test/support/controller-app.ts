@@ -16,6 +16,7 @@ import { traceIdMiddleware } from '../../src/common/context/trace-id';
 import { ProblemDetailsFilter } from '../../src/common/errors/problem-details.filter';
 import { createValidationPipe } from '../../src/common/errors/validation';
 import { Clock } from '../../src/common/jobs/clock';
+import type { RequestOrigin } from '../../src/common/unit-of-work/origin.decorator';
 import { AppConfig } from '../../src/config/app-config';
 import { inMemoryRequest } from './in-memory-http';
 
@@ -31,8 +32,23 @@ export interface ControllerApp {
   http: ReturnType<typeof inMemoryRequest>;
   /** A fresh well-formed key of this kind whose principal holds these permissions. */
   key(kind: KeyKind, permissions?: string[], options?: { authorized?: boolean }): string;
+  /** Who a key made by `key` is: the principal and the origin its requests hand a service. */
+  caller(key: string): Caller;
   close(): Promise<void>;
 }
+
+/**
+ * Who a request comes from, as the controller hands it to its service: `who` for a read
+ * (`@Principal()`), `origin` for a write (`@Origin()`: the principal as actor, and the client's address,
+ * the in-memory socket's).
+ */
+export interface Caller {
+  who: Principal;
+  origin: RequestOrigin;
+}
+
+/** The address every in-memory request comes from (test/support/in-memory-http.ts). */
+const CLIENT = '127.0.0.1';
 
 const APPLICATION_TYPE: Record<KeyKind, ApplicationType> = {
   public: 'public',
@@ -102,6 +118,11 @@ export async function controllerApp(
       });
       return key;
     },
+    caller(key) {
+      const who = principals.get(key);
+      if (!who) throw new Error('caller: a key that ctx.key did not make');
+      return { who, origin: { actor: who, client: CLIENT } };
+    },
     close: () => app.close(),
   };
 }
@@ -124,9 +145,21 @@ export interface RouteCase {
   invalid?: { body?: unknown; query?: Record<string, string>; field: string };
   /** The service fake the valid request must reach. */
   reaches: () => jest.Mock;
+  /**
+   * The arguments the valid request must hand the service, exactly (compared as `toEqual` compares: a DTO
+   * instance equals the plain object of its fields), given who sent it. Required: that the service was
+   * reached says nothing of whether it was told the right tenant, ids and values.
+   */
+  calledWith: (caller: Caller) => unknown[];
   /** What the fake answers (default: undefined). */
   answer?: unknown;
+  /** The status of the valid request's answer (default: 201 for a POST, 204 for a DELETE, else 200). */
+  status?: number;
+  /** The body the valid request is answered (default: `answer`, when it is not undefined). */
+  responds?: unknown;
 }
+
+const DEFAULT_STATUS: Record<Method, number> = { get: 200, post: 201, put: 200, patch: 200, delete: 204 };
 
 const UUID = '11111111-1111-4111-8111-111111111111';
 /** A path id that is well formed (a uuid). */
@@ -149,7 +182,8 @@ function send(
 /**
  * The checks every authenticated route gets: 401 without a key and with an unknown one, 403 without its
  * permission (and with a key of a kind it refuses), 400 problem+json naming the bad field, and a valid
- * request that reaches the service.
+ * request that hands the service what it should (`calledWith`: the caller, the parsed values, the ids)
+ * once, and is answered with the route's status and the service's answer.
  */
 export function describeRoutes(getApp: () => ControllerApp, routes: RouteCase[]): void {
   afterEach(() => jest.clearAllMocks());
@@ -214,12 +248,16 @@ export function describeRoutes(getApp: () => ControllerApp, routes: RouteCase[])
         });
       }
 
-      it('reaches the service with a valid request', async () => {
+      it(`hands the service the request's values, and answers ${route.status ?? DEFAULT_STATUS[route.method]}`, async () => {
         const ctx = getApp();
         if (route.answer !== undefined) route.reaches().mockResolvedValueOnce(route.answer);
-        const res = await send(ctx, route, ctx.key(kind, permissions));
-        expect(res.status).toBeLessThan(300);
+        const key = ctx.key(kind, permissions);
+        const res = await send(ctx, route, key);
+        expect(res.status).toBe(route.status ?? DEFAULT_STATUS[route.method]);
         expect(route.reaches()).toHaveBeenCalledTimes(1);
+        expect(route.reaches()).toHaveBeenCalledWith(...route.calledWith(ctx.caller(key)));
+        const responds = route.responds ?? route.answer;
+        if (responds !== undefined) expect(res.body).toEqual(responds);
       });
     });
   }

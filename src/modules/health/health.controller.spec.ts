@@ -41,23 +41,38 @@ describe('HealthController (public)', () => {
   it('GET /health/live answers without a key and checks nothing', async () => {
     const res = await ctx.http.get('/health/live');
     expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', details: {} });
     expect(health.check).toHaveBeenCalledTimes(1);
+    expect(health.check).toHaveBeenCalledWith([]);
     expect(database.pingCheck).not.toHaveBeenCalled();
   });
 
   it('GET /health/ready answers without a key and pings the database', async () => {
+    database.pingCheck.mockResolvedValueOnce({ database: { status: 'up' } });
     const res = await ctx.http.get('/health/ready');
     expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', details: { database: { status: 'up' } } });
+    // A bounded ping: a database that hangs makes the instance not ready rather than the probe hang.
     expect(database.pingCheck).toHaveBeenCalledTimes(1);
+    expect(database.pingCheck).toHaveBeenCalledWith('database', { timeout: 3000 });
   });
 
   it('GET /health/ready is down, without asking the database, once the server is stopping', async () => {
     shutdown.ready = false;
     const res = await ctx.http.get('/health/ready');
     expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(database.pingCheck).not.toHaveBeenCalled();
     // Liveness does not change.
     expect((await ctx.http.get('/health/live')).status).toBe(200);
+  });
+
+  it('GET /health/ready is 503 when the database does not answer', async () => {
+    database.pingCheck.mockResolvedValueOnce({ database: { status: 'down', message: 'timeout' } });
+    const res = await ctx.http.get('/health/ready');
+    expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ status: 503, title: 'Service Unavailable' });
   });
 
   it('ignores a key given, even one that is not valid', async () => {

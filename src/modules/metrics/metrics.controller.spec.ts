@@ -18,5 +18,6 @@ describe('MetricsController (public, for a scraper)', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.text).toBe('vault_up 1\n');
     expect(metrics.scrape).toHaveBeenCalledTimes(1);
+    expect(metrics.scrape).toHaveBeenCalledWith();
   });
 });

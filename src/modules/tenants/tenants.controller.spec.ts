@@ -19,8 +19,14 @@ describe('TenantsController', () => {
         path: '/tenants/self',
         kind: 'management',
         permissions: ['tenant:read'],
-        answer: { id: 't' },
+        answer: {
+          id: '00000000-0000-4000-8000-000000000001',
+          name: 'Shop',
+          created_at: '2030-01-01T00:00:00.000Z',
+        },
         reaches: () => tenants.getSelf,
+        // The tenant is the caller's: nothing in the request names another.
+        calledWith: ({ who }) => [who],
       },
     ],
   );

@@ -28,13 +28,20 @@ describe('ApprovalsController (public: the buyer has no key)', () => {
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.text).toContain(`/orchestration/approvals/${token}/approve`);
-    expect(approvals.find).toHaveBeenCalledTimes(1);
+    expect(res.text).toContain('Shop');
+    expect(res.text).toContain('4242');
+    expect(approvals.find).toHaveBeenCalledWith(token);
+    // The challenge is looked up for the transaction found.
+    expect(approvals.vendorChallengeUrl).toHaveBeenCalledWith(row);
   });
 
   it('answers 404 for a malformed token without asking the service', async () => {
     const res = await ctx.http.get('/orchestration/approvals/short');
     expect(res.status).toBe(404);
+    expect(res.text).toContain('Link not found');
+    expect((await ctx.http.post('/orchestration/approvals/short/approve')).status).toBe(404);
     expect(approvals.find).not.toHaveBeenCalled();
+    expect(approvals.decide).not.toHaveBeenCalled();
   });
 
   it('sends the buyer to the vendor challenge when there is one', async () => {
@@ -46,18 +53,20 @@ describe('ApprovalsController (public: the buyer has no key)', () => {
   });
 
   it.each([
-    ['approve', 'approved', 200],
-    ['decline', 'declined', 200],
+    ['approve', 'approved', 200, true],
+    ['decline', 'declined', 200, false],
   ] as const)(
-    'POST %s reaches the service (a form post: no JSON needed)',
-    async (action, outcome, status) => {
+    'POST %s hands the service the token and the decision (a form post: no JSON needed)',
+    async (action, outcome, status, approved) => {
       approvals.decide.mockResolvedValueOnce({ outcome, row });
       const res = await ctx.http
         .post(`/orchestration/approvals/${token}/${action}`)
         .set('Content-Type', 'application/x-www-form-urlencoded')
         .send('');
       expect(res.status).toBe(status);
+      expect(res.text).toContain(outcome === 'approved' ? 'Payment approved' : 'Payment declined');
       expect(approvals.decide).toHaveBeenCalledTimes(1);
+      expect(approvals.decide).toHaveBeenCalledWith(token, approved);
     },
   );
 
@@ -70,9 +79,11 @@ describe('ApprovalsController (public: the buyer has no key)', () => {
 
   it('hands a vendor return with parameters to the service, and refuses one without', async () => {
     approvals.returnFromVendor.mockResolvedValueOnce({ outcome: 'processing', row });
-    const res = await ctx.http.get('/orchestration/approvals/return/abc123').query({ redirectResult: 'x' });
+    const res = await ctx.http.get('/orchestration/approvals/return/abc123?redirectResult=x&extra=a&extra=b');
     expect(res.status).toBe(200);
-    expect(approvals.returnFromVendor).toHaveBeenCalledTimes(1);
+    expect(res.text).toContain('Payment being confirmed');
+    // Only the parameters given once (a string, not a list) reach the service.
+    expect(approvals.returnFromVendor).toHaveBeenCalledWith('abc123', { redirectResult: 'x' });
     expect((await ctx.http.get('/orchestration/approvals/return/abc123')).status).toBe(404);
     expect(approvals.returnFromVendor).toHaveBeenCalledTimes(1);
   });

@@ -1,3 +1,4 @@
+import { unauthorized } from '../../../common/errors/problem.exception';
 import { controllerApp, ControllerApp, fakeOf } from '../../../../test/support/controller-app';
 import { AdyenNotificationsController } from './adyen-notifications.controller';
 import { AdyenNotificationsService } from './adyen-notifications.service';
@@ -16,12 +17,36 @@ describe('AdyenNotificationsController (public: Adyen has no key of ours)', () =
   afterAll(() => ctx.close());
   beforeEach(() => jest.clearAllMocks());
 
-  it('answers [accepted] once the service has taken the batch', async () => {
-    const res = await ctx.http.post(path).send({ live: 'false', notificationItems: [] });
+  const batch = {
+    live: 'false',
+    notificationItems: [
+      {
+        NotificationRequestItem: {
+          eventCode: 'AUTHORISATION',
+          success: 'true',
+          pspReference: 'PSP1',
+          additionalData: { hmacSignature: 'c2ln' },
+        },
+      },
+    ],
+  };
+
+  it('answers [accepted] once the service has taken the batch, handed to it as sent', async () => {
+    const res = await ctx.http.post(path).send(batch);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.text).toBe('[accepted]');
+    // The body is not validated here: the service checks each item's signature against it, field for field.
     expect(notifications.receive).toHaveBeenCalledTimes(1);
+    expect(notifications.receive).toHaveBeenCalledWith(batch);
+  });
+
+  it("answers the service's refusal as problem+json, without [accepted]", async () => {
+    notifications.receive.mockRejectedValueOnce(unauthorized('refused'));
+    const res = await ctx.http.post(path).send(batch);
+    expect(res.status).toBe(401);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.text).not.toContain('[accepted]');
   });
 
   it('is 415 problem+json for a body that is not JSON, before the service', async () => {

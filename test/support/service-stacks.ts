@@ -1,0 +1,96 @@
+import type { Clock } from '../../src/common/jobs/clock';
+import { MasterKeyRing, type MasterKey } from '../../src/common/crypto/master-keys';
+import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
+import type { Metrics } from '../../src/common/metrics/metrics';
+import type { RateLimiter } from '../../src/common/throttling/rate-limiter';
+import type { AppConfig } from '../../src/config/app-config';
+import type { ApplicationKeyResolver } from '../../src/modules/applications/application-key.resolver';
+import { ApplicationsRepository } from '../../src/modules/applications/applications.repository';
+import { ApplicationsService } from '../../src/modules/applications/applications.service';
+import { TenantsRepository } from '../../src/modules/tenants/tenants.repository';
+import { TenantsService } from '../../src/modules/tenants/tenants.service';
+import { CardEnumerationRepository } from '../../src/modules/tokens/enumeration/card-enumeration.repository';
+import { CardEnumerationGuard } from '../../src/modules/tokens/enumeration/card-enumeration.service';
+import {
+  DEFAULT_LIMITS,
+  ExpressionEvaluator,
+} from '../../src/modules/tokens/expressions/expression-evaluator';
+import { TokenReads } from '../../src/modules/tokens/token-reads';
+import { PublicTokenizeLimit } from '../../src/modules/tokens/tokenize/public-tokenize-limit';
+import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
+import { TokensRepository } from '../../src/modules/tokens/tokens.repository';
+import { TokensService } from '../../src/modules/tokens/tokens.service';
+import type { ServiceDatabase } from './service-database';
+
+/**
+ * Services of other modules that a service spec builds on, wired on the spec file's database as their
+ * modules wire them: a module's repositories stay inside it (dependency-cruiser), so a spec of another
+ * module reaches them through here.
+ */
+
+/** TenantsService with the real applications service and repositories; the applications repository too. */
+export function tenantsOn(
+  db: ServiceDatabase,
+  tenantKeys: TenantKeysService = db.tenantKeys,
+): { tenants: TenantsService; applications: ApplicationsRepository } {
+  const applications = new ApplicationsRepository(db.dataSource);
+  // Creating a tenant creates an application but resolves no key: the resolver is never asked.
+  const service = new ApplicationsService(db.work, applications, {} as ApplicationKeyResolver);
+  return {
+    tenants: new TenantsService(db.work, new TenantsRepository(db.dataSource), service, tenantKeys),
+    applications,
+  };
+}
+
+/** Tenant keys under master keys of the spec's own (the last one active). */
+export function tenantKeysUnder(db: ServiceDatabase, keys: MasterKey[]): TenantKeysService {
+  return new TenantKeysService(
+    new MasterKeyRing(keys, 'service spec'),
+    new TenantsRepository(db.dataSource),
+    db.work,
+  );
+}
+
+/** The tokens module's services: tokenize, tokens, their reads and the card enumeration guard. */
+export interface TokenServices {
+  tokenizer: TokenizeService;
+  tokens: TokensService;
+  reads: TokenReads;
+  guard: CardEnumerationGuard;
+}
+
+/** Expressions evaluated in-process (no worker thread); a limit of 10 card numbers a group. */
+export function tokensOn(db: ServiceDatabase, clock: Clock): TokenServices {
+  const repository = new TokensRepository(db.dataSource);
+  const metrics = {
+    tokensCreated: () => undefined,
+    cardEnumerationRefused: () => undefined,
+  } as unknown as Metrics;
+  const config = { CARD_ENUMERATION_LIMIT: 10, PUBLIC_TOKENIZE_PER_MINUTE: 60 } as AppConfig;
+  const guard = new CardEnumerationGuard(
+    new CardEnumerationRepository(),
+    db.work,
+    metrics,
+    config,
+    db.tenantKeys,
+    clock,
+  );
+  const evaluator = new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 });
+  const reads = new TokenReads(repository, db.tenantKeys, guard, db.work);
+  return {
+    tokenizer: new TokenizeService(
+      evaluator,
+      repository,
+      db.tenantKeys,
+      clock,
+      metrics,
+      guard,
+      db.work,
+      // Private keys only in these specs: the public tokenize limit is never reached.
+      new PublicTokenizeLimit({} as RateLimiter, config),
+    ),
+    tokens: new TokensService(evaluator, repository, reads, db.tenantKeys, clock, guard, db.work),
+    reads,
+    guard,
+  };
+}
