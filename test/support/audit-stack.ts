@@ -1,4 +1,3 @@
-import type { ClsService } from 'nestjs-cls';
 import { AuditChainRepository } from '../../src/common/audit/audit-chain.repository';
 import { AuditChainService } from '../../src/common/audit/audit-chain.service';
 import { AuditCheckpointer } from '../../src/common/audit/audit-checkpointer.service';
@@ -67,12 +66,10 @@ export function auditStack(
   const trees = new AuditTreeRepository(db.dataSource);
   const signingKeyRows = new AuditSigningKeysRepository(db.dataSource);
   const keys = new AuditSigningKeys(signingKeyRows, config, ring, clock, db.work);
-  const cls = { run: <T>(work: () => T) => work() } as unknown as ClsService;
   const metrics = { jobRan: () => undefined, jobFailed: () => undefined } as unknown as Metrics;
   const shutdown = { register: () => undefined } as unknown as ShutdownState;
   const jobs = new ExclusiveJobRunner(
     db.work,
-    cls,
     clock,
     new JobRunsRepository(db.dataSource),
     config,

@@ -4,7 +4,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { duplexPair } from 'node:stream';
-import type { ClsService } from 'nestjs-cls';
 import type { DataSource } from 'typeorm';
 import { auditStack } from '../../../test/support/audit-stack';
 import { tenantKeysUnder, tenantsOn } from '../../../test/support/service-stacks';
@@ -35,14 +34,12 @@ function operations(keys: MasterKey[]): AdminOperations {
   const tenantKeys = tenantKeysUnder(db, keys);
   const { tenants } = tenantsOn(db, tenantKeys);
   const audit = auditStack(db, { ring: keys });
-  const cls = { run: <T>(work: () => T) => work() } as unknown as ClsService;
   return new AdminOperations(
     tenants,
     tenantKeys,
     audit.checkpointer,
     audit.verifier,
     audit.keys,
-    cls,
     ring,
     instances,
     { self: { id: SELF } } as InstanceHeartbeatService,

@@ -1,4 +1,3 @@
-import type { ClsService } from 'nestjs-cls';
 import type { AppConfig } from '../../config/app-config';
 import { BootstrapService } from './bootstrap.service';
 import type { TenantsService } from './tenants.service';
@@ -15,17 +14,10 @@ describe('BootstrapService', () => {
     management_key: 'key_mgt_first',
   };
   let createFirstTenant: jest.Mock;
-  let contexts: number;
 
   function bootstrap(enabled: boolean): BootstrapService {
     const tenants = { createFirstTenant } as unknown as TenantsService;
-    const cls = {
-      run: (work: () => unknown) => {
-        contexts += 1;
-        return work();
-      },
-    } as unknown as ClsService;
-    return new BootstrapService({ BOOTSTRAP: enabled } as AppConfig, tenants, cls);
+    return new BootstrapService({ BOOTSTRAP: enabled } as AppConfig, tenants);
   }
 
   /** What printBanner writes, joined. */
@@ -37,7 +29,6 @@ describe('BootstrapService', () => {
 
   beforeEach(() => {
     createFirstTenant = jest.fn().mockResolvedValue(created);
-    contexts = 0;
   });
 
   it('creates the default tenant in a request context of its own when BOOTSTRAP is on', async () => {
@@ -45,7 +36,6 @@ describe('BootstrapService', () => {
     await service.onApplicationBootstrap();
     expect(createFirstTenant).toHaveBeenCalledTimes(1);
     expect(createFirstTenant).toHaveBeenCalledWith('default');
-    expect(contexts).toBe(1);
   });
 
   it('does nothing, and prints nothing, when BOOTSTRAP is off', async () => {
