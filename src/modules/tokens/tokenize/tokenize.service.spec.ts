@@ -87,7 +87,9 @@ const events = () =>
  * The service on the real repository, whose calls are watched (they still run): which change wrote
  * (`transaction` or one `statement`), what it locked and purged. The card enumeration guard is faked.
  */
-function setUp(options: { limit?: number; publicPerMinute?: number; conflicts?: number } = {}) {
+function setUp(
+  options: { limit?: number; publicPerMinute?: number; conflicts?: number; optimistic?: boolean } = {},
+) {
   const repository = new TokensRepository(db.dataSource);
   const inserts = jest.spyOn(repository, 'insert');
   const locked = jest.spyOn(repository, 'lockForDeduplication');
@@ -106,6 +108,7 @@ function setUp(options: { limit?: number; publicPerMinute?: number; conflicts?: 
       if (numbers.length) counted.push(numbers);
     },
     refused: async (who: Principal) => void refusals.push(who),
+    optimistic: options.optimistic ?? true,
   } as unknown as CardEnumerationGuard;
   const created: string[][] = [];
   const metrics = {
@@ -336,6 +339,16 @@ describe('TokenizeService (real repository on PGlite)', () => {
     expect(s.counted).toEqual([[CARD.number]]);
     expect(await tokens()).toHaveLength(1);
     expect(s.conflicts).toBe(2);
+  });
+
+  it('on the embedded database, counted numbers go in a transaction that locks the groups at once', async () => {
+    const s = setUp({ optimistic: false, conflicts: 100 });
+    await s.service.createOne(origin(['token:create', 'token:read']), { type: 'card', data: CARD });
+    expect(s.modes()).toEqual(['transaction']);
+    expect(s.conflicts).toBe(0);
+    // A tokenize the guard does not count stays one statement there too.
+    await s.service.createOne(origin(), { type: 'card', data: CARD });
+    expect(s.modes()).toEqual(['transaction', 'statement']);
   });
 
   it('after three conflicts, the groups are locked: a transaction, which always goes through', async () => {

@@ -165,7 +165,7 @@ export class TokenizeService {
    * change is one statement (`UnitOfWork.statement`); card numbers the enumeration guard counts add one
    * read before it, and the statement writes only if no other request counted in their groups meanwhile
    * (else it is tried again on a fresh read, and, after `OPTIMISTIC_TRIES`, as a transaction that locks
-   * the groups, which always goes through). Otherwise a transaction: the deduplication lock and reads, the
+   * the groups, which always goes through; on the embedded database, at once). Otherwise a transaction: the deduplication lock and reads, the
    * purge of expired tokens holding a given id, the guard's lock and count, and the insert that answers
    * which ids were taken. A refusal by the guard writes nothing but its audit row, in a change of its own
    * after the rollback.
@@ -177,7 +177,10 @@ export class TokenizeService {
   ): Promise<T> {
     const who = origin.actor;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
-    const locked = !prepared.parsed.every((el) => el.id === undefined && !el.deduplicate);
+    const counted = prepared.numbers.some((numbers) => numbers.length > 0);
+    const locked =
+      !prepared.parsed.every((el) => el.id === undefined && !el.deduplicate) ||
+      (counted && !this.enumeration.optimistic);
     try {
       for (let tries = 1; !locked && tries <= OPTIMISTIC_TRIES; tries++) {
         try {
