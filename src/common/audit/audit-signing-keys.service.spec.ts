@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { StoppedClock } from '../../../test/support/stopped-clock';
 import { auditStack, MASTER_V1, MASTER_V2, type AuditStack } from '../../../test/support/audit-stack';
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import type { SigningKey } from './audit-signing-keys.service';
@@ -84,7 +85,11 @@ it('lists nothing when the change that would list a key fails', async () => {
 
 it('signs with AUDIT_SIGNING_KEY when it is set, listing it beside the old ones', async () => {
   const seed = randomBytes(32);
-  const configured = auditStack(db, { config: { AUDIT_SIGNING_KEY: seed.toString('base64') } });
+  // A minute after the generated key: the keys are listed, and the newest chosen, by when they were made
+  // (on one stopped clock both would tie, and their random ids would decide).
+  const later = new StoppedClock();
+  later.advance(60_000);
+  const configured = auditStack(db, { config: { AUDIT_SIGNING_KEY: seed.toString('base64') }, clock: later });
   const key = await current(configured);
   expect(key.seed.equals(seed)).toBe(true);
   expect(await current(configured)).toMatchObject({ keyId: key.keyId });
