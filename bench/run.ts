@@ -406,6 +406,16 @@ const charge = (card: string, number: string) =>
   JSON.stringify({ amount: 1299, currency: 'USD', source: card, number, description: 'bench order 1' });
 const plainCharge = () => charge(JSON.stringify(card(0).data), card(0).data.number);
 
+/** The floor's tokenize of `cards` distinct cards a request: what every tokenize scenario compares with. */
+const floorTokenize =
+  (cards: number) =>
+  (c: Context): Target => ({
+    url: `${c.fl}/tokenize`,
+    method: 'POST',
+    headers: JSON_HEADERS,
+    bodyKind: { cards },
+  });
+
 /**
  * The scenarios on the shared database, service against floor (or, for the proxy, against the
  * destination called directly). Tokenize bodies are built per request: distinct cards with CVCs.
@@ -422,12 +432,7 @@ const SHARED: {
     name: 'tokenize 1 card',
     tokens: 1,
     service: (c) => ({ url: `${c.svc}/tokenize`, method: 'POST', headers: auth(c), bodyKind: { cards: 1 } }),
-    floor: (c) => ({
-      url: `${c.fl}/tokenize`,
-      method: 'POST',
-      headers: JSON_HEADERS,
-      bodyKind: { cards: 1 },
-    }),
+    floor: floorTokenize(1),
   },
   {
     name: 'tokenize 100 cards',
@@ -438,12 +443,7 @@ const SHARED: {
       headers: auth(c),
       bodyKind: { cards: 100 },
     }),
-    floor: (c) => ({
-      url: `${c.fl}/tokenize`,
-      method: 'POST',
-      headers: JSON_HEADERS,
-      bodyKind: { cards: 100 },
-    }),
+    floor: floorTokenize(100),
   },
   {
     // The browser path: a checkout page's public key, one card, no fingerprint answered (so the card
@@ -456,12 +456,7 @@ const SHARED: {
       headers: { ...JSON_HEADERS, 'BT-API-KEY': c.setup.publicKey },
       bodyKind: { cards: 1 },
     }),
-    floor: (c) => ({
-      url: `${c.fl}/tokenize`,
-      method: 'POST',
-      headers: JSON_HEADERS,
-      bodyKind: { cards: 1 },
-    }),
+    floor: floorTokenize(1),
   },
   {
     // A session made by the public key and authorized by the merchant's server to create tokens.
@@ -481,12 +476,7 @@ const SHARED: {
       headers: { ...JSON_HEADERS, 'BT-API-KEY': c.sessionKey! },
       bodyKind: { cards: 1 },
     }),
-    floor: (c) => ({
-      url: `${c.fl}/tokenize`,
-      method: 'POST',
-      headers: JSON_HEADERS,
-      bodyKind: { cards: 1 },
-    }),
+    floor: floorTokenize(1),
   },
   {
     name: 'tokenize 1 card, a key that reads no token',
@@ -538,12 +528,7 @@ const SHARED: {
       bodyKind: { cards: 1 },
       idempotencyKey: true,
     }),
-    floor: (c) => ({
-      url: `${c.fl}/tokenize`,
-      method: 'POST',
-      headers: JSON_HEADERS,
-      bodyKind: { cards: 1 },
-    }),
+    floor: floorTokenize(1),
   },
   {
     name: 'create transaction (capture)',
