@@ -32,10 +32,9 @@ module.exports = {
     // network (supertest reaches the controllers' app in memory: test/support/in-memory-http.ts; the
     // service specs reach an in-process PGlite through in-memory streams) and no real clock, and spawn no
     // tool: what does is in the `lint` project (npm run lint) or the medium and timing tiers. Measured on
-    // 2 cores (2026-11-29), the load average at 11 to 18 from other runs: 12 min 24 s, 198 s of CPU. With
-    // the service specs on in-memory fakes (2026-11-28, load average 7 to 10): 57 to 98 s, 54 to 78 s of
-    // CPU; the 18 service spec files on the real SQL make the difference. examples/ holds standalone
-    // programs for the service's users, with their unit tests.
+    // 2 quiet cores (2026-11-29), transform cache warm: 49 s (86 s of CPU); with a PGlite started in every
+    // service spec file rather than one per worker, 61 s. examples/ holds standalone programs for the
+    // service's users, with their unit tests.
     {
       displayName: 'unit',
       ...noSockets,
@@ -55,11 +54,12 @@ module.exports = {
     {
       // A service on its real repositories and the real UnitOfWork, over an in-process PGlite reached by
       // the pg driver through in-memory streams (test/support/service-database.ts): the migrated database
-      // is built once and kept under the temporary directory, each spec file starts a copy (about 3 s on
-      // 2 loaded cores). No hand-written repository fake.
+      // is built once and kept under the temporary directory; each worker starts one PGlite from it and
+      // puts it back to that image before every spec file (test/support/service-environment.ts). No
+      // hand-written repository fake.
       displayName: 'service',
       ...noSockets,
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/support/service-environment.ts',
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
       testMatch: ['**/*.service.spec.ts'],
