@@ -60,6 +60,7 @@ module.exports = {
       displayName: 'service',
       ...noSockets,
       testEnvironment: '<rootDir>/test/support/service-environment.ts',
+      globalTeardown: '<rootDir>/test/support/service-teardown.ts',
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
       testMatch: ['**/*.service.spec.ts'],

@@ -24,31 +24,6 @@ interface ImageState {
 
 let worker: { image: string; db: Promise<PGlite>; state: Promise<ImageState> } | undefined;
 
-/**
- * PGlite keeps timers of its own running, so a worker (or an in-band run) holding one would not exit:
- * after a spec file ends the database is closed unless another file asks for it within `IDLE_MS`.
- */
-const IDLE_MS = 300;
-let idle: { timer: NodeJS.Timeout; closed?: Promise<void> } | undefined;
-
-function closeWhenIdle(): void {
-  if (!worker || idle) return;
-  const ending = worker;
-  const timer = setTimeout(() => {
-    worker = undefined;
-    idle = { timer, closed: ending.db.then((db) => db.close()) };
-  }, IDLE_MS).unref();
-  idle = { timer };
-}
-
-async function stayOpen(): Promise<void> {
-  if (!idle) return;
-  clearTimeout(idle.timer);
-  const { closed } = idle;
-  idle = undefined;
-  await closed;
-}
-
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 async function imageState(db: PGlite): Promise<ImageState> {
@@ -109,7 +84,6 @@ async function restore(db: PGlite, state: ImageState): Promise<void> {
 
 /** The worker's database as the image at `imagePath` has it: started on first use, restored afterwards. */
 async function serviceDatabase(imagePath: string): Promise<PGlite> {
-  await stayOpen();
   if (worker?.image !== imagePath) {
     if (worker) await (await worker.db).close();
     const db = PGlite.create({ loadDataDir: new Blob([readFileSync(imagePath)]) });
@@ -122,14 +96,27 @@ async function serviceDatabase(imagePath: string): Promise<PGlite> {
   return db;
 }
 
+/**
+ * Closes the worker's database. PostgreSQL keeps timers armed while idle (its statistics flush, every
+ * 10 s), so a process holding an open PGlite would not exit when its work is done: a Jest worker, told
+ * to end, drops its `message` listener and waits to exit by itself (and is killed, with a warning, half
+ * a second later); an in-band run (one file, or `-i`) ends with the service project's global teardown
+ * (service-teardown.ts), in the same process.
+ */
+export async function closeServiceDatabase(): Promise<void> {
+  const ending = worker;
+  worker = undefined;
+  if (ending) await (await ending.db).close();
+}
+
+if (process.send)
+  process.on('removeListener', (event) => {
+    if (event === 'message') void closeServiceDatabase();
+  });
+
 export default class ServiceEnvironment extends TestEnvironment {
   override async setup(): Promise<void> {
     await super.setup();
     this.global[Symbol.for('vault.serviceDatabase')] = serviceDatabase;
-  }
-
-  override async teardown(): Promise<void> {
-    closeWhenIdle();
-    await super.teardown();
   }
 }
