@@ -191,6 +191,29 @@ export function rowsOf<E, K extends ColumnOf<E> = ColumnOf<E>, X extends ColumnO
   return { sql: columnsOf(entity, options.alias, options) };
 }
 
+/** `R` with every column renamed `${P}${column}`: a joined table's columns beside the main table's. */
+export type Prefixed<R, P extends string> = { [K in keyof R & string as `${P}${K}`]: R[K] };
+
+/** The rows a selection answers. */
+export type RowType<S> = S extends Selection<infer R> ? R : never;
+
+/**
+ * Some columns of a joined table under a prefix, so that they cannot collide with the main table's:
+ * `c.formula_id AS c_formula_id, ...`, typed from the entity.
+ */
+export function prefixedRowsOf<E, K extends ColumnOf<E>, P extends string>(
+  entity: new () => E,
+  options: { alias: string; only: readonly K[]; prefix: P },
+): Selection<Prefixed<Pick<RowOf<E>, K>, P>> {
+  const sql = chosen(entity, options)
+    .map((c) => `${options.alias}.${c.name} AS ${options.prefix}${c.name}`)
+    .join(', ');
+  return { sql };
+}
+
+/** The columns of a LEFT JOIN's table: each may be null (no row joined). */
+export const optional = <R>(selection: Selection<R>): Selection<{ [K in keyof R]: R[K] | null }> => selection;
+
 /** The property of `E` a column of `RowOf<E>` holds. */
 type PropertyOf<E, C extends ColumnOf<E>> = {
   [K in keyof E & string]: SnakeCase<K> extends C ? K : never;

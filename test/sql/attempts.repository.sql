@@ -25,7 +25,6 @@ WITH attempt_0 AS (UPDATE transaction_attempts
   SELECT NULL AS r0;
 
 -- AttemptsRepository.list
-SELECT a.tenant_id, a.id, a.transaction_id, a.number, a.connection_id, a.status, a.error_code, a.auth_response_code, a.connection_transaction_id, a.created_at, a.updated_at, c.formula_id AS c_formula_id, c.display_name AS c_display_name,
-        c.method AS c_method
+SELECT a.tenant_id, a.id, a.transaction_id, a.number, a.connection_id, a.status, a.error_code, a.auth_response_code, a.connection_transaction_id, a.created_at, a.updated_at, c.formula_id AS c_formula_id, c.method AS c_method, c.display_name AS c_display_name
    FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id
   WHERE a.tenant_id = $1 AND a.transaction_id = $2 ORDER BY a.number;

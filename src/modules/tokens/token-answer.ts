@@ -6,6 +6,9 @@ import type { TokenRow } from './tokens.repository';
 /** The token as answered: the class the OpenAPI document describes, so the compiler checks answers against it. */
 export type TokenDto = TokenObjectDto;
 
+/** What a join of another module shows of a token's card (a buyer's stored cards), as the tokens table holds it. */
+export type TokenCardColumns = Pick<TokenRow, 'card_brand' | 'mask'>;
+
 /** The digits of a BIN any answer or event shows. */
 export const SHOWN_BIN_DIGITS = 6;
 

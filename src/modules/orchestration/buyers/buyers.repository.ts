@@ -5,16 +5,14 @@ import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
 import { columnsOf, type RowOf, queryRows } from '../../../database/table';
 import { BuyerEntity } from './entities/buyer.entity';
+import type { TokenCardColumns } from '../../tokens/token-answer';
 import { BuyerPaymentMethodEntity } from './entities/buyer-payment-method.entity';
 
 export type BuyerRow = RowOf<BuyerEntity>;
 export type StoredCardRow = RowOf<BuyerPaymentMethodEntity>;
 
 /** A stored card with what its answer shows of its token (scheme, masked number and expiry). */
-export type PaymentMethodRow = StoredCardRow & {
-  card_brand: string | null;
-  mask: { number?: string; expiration_month?: number; expiration_year?: number } | null;
-};
+export type PaymentMethodRow = StoredCardRow & TokenCardColumns;
 
 /** A buyer's names as create and update write them (update: only the fields given). */
 export interface BuyerValues {

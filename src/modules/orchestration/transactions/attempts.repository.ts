@@ -2,19 +2,24 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
-import { columnsOf, type RowOf, queryRows } from '../../../database/table';
+import { joined, prefixedRowsOf, rowsOf, type RowOf, type RowType, select } from '../../../database/table';
+import { ConnectionEntity } from '../connections/entities/connection.entity';
 import { AttemptEntity, type AttemptStatus } from './entities/attempt.entity';
 import type { TransactionEntity } from './entities/transaction.entity';
 import type { TransactionStatus } from './transaction.dto';
 
 export type { AttemptStatus };
 
-/** An attempt with the connection summary the attempts list shows. */
-export type AttemptRow = RowOf<AttemptEntity> & {
-  c_formula_id: string;
-  c_display_name: string;
-  c_method: string;
-};
+/** The connection summary the attempts list shows beside each attempt. */
+const CONNECTION_SUMMARY = prefixedRowsOf(ConnectionEntity, {
+  alias: 'c',
+  only: ['formula_id', 'display_name', 'method'],
+  prefix: 'c_',
+});
+const ATTEMPT_WITH_CONNECTION = joined(rowsOf(AttemptEntity, { alias: 'a' }), CONNECTION_SUMMARY);
+
+/** An attempt with its connection summary. */
+export type AttemptRow = RowType<typeof ATTEMPT_WITH_CONNECTION>;
 
 /** What an attempt's vendor answered. */
 export interface AttemptOutcome {
@@ -180,12 +185,13 @@ export class AttemptsRepository {
   /** A transaction's attempts in order, with their connections. */
   @GenerateSql({ params: [TENANT, TRANSACTION] })
   list(tenantId: string, transactionId: string): Promise<AttemptRow[]> {
-    return queryRows<AttemptRow>(
+    return select(
       this.dataSource,
-      `SELECT ${columnsOf(AttemptEntity, 'a')}, c.formula_id AS c_formula_id, c.display_name AS c_display_name,
-              c.method AS c_method
-         FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id
-        WHERE a.tenant_id = $1 AND a.transaction_id = $2 ORDER BY a.number`,
+      ATTEMPT_WITH_CONNECTION,
+      (columns) =>
+        `SELECT ${columns}
+           FROM transaction_attempts a JOIN connections c ON c.tenant_id = a.tenant_id AND c.id = a.connection_id
+          WHERE a.tenant_id = $1 AND a.transaction_id = $2 ORDER BY a.number`,
       [tenantId, transactionId],
     );
   }

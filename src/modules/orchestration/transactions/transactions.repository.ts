@@ -3,7 +3,15 @@ import { DataSource } from 'typeorm';
 import type { Change } from '../../../common/unit-of-work/change';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
-import { insertSql, type RowOf, queryRows } from '../../../database/table';
+import {
+  insertSql,
+  optional,
+  prefixedRowsOf,
+  queryRows,
+  type RowOf,
+  type RowType,
+} from '../../../database/table';
+import { ConnectionEntity } from '../connections/entities/connection.entity';
 import { beginAttemptSql } from './attempts.repository';
 import type { TransactionStatus } from './transaction.dto';
 import { type PaymentMethodSummary, TransactionEntity } from './entities/transaction.entity';
@@ -19,13 +27,17 @@ import {
   TRANSACTION,
 } from './transactions.examples';
 
-/** A transaction as stored, with the connection summary every transaction object shows. */
-export type TransactionRow = RowOf<TransactionEntity> & {
-  /** Joined from the connection (null without one: declined by a rule). */
-  c_formula_id: string | null;
-  c_display_name: string | null;
-  c_method: string | null;
-};
+/** The connection summary every transaction object shows: null without a connection (declined by a rule). */
+const CONNECTION_SUMMARY = optional(
+  prefixedRowsOf(ConnectionEntity, {
+    alias: 'c',
+    only: ['formula_id', 'display_name', 'method'],
+    prefix: 'c_',
+  }),
+);
+
+/** A transaction as stored, with its connection summary. */
+export type TransactionRow = RowOf<TransactionEntity> & RowType<typeof CONNECTION_SUMMARY>;
 
 export type { PaymentMethodSummary };
 export type { IssuedApproval, NewTransaction, NotifiedVendors } from './transaction-types';
@@ -40,7 +52,7 @@ export interface TransactionFilters {
 
 /** Transactions of `from` (the table, or rows a write returned) with their connection summary. */
 const selectWithConnection = (from: string): string =>
-  `SELECT t.*, c.formula_id AS c_formula_id, c.display_name AS c_display_name, c.method AS c_method
+  `SELECT t.*, ${CONNECTION_SUMMARY.sql}
   FROM ${from} t LEFT JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id`;
 const SELECT_TRANSACTION = selectWithConnection('transactions');
 /** A write on `transactions` that answers the rows it wrote as `find` does, in the same statement. */
