@@ -111,7 +111,7 @@ export async function closeServiceDatabase(): Promise<void> {
 
 if (process.send)
   process.on('removeListener', (event) => {
-    if (event === 'message') void closeServiceDatabase();
+    if (event === 'message' && process.listenerCount('message') === 0) void closeServiceDatabase();
   });
 
 export default class ServiceEnvironment extends TestEnvironment {
