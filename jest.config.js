@@ -17,8 +17,9 @@ const openapiTransform = {
   ],
 };
 
-// The quick tier opens no socket: a spec that tries fails (test/support/no-sockets.ts).
-const noSockets = { setupFiles: ['<rootDir>/test/support/no-sockets.ts'] };
+// The quick tier opens no socket: a spec that tries fails (test/support/quick-environment.ts, undone when
+// the spec file ends, so that a later file of another tier in the same worker is not refused).
+const quickEnvironment = { testEnvironment: '<rootDir>/test/support/quick-environment.ts' };
 
 const database = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
@@ -37,8 +38,7 @@ module.exports = {
     // service's users, with their unit tests.
     {
       displayName: 'unit',
-      ...noSockets,
-      testEnvironment: 'node',
+      ...quickEnvironment,
       rootDir: __dirname,
       // elements/test: the card elements' checks run against the vault's (the frame bundle and the API
       // share src/modules/tokens/data/card-rules.ts).
@@ -58,7 +58,6 @@ module.exports = {
       // puts it back to that image before every spec file (test/support/service-environment.ts). No
       // hand-written repository fake.
       displayName: 'service',
-      ...noSockets,
       testEnvironment: '<rootDir>/test/support/service-environment.ts',
       globalTeardown: '<rootDir>/test/support/service-teardown.ts',
       rootDir: __dirname,
@@ -70,8 +69,7 @@ module.exports = {
       // A controller in a small Nest application: the real guards, pipes and filter, its services faked
       // (test/support/controller-app.ts).
       displayName: 'controller',
-      ...noSockets,
-      testEnvironment: 'node',
+      ...quickEnvironment,
       rootDir: __dirname,
       roots: ['<rootDir>/src'],
       testMatch: ['**/*.controller.spec.ts'],

@@ -1,9 +1,9 @@
 import { PGlite } from '@electric-sql/pglite';
-import { TestEnvironment } from 'jest-environment-node';
 import { readFileSync } from 'node:fs';
+import { QuickEnvironment } from './quick-environment';
 
 /**
- * The service tier's test environment: Node's, plus one PGlite per Jest worker, started from the migrated
+ * The service tier's test environment: the quick tier's (no sockets), plus one PGlite per Jest worker, started from the migrated
  * image (service-database.ts builds it) the first time a spec file asks and put back to that image before
  * each later file. Starting PGlite in every file cost about 0.5 s of its setup and as much again of
  * garbage collection and module evaluation inside the spec's sandbox (24 files on two cores); putting a
@@ -114,7 +114,7 @@ if (process.send)
     if (event === 'message' && process.listenerCount('message') === 0) void closeServiceDatabase();
   });
 
-export default class ServiceEnvironment extends TestEnvironment {
+export default class ServiceEnvironment extends QuickEnvironment {
   override async setup(): Promise<void> {
     await super.setup();
     this.global[Symbol.for('vault.serviceDatabase')] = serviceDatabase;
