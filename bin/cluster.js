@@ -65,15 +65,31 @@ function requireTools() {
   return found;
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
+/**
+ * A port for a daemon or an instance to listen on, taken below the ephemeral range (32768-60999 on Linux),
+ * from which the system picks both `listen(0)` ports and the local ports of outgoing connections: a port
+ * found free there can be taken by a connection to PgBouncer or PostgreSQL before the daemon meant for it
+ * binds it (HAProxy once failed so). Chosen at random in 20000-32767, checked free by binding it, and never
+ * handed out twice by this process.
+ */
+const handedOut = new Set();
+
+function canBind(port) {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+async function freePort() {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    if (!handedOut.has(port) && (await canBind(port))) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 async function waitFor(check, timeoutMs, what) {

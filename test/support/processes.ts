@@ -5,14 +5,29 @@ import { waitFor } from './wait';
 
 export const ROOT = join(__dirname, '..', '..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port for a spawned server to listen on, below the ephemeral range (32768-60999 on Linux) from which
+ * the system picks `listen(0)` ports and the local ports of outgoing connections, which could take a port
+ * found free there before the server binds it. At random in 20000-32767, checked free by binding it.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    if (!handedOut.has(port) && (await canBind(port))) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+/** Ports this process has handed out: a second caller gets another. */
+const handedOut = new Set<number>();
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
