@@ -10,7 +10,6 @@ import {
   columnNamesOf,
   columnsOf,
   recordsetOf,
-  type RowOf,
   rowsOf,
   select,
   tableNameOf,
@@ -19,40 +18,23 @@ import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { TokenCvcEntity } from './entities/token-cvc.entity';
 import { TokenSearchIndexEntity } from './entities/token-search-index.entity';
 import { TokenEntity } from './entities/token.entity';
+import {
+  EXAMPLE_APPLICATION,
+  EXAMPLE_NEW_TOKENS,
+  EXAMPLE_NOW,
+  EXAMPLE_TENANT,
+  EXAMPLE_TOKEN,
+} from './tokens.examples';
+import type { NewTokens, SealedToken, TokenChanges, TokenRow } from './token-rows';
 
-/** A token as stored, without its sealed data. */
-export type TokenRow = Omit<RowOf<TokenEntity>, 'data'>;
-
-/** A token with its data sealed (`aead.seal`), as written and as read for use or update. */
-export type SealedToken = RowOf<TokenEntity>;
-
-/** What a PATCH changes on a token. */
-export type TokenChanges = Pick<
+export type {
+  NewTokens,
+  SealedCvc,
+  SealedToken,
+  SearchIndexDigest,
+  TokenChanges,
   TokenRow,
-  | 'metadata'
-  | 'search_indexes'
-  | 'fingerprint_expression'
-  | 'fingerprint'
-  | 'fingerprint_groups'
-  | 'expires_at'
-  | 'modified_by'
-  | 'modified_at'
->;
-
-/** The HMAC digest of one search index value of a token. */
-export interface SearchIndexDigest {
-  tenantId: string;
-  tokenId: string;
-  digest: Buffer;
-}
-
-/** A card's CVC, sealed, and when it must be gone. */
-export interface SealedCvc {
-  tenantId: string;
-  tokenId: string;
-  cvc: Buffer;
-  expiresAt: Date;
-}
+} from './token-rows';
 
 /** A token with its sealed data; every column but the sealed data. */
 const SEALED = rowsOf(TokenEntity);
@@ -69,13 +51,6 @@ const DIGEST_COLUMNS = columnsOf(TokenSearchIndexEntity);
 const DIGEST_RECORD = recordsetOf(TokenSearchIndexEntity);
 const CVC_COLUMNS = columnsOf(TokenCvcEntity);
 const CVC_RECORD = recordsetOf(TokenCvcEntity);
-
-/** The tokens a create request writes, with their search index digests and CVCs. */
-export interface NewTokens {
-  tokens: SealedToken[];
-  digests: SearchIndexDigest[];
-  cvcs: SealedCvc[];
-}
 
 /**
  * How an insert meets an id already taken, chosen by the caller; the whole change fails either way.
@@ -94,44 +69,6 @@ const deduplicationKey = (tenantId: string, type: string, fingerprint: string): 
   createHash('sha256').update(`${tenantId}:${type}:${fingerprint}`).digest().readInt32BE(0);
 
 const bytea = (value: Buffer) => `\\x${value.toString('hex')}`;
-
-const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
-const EXAMPLE_TOKEN = '00000000-0000-4000-8000-000000000002';
-const EXAMPLE_APPLICATION = '00000000-0000-4000-8000-000000000003';
-const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
-const EXAMPLE_NEW_TOKENS: NewTokens = {
-  tokens: [
-    {
-      id: EXAMPLE_TOKEN,
-      tenant_id: EXAMPLE_TENANT,
-      type: 'card',
-      data: Buffer.from('sealed'),
-      mask: { number: 'XXXXXXXXXXXX4242', expiration_month: 12, expiration_year: 2031 },
-      card_brand: 'visa',
-      card_bin: '424242',
-      fingerprint: 'fp1',
-      fingerprint_groups: null,
-      fingerprint_expression: '{{ data.number }}',
-      metadata: null,
-      search_indexes: ['{{ data.number | last4 }}'],
-      containers: ['/pci/high/'],
-      expires_at: null,
-      created_by: EXAMPLE_APPLICATION,
-      created_at: EXAMPLE_NOW,
-      modified_by: null,
-      modified_at: null,
-    },
-  ],
-  digests: [{ tenantId: EXAMPLE_TENANT, tokenId: EXAMPLE_TOKEN, digest: Buffer.from('digest') }],
-  cvcs: [
-    {
-      tenantId: EXAMPLE_TENANT,
-      tokenId: EXAMPLE_TOKEN,
-      cvc: Buffer.from('sealed cvc'),
-      expiresAt: new Date('2026-01-01T01:00:00Z'),
-    },
-  ],
-};
 
 /**
  * Tokens, their search index digests and their CVCs, always within one tenant. Writes, locks and reads
