@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ExpressionError } from '../../src/modules/tokens/expressions/expression-engine';
+import { LoadBound } from '../support/contention';
 import {
   DEFAULT_LIMITS,
   ExpressionEvaluator,
@@ -111,11 +112,15 @@ describe('ExpressionEvaluator (worker threads)', () => {
       data: 'a<'.repeat(2000),
       templates: [hostile[i % hostile.length]],
     }));
+    const bound = new LoadBound();
+    bound.sample();
     const histogram = monitorEventLoopDelay({ resolution: 5 });
     histogram.enable();
     const outcomes = await evaluator.evaluate(batches, TENANT);
     histogram.disable();
+    bound.sample();
     expect(outcomes.flat().some((o) => o instanceof ExpressionError)).toBe(true);
-    expect(histogram.max / 1e6).toBeLessThan(100);
+    // 100 ms on a quiet machine, stretched by the contention measured before and after.
+    expect(histogram.max / 1e6).toBeLessThan(bound.ms(100));
   });
 });

@@ -2,6 +2,7 @@ import { newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { tokenize } from '../support/attacker';
 import { ignoreTimeout, waitFor } from '../support/wait';
 import { ExpressionEvaluator } from '../../src/modules/tokens/expressions/expression-evaluator';
+import { LoadBound } from '../support/contention';
 
 /**
  * About 10 ms of worker time each (8 sorts of a 2,000-character string it makes itself), far from the
@@ -53,6 +54,9 @@ describe('abuse: one tenant cannot starve another tenant of expression workers',
     await Promise.all([tokenize(t, attacker, attackBody), tokenize(t, attacker, attackBody)]);
     const alone = await victimTokenize();
     expect(alone.status).toBe(201);
+    // The 500 ms is for a quiet machine; it stretches with the contention measured before and after.
+    const bound = new LoadBound();
+    bound.sample();
 
     // The attacker keeps 20 requests in flight (each answered one replaced at once) until the end.
     let attacking = true;
@@ -80,17 +84,19 @@ describe('abuse: one tenant cannot starve another tenant of expression workers',
       attacking = false;
       await Promise.all(attacker20);
     }
+    bound.sample();
     const times = during.map((d) => d.ms).sort((a, b) => a - b);
     const median = times[Math.floor(times.length / 2)];
     process.stdout.write(
       `expression fairness: victim alone ${alone.ms.toFixed(0)} ms; during 20 concurrent slow requests ` +
         `${during.map((d) => `${d.ms.toFixed(0)} ms (${d.status}, ${d.queued} waiting)`).join(', ')}, ` +
-        `median ${median.toFixed(0)} ms; ${attackRequests} attack requests, statuses ${[...statuses].join(',')}\n`,
+        `median ${median.toFixed(0)} ms; ${attackRequests} attack requests, statuses ${[...statuses].join(',')}; ` +
+        `${bound.describe()}\n`,
     );
     for (const d of during) {
       expect(d.queued).toBeGreaterThanOrEqual(3);
       expect(d.status).toBe(201);
     }
-    expect(median).toBeLessThan(500);
+    expect(median).toBeLessThan(bound.ms(500));
   });
 });

@@ -2,11 +2,13 @@ import { expectProblem, TestApp } from '../support/app';
 import fc from 'fast-check';
 import { measureLoop, tokenize, scene } from '../support/attacker';
 import { fuzzedExpression } from '../support/fuzzed-expressions';
+import { LoadBound } from '../support/contention';
 
 /**
  * Abuse class: expressions, the cases that measure the event loop and the heap while hostile expressions
- * are evaluated (the others: test/abuse/expressions.e2e-spec.ts). Their bounds (100 ms, 100 MB) hold on a
- * loaded machine, but they measure wall-clock time: they run in the timing project.
+ * are evaluated (the others: test/abuse/expressions.e2e-spec.ts). They measure wall-clock time: they run
+ * in the timing project, and their time bounds (100 ms, 1 s, for a quiet machine) stretch with the
+ * contention measured around each case (test/support/contention.ts), up to 4 times.
  */
 describe('abuse: expressions hold the event loop briefly', () => {
   let t: TestApp;
@@ -25,14 +27,17 @@ describe('abuse: expressions hold the event loop briefly', () => {
     const bomb =
       '{% capture s %}xx{% endcapture %}{% for i in (1..26) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}' +
       "{{ s | replace: 'x', 'yyyyyyyy' }}";
+    const bound = new LoadBound();
+    bound.sample();
     const measured = await measureLoop(() =>
       tokenize(t, pub, { type: 'token', data: 'a', search_indexes: [bomb] }),
     );
+    bound.sample();
     process.stdout.write(
-      `amplification: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
+      `amplification: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB, ${bound.describe()}\n`,
     );
     expectProblem(measured.result, 400);
-    expect(measured.maxBlockMs).toBeLessThan(100);
+    expect(measured.maxBlockMs).toBeLessThan(bound.ms(100));
     expect(measured.heapGrowthMb).toBeLessThan(100);
   });
 
@@ -50,12 +55,15 @@ describe('abuse: expressions hold the event loop briefly', () => {
       data,
       search_indexes: [hostile[i % hostile.length]],
     }));
+    const bound = new LoadBound();
+    bound.sample();
     const measured = await measureLoop(() => tokenize(t, pub, body));
+    bound.sample();
     process.stdout.write(
-      `100 hostile expressions: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB\n`,
+      `100 hostile expressions: ${measured.result.status} in ${measured.elapsedMs.toFixed(1)} ms, loop held ${measured.maxBlockMs.toFixed(1)} ms, heap +${measured.heapGrowthMb.toFixed(1)} MB, ${bound.describe()}\n`,
     );
     expect(measured.result.status).toBe(400);
-    expect(measured.maxBlockMs).toBeLessThan(100);
+    expect(measured.maxBlockMs).toBeLessThan(bound.ms(100));
   });
 
   it('random expressions (the fuzz generator) never hold the event loop for 100 ms, nor a request for 1 s', async () => {
@@ -66,7 +74,9 @@ describe('abuse: expressions hold the event loop briefly', () => {
     let held = { ms: 0, expression: '' };
     let slowest = { ms: 0, expression: '' };
     const statuses: Record<number, number> = {};
+    const bound = new LoadBound();
     for (const [i, expression] of expressions.entries()) {
+      if (i % 100 === 0) bound.sample();
       const element =
         i % 2 === 0
           ? { type: 'card', data: CARD, search_indexes: [expression] }
@@ -83,9 +93,11 @@ describe('abuse: expressions hold the event loop briefly', () => {
     }
     process.stdout.write(
       `1000 random expressions: statuses ${JSON.stringify(statuses)}, loop held at most ${held.ms.toFixed(1)} ms ` +
-        `(${JSON.stringify(held.expression).slice(0, 100)}), slowest ${slowest.ms.toFixed(1)} ms (${JSON.stringify(slowest.expression).slice(0, 100)})\n`,
+        `(${JSON.stringify(held.expression).slice(0, 100)}), slowest ${slowest.ms.toFixed(1)} ms (${JSON.stringify(slowest.expression).slice(0, 100)}), ` +
+        `${bound.describe()}\n`,
     );
-    expect(held.ms).toBeLessThan(100);
-    expect(slowest.ms).toBeLessThan(1_000);
+    bound.sample();
+    expect(held.ms).toBeLessThan(bound.ms(100));
+    expect(slowest.ms).toBeLessThan(bound.ms(1_000));
   });
 });
