@@ -23,7 +23,7 @@ interface ProfileNode {
   hitCount: number;
 }
 
-function summarise(file: string): void {
+export function summarise(file: string): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[] };
   const total = profile.samples.length;
   const byFunction = new Map<string, number>();
@@ -139,7 +139,8 @@ async function main(): Promise<void> {
   }
 }
 
-void main().catch((error: unknown) => {
-  process.stderr.write(`${String(error instanceof Error ? error.stack : error)}\n`);
-  process.exit(1);
-});
+if (require.main === module)
+  main().catch((error: unknown) => {
+    process.stderr.write(`${String(error instanceof Error ? error.stack : error)}\n`);
+    process.exit(1);
+  });

@@ -15,13 +15,16 @@
  *    `GET /logs/consistency` between the checkpoint before the insert and the one after it.
  *
  * BENCH_DURATION and BENCH_CONNECTIONS tune the load as for `npm run bench`; BENCH_ONLY (`tokens`,
- * `memory` or `proof`) runs only the parts whose name contains it.
+ * `memory` or `proof`) runs only the parts whose name contains it. BENCH_PROFILE_OUT=<file> profiles the
+ * proofs' load (`node --cpu-prof`, summarised as `npm run bench:profile` does) and keeps the profile there.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { LoadResult, LoadScenario } from './load';
+import { summarise } from './profile';
 import { api, checkpointSize, insertAuditRows, runLoad, serviceEnv, waitForCheckpoint } from './support';
 
 const ROOT = join(__dirname, '..');
@@ -37,6 +40,7 @@ const PROOF_IDS = 10_000;
 const CATCH_UP_MS = 600_000;
 const DB = `vault_bench_large_${process.pid}`;
 const ONLY = process.env.BENCH_ONLY;
+const PROFILE_OUT = process.env.BENCH_PROFILE_OUT;
 const wants = (part: string): boolean => !ONLY || part.includes(ONLY);
 
 const dbUrl = (name: string): string => {
@@ -66,26 +70,45 @@ const rssMb = (child: ChildProcess): number => {
 
 const BASE = `http://127.0.0.1:${PORT}`;
 
+/** The built service on `env`, once it answers `/health/ready`; its output so far in `output()`. */
+async function startService(
+  env: NodeJS.ProcessEnv,
+  nodeOptions: string[] = [],
+): Promise<{ child: ChildProcess; output: () => string }> {
+  let output = '';
+  const child = spawn(process.execPath, [...nodeOptions, 'dist/main.js'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => output.length < 100_000 && (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => output.length < 100_000 && (output += chunk.toString()));
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${PORT}/health/ready`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { child, output: () => output };
+}
+
+async function stopService(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
 async function main(): Promise<void> {
   execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
   await sql(ADMIN_URL, `CREATE DATABASE ${DB}`);
-  let output = '';
-  const server = spawn(process.execPath, ['dist/main.js'], {
-    cwd: ROOT,
-    env: serviceEnv(dbUrl(DB), PORT),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  server.stdout.on('data', (chunk: Buffer) => output.length < 100_000 && (output += chunk.toString()));
-  server.stderr.on('data', (chunk: Buffer) => output.length < 100_000 && (output += chunk.toString()));
+  // One environment for every start: the master key in it unwraps the tenant's keys after a restart.
+  const env = serviceEnv(dbUrl(DB), PORT);
+  let server = await startService(env);
   try {
-    for (let i = 0; i < 300; i++) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${PORT}/health/ready`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const output = server.output();
     const managementKey = /(key_mgt_[0-9A-Za-z]+)/.exec(output)?.[1];
     if (!managementKey) throw new Error(`no bootstrap key:\n${output}`);
     const tenantId = (await api(BASE, managementKey, 'GET', '/tenants/self')).id as string;
@@ -98,11 +121,30 @@ async function main(): Promise<void> {
     ).key as string;
     const auth = { 'Content-Type': 'application/json', 'BT-API-KEY': key };
     if (wants('tokens')) await tokens(tenantId, key, auth);
-    if (wants('memory')) await memory(server, auth);
-    if (wants('proof')) await proofs(BASE, dbUrl(DB), tenantId, managementKey);
+    if (wants('memory')) await memory(server.child, auth);
+    if (wants('proof')) {
+      // BENCH_PROFILE_OUT: the proofs' load alone under `node --cpu-prof`, in a service started again
+      // once the checkpointer has caught up (its tile cache as empty as the first service's was).
+      const profileDir = PROFILE_OUT ? mkdtempSync(join(tmpdir(), 'vault-proof-profile-')) : undefined;
+      const profiled = profileDir
+        ? async () => {
+            await stopService(server.child);
+            server = await startService(env, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+          }
+        : undefined;
+      await proofs(BASE, dbUrl(DB), tenantId, managementKey, profiled);
+      if (profileDir) {
+        await stopService(server.child);
+        const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+        if (file) {
+          summarise(join(profileDir, file));
+          copyFileSync(join(profileDir, file), PROFILE_OUT!);
+        }
+        rmSync(profileDir, { recursive: true, force: true });
+      }
+    }
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await stopService(server.child);
     await sql(ADMIN_URL, `DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
   }
 }
@@ -225,6 +267,7 @@ export async function proofs(
   databaseUrl: string,
   tenantId: string,
   managementKey: string,
+  beforeLoad?: () => Promise<void>,
 ): Promise<void> {
   const available = await checkpointSize(base, managementKey);
   if ('unavailable' in available) {
@@ -278,6 +321,7 @@ export async function proofs(
       )
     ).rows.map((row) => row.id);
     const headers = { 'BT-API-KEY': managementKey };
+    await beforeLoad?.();
     // One proof by hand first, so that a service answering something else says what.
     await api(base, managementKey, 'GET', `/logs/${ids[0]}/proof`);
     process.stdout.write(
@@ -298,10 +342,11 @@ export async function proofs(
       connections: 1,
       duration: DURATION,
     });
-    const met = (r: LoadResult) => (r.p99 < 20 ? 'p99 < 20 ms: met' : 'p99 < 20 ms: missed');
+    // Issue 44's target: a p99 under 50 ms at 10 connections (issue 32's, 20 ms, is met by one alone).
+    const met = (r: LoadResult, ms: number) => `p99 < ${ms} ms: ${r.p99 < ms ? 'met' : 'missed'}`;
     const results: [string, LoadResult, string][] = [
-      [`GET /logs/{id}/proof (random rows, ${CONNECTIONS} connections)`, proof, met(proof)],
-      ['GET /logs/{id}/proof (random rows, 1 connection)', alone, met(alone)],
+      [`GET /logs/{id}/proof (random rows, ${CONNECTIONS} connections)`, proof, met(proof, 50)],
+      ['GET /logs/{id}/proof (random rows, 1 connection)', alone, met(alone, 20)],
     ];
     const second = caught.treeSize;
     if (first !== undefined && first < second) {
