@@ -41,6 +41,25 @@ describe('TrustedProxies', () => {
     expect(six.clientOf('192.169.0.1', '203.0.113.7')).toBe('192.169.0.1');
   });
 
+  it('remembers untrusted peers only: a trusted peer is still read with what it forwards, every time', () => {
+    const proxies = TrustedProxies.fromSetting('127.0.0.1');
+    for (let round = 0; round < 2; round++) {
+      expect(proxies.clientOf('::ffff:198.51.100.9', '203.0.113.7')).toBe('198.51.100.9');
+      expect(proxies.clientOf('127.0.0.1', '203.0.113.7')).toBe('203.0.113.7');
+      expect(proxies.clientOf('127.0.0.1', '192.0.2.1')).toBe('192.0.2.1');
+      expect(proxies.clientOf('not-an-address', '192.0.2.1')).toBe('not-an-address');
+    }
+  });
+
+  it('keeps answering right past the number of peers it remembers', () => {
+    const none = TrustedProxies.fromSetting(undefined);
+    for (let i = 0; i < 10_050; i++) {
+      const peer = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      expect(none.clientOf(`::ffff:${peer}`, undefined)).toBe(peer);
+    }
+    expect(none.clientOf('::ffff:10.0.0.0', undefined)).toBe('10.0.0.0');
+  });
+
   it('refuses a malformed setting, naming TRUST_PROXY', () => {
     expect(() => TrustedProxies.fromSetting('127.0.0.1,proxy.local')).toThrow(/TRUST_PROXY/);
   });
