@@ -11,37 +11,14 @@ import {
 } from './entities/audit-tree.entity';
 import { AuditLogEntity } from './entities/audit-log.entity';
 import { LOG_COLUMNS, type LogColumns } from './log-object';
+import type { LeafOrder, StoredCheckpoint, TreeRow, TreeState } from './audit-tree.types';
 import type { Tile } from './tree/tiles';
 
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_ROW = '00000000-0000-4000-8000-000000000002';
 const EXAMPLE_TILE: Tile = { level: 0, index: 0, hashes: Buffer.alloc(64, 7) };
 
-/** A place in the leaf order of every tree: the inserting transaction's id, then the insertion sequence. */
-export interface LeafOrder {
-  written: string;
-  pos: string;
-}
-
-/** An audit row as the tree reads it: its log object's columns and its place. */
-export type TreeRow = LogColumns & LeafOrder & { seq: string | null };
-
-export interface TreeState {
-  tenantId: string;
-  size: number;
-  retainedFrom: number;
-  checkpointSize: number;
-  checkpointAt: Date | null;
-}
-
-export interface StoredCheckpoint {
-  tenantId: string;
-  treeSize: number;
-  rootHash: Buffer;
-  keyId: string;
-  note: string;
-  createdAt: Date;
-}
+export type { LeafOrder, StoredCheckpoint, TreeRow, TreeState } from './audit-tree.types';
 
 const ROW_COLUMNS = columnsOf(AuditLogEntity, 'a', { only: [...LOG_COLUMNS, 'written', 'pos', 'seq'] });
 const TREE_COLUMNS = columnsOf(AuditTreeEntity);

@@ -28,12 +28,13 @@ import {
 import { initiationOf } from '../processors/payment-initiation';
 import { ProcessorRegistry } from '../processors/processor.registry';
 import { ApprovalLinks } from './approval-links';
-import { checkMetadata, paymentMethodOf, threeDSecureData, threeDSessionId } from './transaction-checks';
+import { checkMetadata, threeDSecureData, threeDSessionId } from './transaction-checks';
+import { newTransaction } from './new-transaction';
 import { TransactionJournal } from './transaction-journal';
 import { TransactionQueriesService } from './transaction-queries.service';
 import { transition } from './transaction-state';
 import type { CreateTransactionDto, TransactionDto } from './transaction.dto';
-import { NewTransaction, stateOf, TransactionRow } from './transactions.repository';
+import { stateOf, TransactionRow } from './transactions.repository';
 import { TransactionRouting } from './transaction-routing';
 import { ChargedCard, ChargedCards } from './charged-card';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
@@ -108,7 +109,7 @@ export class TransactionCreationService {
     await this.work.transaction(partOf(origin), async (change) => {
       // With its first attempt, `processing` before the vendor is called.
       await this.journal.insert(change, {
-        ...this.newTransaction(who, id, body, card, sessionId),
+        ...newTransaction(who, id, body, card, sessionId, this.clock.now()),
         connectionId: connection.row.id,
         createdAt,
       });
@@ -300,7 +301,7 @@ export class TransactionCreationService {
     const id = randomUUID();
     const row = await this.work.transaction(partOf(origin), async (change) => {
       const row = await this.journal.insert(change, {
-        ...this.newTransaction(who, id, body, card, sessionId),
+        ...newTransaction(who, id, body, card, sessionId, this.clock.now()),
         connectionId: null,
         declinedByRule: true,
       });
@@ -353,37 +354,6 @@ export class TransactionCreationService {
       card,
       sessionId,
       threeDSecure,
-    };
-  }
-
-  /** A new transaction's columns from its request and card, `processing` its authorization at `connectionId`. */
-  private newTransaction(
-    who: Principal,
-    id: string,
-    body: CreateTransactionDto,
-    { token, buyer }: ChargedCard,
-    sessionId: string | null,
-  ): Omit<NewTransaction, 'connectionId'> {
-    return {
-      id,
-      tenantId: who.tenantId,
-      tokenId: token.id,
-      intent: body.intent ?? 'authorize',
-      amount: body.amount,
-      currency: body.currency,
-      country: body.country ?? null,
-      externalIdentifier: body.external_identifier ?? null,
-      metadata: body.metadata ?? null,
-      ...initiationOf(body),
-      previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
-      threeDSessionId: sessionId,
-      paymentMethod: paymentMethodOf(token),
-      buyer: buyer
-        ? { id: buyer.id, externalIdentifier: buyer.external_identifier, displayName: buyer.display_name }
-        : null,
-      storePaymentMethod: !!(body.store && buyer),
-      createdBy: who.applicationId,
-      createdAt: this.clock.now(),
     };
   }
 

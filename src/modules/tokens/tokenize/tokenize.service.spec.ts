@@ -1,162 +1,22 @@
-import type { Principal } from '../../../common/auth/principal';
-import type { TenantKeys } from '../../../common/crypto/tenant-keys.service';
-import type { Metrics } from '../../../common/metrics/metrics';
-import type { Change } from '../../../common/unit-of-work/change';
-import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
-import { openServiceDatabase, type ServiceDatabase } from '../../../../test/support/service-database';
 import { openData } from '../data/seal-data';
+import { CardEnumerationRefused } from '../enumeration/card-enumeration.service';
 import {
-  CardEnumerationConflict,
-  CardEnumerationGuard,
-  CardEnumerationRefused,
-} from '../enumeration/card-enumeration.service';
-import { DEFAULT_LIMITS, ExpressionEvaluator } from '../expressions/expression-evaluator';
-import { TokensRepository } from '../tokens.repository';
-import type { RateLimiter } from '../../../common/throttling/rate-limiter';
-import type { AppConfig } from '../../../config/app-config';
-import { PublicTokenizeLimit } from './public-tokenize-limit';
-import { TokenizeService } from './tokenize.service';
+  TENANT,
+  OTHER_TENANT,
+  CARD,
+  kindOf,
+  cardNumber,
+  principal,
+  tokens,
+  audit,
+  events,
+  setUp,
+  origin,
+  useTokenizeDatabase,
+} from '../../../../test/support/tokenize-fixture';
+import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 
-const TENANT = '00000000-0000-4000-8000-000000000001';
-const OTHER_TENANT = '00000000-0000-4000-8000-000000000009';
-const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 };
-
-/** The kind of domain error a refused call fails with (undefined when it succeeds). */
-const kindOf = (call: Promise<unknown>): Promise<string | undefined> =>
-  call.then(
-    () => undefined,
-    (error: { kind: string }) => error.kind,
-  );
-
-/** A Luhn-valid card number of the 424242…4242 group, `n` its middle digits' seed. */
-function cardNumber(n: number): string {
-  for (let middle = n * 10; ; middle++) {
-    const number = `424242${String(middle).padStart(6, '0')}4242`;
-    let sum = 0;
-    for (let i = 0; i < 16; i++) {
-      let d = Number(number[15 - i]);
-      if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
-      sum += d;
-    }
-    if (sum % 10 === 0) return number;
-  }
-}
-
-const principal = (permissions: string[], tenantId = TENANT): Principal => ({
-  tenantId,
-  applicationId: '00000000-0000-4000-8000-000000000003',
-  applicationType: 'private',
-  keyKind: 'private',
-  keyId: '00000000-0000-4000-8000-000000000004',
-  authorized: true,
-  permissions,
-  rules: [],
-});
-
-let db: ServiceDatabase;
-
-beforeAll(async () => {
-  db = await openServiceDatabase();
-  await db.newTenant('tokenize', TENANT);
-  await db.newTenant('other', OTHER_TENANT);
-  await db.subscribe(TENANT);
-});
-afterAll(() => db.close());
-beforeEach(async () => {
-  await db.rows(
-    'DELETE FROM tokens; DELETE FROM audit_logs; DELETE FROM webhook_deliveries; DELETE FROM webhook_events;',
-  );
-  db.clock.reset();
-});
-
-/** The tokens as the database holds them. */
-const tokens = () =>
-  db.rows<{ id: string; tenant_id: string; data: Buffer; fingerprint_groups: Buffer[] | null }>(
-    'SELECT id, tenant_id, data, fingerprint_groups FROM tokens ORDER BY created_at, id',
-  );
-const audit = () =>
-  db.rows<{ entity_type: string; entity_id: string; operation: string; message: string; token_type: string }>(
-    'SELECT entity_type, entity_id, operation, message, token_type FROM audit_logs ORDER BY created_at, ctid',
-  );
-const events = () =>
-  db.rows<{ type: string; entity_id: string }>(
-    'SELECT type, entity_id FROM webhook_events ORDER BY created_at, ctid',
-  );
-
-/**
- * The service on the real repository, whose calls are watched (they still run): which change wrote
- * (`transaction` or one `statement`), what it locked and purged. The card enumeration guard is faked.
- */
-function setUp(
-  options: { limit?: number; publicPerMinute?: number; conflicts?: number; optimistic?: boolean } = {},
-) {
-  const repository = new TokensRepository(db.dataSource);
-  const inserts = jest.spyOn(repository, 'insert');
-  const locked = jest.spyOn(repository, 'lockForDeduplication');
-  const purged = jest.spyOn(repository, 'purgeExpired');
-  const clock = db.clock;
-  const counted: string[][] = [];
-  const refusals: Principal[] = [];
-  let conflicts = options.conflicts ?? 0;
-  let seenConflicts = 0;
-  const enumeration = {
-    count: async (change: Change, _who: Principal, _keys: TenantKeys, numbers: string[]) => {
-      if (numbers.length > (options.limit ?? 10)) throw new CardEnumerationRefused();
-      // Another request counted in the same groups between the read and the write (one statement only).
-      if (numbers.length && change.mode === 'statement' && conflicts-- > 0)
-        throw new CardEnumerationConflict();
-      if (numbers.length) counted.push(numbers);
-    },
-    refused: async (who: Principal) => void refusals.push(who),
-    optimistic: options.optimistic ?? true,
-  } as unknown as CardEnumerationGuard;
-  const created: string[][] = [];
-  const metrics = {
-    tokensCreated: (types: string[]) => void created.push(types),
-    cardEnumerationConflict: () => void seenConflicts++,
-  } as unknown as Metrics;
-  // The shared counters, in memory: hits per tracker this minute.
-  const hits = new Map<string, number>();
-  const limiter = {
-    hit: async (name: string, tracker: string, limit: number) => {
-      const n = (hits.get(`${name}:${tracker}`) ?? 0) + 1;
-      hits.set(`${name}:${tracker}`, n);
-      return n > limit ? 42 : undefined;
-    },
-  } as unknown as RateLimiter;
-  const config = { PUBLIC_TOKENIZE_PER_MINUTE: options.publicPerMinute ?? 60 } as AppConfig;
-  const service = new TokenizeService(
-    new ExpressionEvaluator({ ...DEFAULT_LIMITS, workers: 0 }),
-    repository,
-    db.freshTenantKeys(),
-    clock,
-    metrics,
-    enumeration,
-    db.work,
-    new PublicTokenizeLimit(limiter, config),
-  );
-  /** The mode of each change that inserted. */
-  const modes = () => inserts.mock.calls.map(([change]) => change.mode);
-  return {
-    service,
-    inserts,
-    locked,
-    purged,
-    modes,
-    clock,
-    counted,
-    refusals,
-    created,
-    hits,
-    get conflicts() {
-      return seenConflicts;
-    },
-  };
-}
-
-const origin = (permissions: string[] = ['token:create'], tenantId = TENANT): RequestOrigin => ({
-  actor: principal(permissions, tenantId),
-});
+const database = useTokenizeDatabase();
 
 describe('TokenizeService (real repository on PGlite)', () => {
   it('writes a tokenize of generated ids as one statement, with one audit row and one event per token', async () => {
@@ -204,7 +64,7 @@ describe('TokenizeService (real repository on PGlite)', () => {
     const [stored] = await tokens();
     expect(stored.id).toBe(id);
     expect(stored.data.toString('latin1')).not.toContain('value');
-    const keys = await db.tenantKeys.keysFor(TENANT);
+    const keys = await database().tenantKeys.keysFor(TENANT);
     expect(openData(keys, stored)).toEqual({ secret: 'value' });
     expect(() => openData(keys, { ...stored, id: 'another' })).toThrow();
   });
@@ -214,7 +74,9 @@ describe('TokenizeService (real repository on PGlite)', () => {
     s.clock.advance(86_400_000);
     const now = s.clock.now().getTime();
     await s.service.createOne(origin(), { type: 'card', data: { ...CARD, cvc: '123' } });
-    const [cvc] = await db.rows<{ expires_at: Date; cvc: Buffer }>('SELECT expires_at, cvc FROM token_cvcs');
+    const [cvc] = await database().rows<{ expires_at: Date; cvc: Buffer }>(
+      'SELECT expires_at, cvc FROM token_cvcs',
+    );
     expect(cvc.expires_at.getTime() - now).toBeGreaterThanOrEqual(60 * 60 * 1000);
     expect(cvc.expires_at.getTime() - now).toBeLessThan(60 * 60 * 1000 + 1000);
     expect(cvc.cvc.toString('latin1')).not.toContain('123');
@@ -283,7 +145,7 @@ describe('TokenizeService (real repository on PGlite)', () => {
       id: 'short-1',
       expires_at: '2099-01-01',
     });
-    await db.rows(`UPDATE tokens SET expires_at = $1 WHERE id = 'short-1'`, [
+    await database().rows(`UPDATE tokens SET expires_at = $1 WHERE id = 'short-1'`, [
       new Date(s.clock.now().getTime() + 1000),
     ]);
     s.clock.advance(2000);
