@@ -307,6 +307,26 @@ describe('abuse: card-number oracle', () => {
     expect(await tokenCount(other.tenantId)).toBe(10);
   });
 
+  it('numbers stored in tokens the caller may read (by its rules) are spared; those stored where it may not read count', async () => {
+    const numbers = groupNumbers(freshGroup(), 10);
+    // The merchant (flat token:read) stores all ten: five where the reader's rule reaches, five elsewhere.
+    await tokenize(
+      t,
+      merchant,
+      numbers.map((n, i) => card(n, { containers: [i < 5 ? '/attacker/' : '/merchant/'] })),
+    ).expect(201);
+    // The five it may read tell it nothing new: spared, though the group already holds ten counted numbers.
+    await tokenize(
+      t,
+      reader,
+      numbers.slice(0, 5).map((n) => card(n, { containers: ['/attacker/'] })),
+    ).expect(201);
+    // One it may not read counts: the eleventh of the group.
+    const hidden = await tokenize(t, reader, card(numbers[7], { containers: ['/attacker/'] }));
+    expect(hidden.status).toBe(429);
+    expect(hidden.body.code).toBe('card_enumeration_suspected');
+  });
+
   it('a refused request with an idempotency key stores no response: the key is released, a retry is refused again', async () => {
     const numbers = groupNumbers(freshGroup(), 11);
     const body = numbers.map((n) => card(n, { containers: ['/attacker/'] }));

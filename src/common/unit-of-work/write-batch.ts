@@ -20,9 +20,9 @@ export interface PieceTools {
   name: (base: string) => string;
   /**
    * A SQL expression (for `result`) that, where `condition` holds, undoes the whole statement: the
-   * statement fails with the error the piece's `refused` gives.
+   * statement fails with the error `refused` gives (by default the piece's own `refused`). NULL otherwise.
    */
-  refuse: (condition: string) => string;
+  refuse: (condition: string, refused?: () => Error) => string;
 }
 
 export type PieceBuilder = (tools: PieceTools) => WritePiece;
@@ -57,6 +57,8 @@ export class WriteBatch {
     add: (value) => `$${this.values.push(value)}`,
   };
   private readonly pieces: (PieceOptions & { piece: WritePiece })[] = [];
+  /** A piece's refusals that name their own error, by the name `refuse_write()` raises. */
+  private readonly refusals = new Map<string, () => Error>();
 
   /** Adds a write. */
   add(build: PieceBuilder, options: PieceOptions = {}): void {
@@ -64,8 +66,14 @@ export class WriteBatch {
     const piece = build({
       p: this.params,
       name: (base) => `${base}_${index}`,
-      refuse: (condition) =>
-        `(CASE WHEN ${condition} THEN refuse_write(${this.params.add(String(index))}::text) END)`,
+      refuse: (condition, refused) => {
+        let name = String(index);
+        if (refused) {
+          name = `${index}.${this.refusals.size}`;
+          this.refusals.set(name, refused);
+        }
+        return `(CASE WHEN ${condition} THEN refuse_write(${this.params.add(name)}::text) END)`;
+      },
     });
     this.pieces.push({ piece, ...options });
   }
@@ -101,7 +109,8 @@ export class WriteBatch {
     };
     const cause = e.driverError ?? e;
     if (cause.code !== REFUSED) return undefined;
-    return this.pieces[Number(cause.message)]?.refused?.();
+    const name = String(cause.message);
+    return (this.refusals.get(name) ?? this.pieces[Number(name)]?.refused)?.();
   }
 
   /** Runs one piece by itself, in the caller's transaction if there is one; answers its result. */

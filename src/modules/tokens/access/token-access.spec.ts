@@ -1,6 +1,7 @@
 import type { Principal } from '../../../common/auth/principal';
 import { decide, mayEvaluateStoredData, refusedContainers } from './token-access';
 import { accessPredicate } from '../search/token-search.repository';
+import { SqlParams } from '../../../database/sql';
 
 const principal = (over: Partial<Principal>): Principal => ({
   tenantId: 't',
@@ -233,28 +234,30 @@ describe('a session decided by its authorizer too, token by token', () => {
   });
 
   it("filters lists and searches in SQL by both: the authorizer's CASE is ANDed, its parameters numbered after", () => {
-    const params: unknown[] = ['tenant'];
+    const params = new SqlParams();
+    params.add('tenant');
     const sql = accessPredicate({ ...session, authorizer }, 'token:read', params);
     expect(sql).toBe(
       '((CASE WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($2::text)) = $2::text) THEN TRUE ELSE FALSE END)' +
         ' AND (CASE WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($3::text)) = $3::text) THEN FALSE' +
         ' WHEN EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE left(c, char_length($4::text)) = $4::text) THEN TRUE ELSE FALSE END))',
     );
-    expect(params).toEqual(['tenant', '/pci/', '/secret/', '/pci/']);
+    expect(params.values).toEqual(['tenant', '/pci/', '/secret/', '/pci/']);
     // An authorizer holding the permission nowhere: nothing, and no parameter left unused.
-    const none: unknown[] = ['tenant'];
+    const none = new SqlParams();
+    none.add('tenant');
     expect(
       accessPredicate({ ...session, authorizer: { permissions: [], rules: [] } }, 'token:read', none),
     ).toBe('FALSE');
-    expect(none).toEqual(['tenant']);
+    expect(none.values).toEqual(['tenant']);
     // Flat on the authorizer: the session's own predicate alone.
-    const flat: unknown[] = [];
+    const flat = new SqlParams();
     accessPredicate(
       { ...session, authorizer: { permissions: ['token:read'], rules: [] } },
       'token:read',
       flat,
     );
-    expect(flat).toEqual(['/pci/']);
+    expect(flat.values).toEqual(['/pci/']);
   });
 });
 

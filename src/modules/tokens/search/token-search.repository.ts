@@ -4,6 +4,7 @@ import type { Principal } from '../../../common/auth/principal';
 import { cursorTimeSql } from '../../../common/pagination/cursor-pagination';
 import { GenerateSql } from '../../../database/generate-sql';
 import { SqlParams } from '../../../database/sql';
+import type { Placeholders } from '../../../common/unit-of-work/write-batch';
 import { columnsOf, queryRows } from '../../../database/table';
 import { byPriority } from '../access/token-access';
 import { normalizeTokenId } from '../data/token-id';
@@ -47,37 +48,36 @@ const COLUMNS = columnsOf(TokenEntity, 't', { except: ['data'] });
  * `t`), so that lists and searches filter and count exactly the tokens the caller may see: flat
  * permissions hold everywhere; otherwise the first matching rule by priority decides. A session sees a
  * token only where the application that authorized it would too, by the same walk over that
- * application's grants as they are now. Parameters are appended to `params`.
+ * application's grants as they are now. Values go through `p` (a statement's placeholders).
  */
 export function accessPredicate(
   who: Grants & Pick<Principal, 'authorizer'>,
   permission: string,
-  params: unknown[],
+  p: Placeholders,
 ): string {
-  const before = params.length;
-  const own = grantsPredicate(who, permission, params);
-  if (!who.authorizer || own === 'FALSE') return own;
-  const authorizer = grantsPredicate(who.authorizer, permission, params);
-  if (authorizer === 'FALSE') {
-    // Every parameter must be used by the statement: the session's own are dropped with its CASE.
-    params.length = before;
+  // Decided before any parameter is added: a statement must use every parameter it sends.
+  if (grantsNothing(who, permission) || (who.authorizer && grantsNothing(who.authorizer, permission)))
     return 'FALSE';
-  }
+  const own = grantsPredicate(who, permission, p);
+  if (!who.authorizer) return own;
+  const authorizer = grantsPredicate(who.authorizer, permission, p);
   if (authorizer === 'TRUE') return own;
   return own === 'TRUE' ? authorizer : `(${own} AND ${authorizer})`;
 }
 
 type Grants = Pick<Principal, 'permissions' | 'rules'>;
 
+/** True when these grants hold `permission` on no token at all (no flat grant and no rule). */
+const grantsNothing = (who: Grants, permission: string): boolean =>
+  !who.permissions.includes(permission) && !who.rules.length;
+
 /** One holder's grants as a predicate: TRUE when held flat, else a CASE by rule priority. */
-function grantsPredicate(who: Grants, permission: string, params: unknown[]): string {
+function grantsPredicate(who: Grants, permission: string, p: Placeholders): string {
   if (who.permissions.includes(permission)) return 'TRUE';
-  const param = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
+  const startsWith = (column: string, value: string): string => {
+    const prefix = p.add(value);
+    return `left(${column}, char_length(${prefix}::text)) = ${prefix}::text`;
   };
-  const startsWith = (column: string, value: string): string =>
-    `left(${column}, char_length(${param(value)}::text)) = $${params.length}::text`;
   const anyContainer = (test: (c: string) => string): string =>
     `EXISTS (SELECT 1 FROM unnest(t.containers) AS c WHERE ${test('c')})`;
   const branches = byPriority(who.rules).map((rule) => {
@@ -89,7 +89,7 @@ function grantsPredicate(who: Grants, permission: string, params: unknown[]): st
       const parts = (rule.conditions ?? []).map((cond) => {
         const test = (column: string): string =>
           cond.operator === 'equals'
-            ? `${column} = ${param(cond.value)}::text`
+            ? `${column} = ${p.add(cond.value)}::text`
             : startsWith(column, cond.value);
         if (cond.attribute === 'container') return anyContainer(test);
         return test(cond.attribute === 'id' ? 't.id::text' : 't.type');
@@ -174,7 +174,7 @@ function whereSql(scope: SearchScope, search: TokenSearch, p: SqlParams): string
     `t.tenant_id = ${p.add(scope.who.tenantId)}`,
     `(t.expires_at IS NULL OR t.expires_at > ${p.add(scope.now)})`,
     `(${queryPredicate(search, p)})`,
-    accessPredicate(scope.who, scope.permission, p.values),
+    accessPredicate(scope.who, scope.permission, p),
   ].join(' AND ');
 }
 
