@@ -38,13 +38,15 @@ WITH candidates_0 AS (SELECT g, n, f FROM unnest($4::bytea[],
                      WHERE tenant_id = $1::uuid AND group_digest = wanted.g AND created_at > $7::timestamptz
                     OFFSET 0) AS c
           GROUP BY c.group_digest, c.number_digest),
+  stored_0 AS (SELECT DISTINCT w.f FROM candidates_0 AS w,
+           LATERAL (SELECT id, type, containers FROM tokens
+                     WHERE tenant_id = $1::uuid AND fingerprint = w.f AND fingerprint_groups IS NULL
+                       AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+                     LIMIT 20) AS t
+          WHERE TRUE),
   fresh_0 AS (SELECT w.g, w.n FROM candidates_0 AS w
           WHERE NOT EXISTS (SELECT 1 FROM counted_0 AS c WHERE c.g = w.g AND c.n = w.n AND c.mine)
-            AND NOT EXISTS (SELECT 1 FROM (SELECT id, type, containers FROM tokens
-                                            WHERE tenant_id = $1::uuid AND fingerprint = w.f AND fingerprint_groups IS NULL
-                                              AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-                                            LIMIT 20) AS t
-                             WHERE TRUE)),
+            AND w.f NOT IN (SELECT f FROM stored_0)),
   over_0 AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM fresh_0 GROUP BY g) AS a
                        WHERE (SELECT count(*) FROM counted_0 AS c WHERE c.g = a.g) + a.adding > $8::int) AS over),
   seen_0 AS (SELECT group_digest, version FROM card_enumeration_groups

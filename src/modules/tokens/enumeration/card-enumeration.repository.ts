@@ -188,9 +188,10 @@ export class CardEnumerationRepository {
       const tenant = p.add(who.tenantId);
       const now = p.add(at.now);
       const by = p.add(countedBy);
-      const [candidates, counted, fresh, over, seen, groups, rows] = [
+      const [candidates, counted, stored, fresh, over, seen, groups, rows] = [
         'candidates',
         'counted',
+        'stored',
         'fresh',
         'over',
         'seen',
@@ -210,14 +211,17 @@ export class CardEnumerationRepository {
                    WHERE tenant_id = ${tenant}::uuid AND group_digest = wanted.g AND created_at > ${p.add(at.since)}::timestamptz
                   OFFSET 0) AS c
         GROUP BY c.group_digest, c.number_digest)`,
-          // As findCountedAndStored: at most 20 stored tokens per fingerprint weighed.
+          // As findCountedAndStored: at most 20 stored tokens per fingerprint weighed, by a lateral join (as
+          // a NOT EXISTS, planned for its first row, it scanned the tenant's tokens by creation time).
+          `${stored} AS (SELECT DISTINCT w.f FROM ${candidates} AS w,
+         LATERAL (SELECT id, type, containers FROM tokens
+                   WHERE tenant_id = ${tenant}::uuid AND fingerprint = w.f AND fingerprint_groups IS NULL
+                     AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
+                   LIMIT 20) AS t
+        WHERE ${readable})`,
           `${fresh} AS (SELECT w.g, w.n FROM ${candidates} AS w
         WHERE NOT EXISTS (SELECT 1 FROM ${counted} AS c WHERE c.g = w.g AND c.n = w.n AND c.mine)
-          AND NOT EXISTS (SELECT 1 FROM (SELECT id, type, containers FROM tokens
-                                          WHERE tenant_id = ${tenant}::uuid AND fingerprint = w.f AND fingerprint_groups IS NULL
-                                            AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
-                                          LIMIT 20) AS t
-                           WHERE ${readable}))`,
+          AND w.f NOT IN (SELECT f FROM ${stored}))`,
           `${over} AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM ${fresh} GROUP BY g) AS a
                      WHERE (SELECT count(*) FROM ${counted} AS c WHERE c.g = a.g) + a.adding > ${p.add(at.limit)}::int) AS over)`,
           `${seen} AS (SELECT group_digest, version FROM card_enumeration_groups
