@@ -94,7 +94,8 @@ export class Change implements Queryable {
   /**
    * @param transaction the transaction's entity manager (a `transaction` change); none for a `statement`
    * @param send how SQL reaches the database: the transaction's connection, or the pool for the one
-   *   statement; `prepared` for the change's writes (see `UnitOfWork`), not for its reads
+   *   statement; `prepared` for the change's writes (see `UnitOfWork`), not for its reads, nor for writes
+   *   that read tables that grow (`PieceOptions.reads`)
    */
   constructor(
     readonly origin: Origin,
@@ -151,7 +152,7 @@ export class Change implements Queryable {
     if (!this.pending.size) return;
     const batch = this.pending;
     this.pending = new WriteBatch();
-    await batch.run((sql, params) => this.send(sql, params, true));
+    await batch.run((sql, params) => this.send(sql, params, !batch.reads));
   }
 
   /** Adds audit rows, written with the change (as its actor). */

@@ -30,10 +30,15 @@ export type PieceBuilder = (tools: PieceTools) => WritePiece;
 /** SQLSTATE of `refuse_write()` (migration 21). */
 const REFUSED = 'VT001';
 
-/** A piece's options: `then` receives its result after the statement ran; `refused` makes its refusal's error. */
+/**
+ * A piece's options: `then` receives its result after the statement ran; `refused` makes its refusal's
+ * error; `reads`: it also reads tables that grow (a statement holding one is planned afresh each time, see
+ * `UnitOfWork`).
+ */
 export interface PieceOptions {
   then?: (value: unknown) => void;
   refused?: () => Error;
+  reads?: boolean;
 }
 
 /** What a writer outside the unit of work's own module needs of a change: its writes and its commit. */
@@ -80,6 +85,11 @@ export class WriteBatch {
 
   get size(): number {
     return this.pieces.length;
+  }
+
+  /** Whether a piece reads tables that grow: the statement is then not kept prepared. */
+  get reads(): boolean {
+    return this.pieces.some((piece) => piece.reads);
   }
 
   /** Sends the statement (nothing when empty), then hands each piece its result. */

@@ -164,6 +164,7 @@ export class CardEnumerationRepository {
    * after the snapshot, unweighed, and the statement refuses itself with `conflict()` (tried again). The
    * row lock the upsert takes serializes two writers over one group, across instances and behind a
    * transaction pooler (no session state): the second sees the first's version, not its own snapshot's.
+   * It reads tables that grow, so the statement is planned afresh each time (`reads`), not kept prepared.
    */
   @GenerateSql({
     change: true,
@@ -184,49 +185,50 @@ export class CardEnumerationRepository {
     errors: { refused: () => Error; conflict: () => Error },
   ): Promise<void> {
     if (!wanted.length) return;
-    await change.write(({ p, name, refuse }) => {
-      const tenant = p.add(who.tenantId);
-      const now = p.add(at.now);
-      const by = p.add(countedBy);
-      const [candidates, counted, stored, fresh, over, seen, groups, rows] = [
-        'candidates',
-        'counted',
-        'stored',
-        'fresh',
-        'over',
-        'seen',
-        'groups',
-        'rows',
-      ].map(name);
-      const readable = accessPredicate(who, 'token:read', p);
-      const moved = `(SELECT count(*) FROM ${groups}) <> (SELECT count(DISTINCT g) FROM ${fresh})`;
-      return {
-        ctes: [
-          `${candidates} AS (SELECT g, n, f FROM unnest(${p.add(wanted.map((w) => w.group))}::bytea[],
+    await change.write(
+      ({ p, name, refuse }) => {
+        const tenant = p.add(who.tenantId);
+        const now = p.add(at.now);
+        const by = p.add(countedBy);
+        const [candidates, counted, stored, fresh, over, seen, groups, rows] = [
+          'candidates',
+          'counted',
+          'stored',
+          'fresh',
+          'over',
+          'seen',
+          'groups',
+          'rows',
+        ].map(name);
+        const readable = accessPredicate(who, 'token:read', p);
+        const moved = `(SELECT count(*) FROM ${groups}) <> (SELECT count(DISTINCT g) FROM ${fresh})`;
+        return {
+          ctes: [
+            `${candidates} AS (SELECT g, n, f FROM unnest(${p.add(wanted.map((w) => w.group))}::bytea[],
                    ${p.add(wanted.map((w) => w.number))}::bytea[], ${p.add(wanted.map((w) => w.fingerprint))}::text[]) AS w(g, n, f))`,
-          // As findCounted: one primary key range per group.
-          `${counted} AS (SELECT c.group_digest AS g, c.number_digest AS n, bool_or(c.counted_by = ${by}::uuid) AS mine
+            // As findCounted: one primary key range per group.
+            `${counted} AS (SELECT c.group_digest AS g, c.number_digest AS n, bool_or(c.counted_by = ${by}::uuid) AS mine
          FROM (SELECT DISTINCT g FROM ${candidates}) AS wanted,
          LATERAL (SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
                    WHERE tenant_id = ${tenant}::uuid AND group_digest = wanted.g AND created_at > ${p.add(at.since)}::timestamptz
                   OFFSET 0) AS c
         GROUP BY c.group_digest, c.number_digest)`,
-          // As findCountedAndStored: at most 20 stored tokens per fingerprint weighed, by a lateral join (as
-          // a NOT EXISTS, planned for its first row, it scanned the tenant's tokens by creation time).
-          `${stored} AS (SELECT DISTINCT w.f FROM ${candidates} AS w,
+            // As findCountedAndStored: at most 20 stored tokens per fingerprint weighed, by a lateral join (as
+            // a NOT EXISTS, planned for its first row, it scanned the tenant's tokens by creation time).
+            `${stored} AS (SELECT DISTINCT w.f FROM ${candidates} AS w,
          LATERAL (SELECT id, type, containers FROM tokens
                    WHERE tenant_id = ${tenant}::uuid AND fingerprint = w.f AND fingerprint_groups IS NULL
                      AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
                    LIMIT 20) AS t
         WHERE ${readable})`,
-          `${fresh} AS (SELECT w.g, w.n FROM ${candidates} AS w
+            `${fresh} AS (SELECT w.g, w.n FROM ${candidates} AS w
         WHERE NOT EXISTS (SELECT 1 FROM ${counted} AS c WHERE c.g = w.g AND c.n = w.n AND c.mine)
           AND w.f NOT IN (SELECT f FROM ${stored}))`,
-          `${over} AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM ${fresh} GROUP BY g) AS a
+            `${over} AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM ${fresh} GROUP BY g) AS a
                      WHERE (SELECT count(*) FROM ${counted} AS c WHERE c.g = a.g) + a.adding > ${p.add(at.limit)}::int) AS over)`,
-          `${seen} AS (SELECT group_digest, version FROM card_enumeration_groups
+            `${seen} AS (SELECT group_digest, version FROM card_enumeration_groups
         WHERE tenant_id = ${tenant}::uuid AND group_digest IN (SELECT g FROM ${fresh}))`,
-          `${groups} AS (INSERT INTO card_enumeration_groups (${GROUP_COLUMNS.join(', ')})
+            `${groups} AS (INSERT INTO card_enumeration_groups (${GROUP_COLUMNS.join(', ')})
        SELECT ${tenant}::uuid, d.g, nextval('card_enumeration_versions'), ${now}::timestamptz
          FROM (SELECT DISTINCT g FROM ${fresh}) AS d
         WHERE NOT (SELECT over FROM ${over})
@@ -235,15 +237,17 @@ export class CardEnumerationRepository {
         WHERE card_enumeration_groups.version IS NOT DISTINCT FROM
               (SELECT s.version FROM ${seen} AS s WHERE s.group_digest = EXCLUDED.group_digest)
        RETURNING 1)`,
-          `${rows} AS (INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
+            `${rows} AS (INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
        SELECT ${tenant}::uuid, g, n, ${by}::uuid, ${now}::timestamptz FROM ${fresh}
         WHERE NOT (SELECT over FROM ${over}) AND NOT (${moved})
        ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at)`,
-        ],
-        // Past the limit first: a snapshot that saw too many already is refused whatever moved since.
-        result: `COALESCE(${refuse(`(SELECT over FROM ${over})`, errors.refused)}, ${refuse(moved, errors.conflict)})`,
-      };
-    });
+          ],
+          // Past the limit first: a snapshot that saw too many already is refused whatever moved since.
+          result: `COALESCE(${refuse(`(SELECT over FROM ${over})`, errors.refused)}, ${refuse(moved, errors.conflict)})`,
+        };
+      },
+      { reads: true },
+    );
   }
 
   /**
