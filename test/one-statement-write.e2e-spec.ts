@@ -197,7 +197,7 @@ describe('one-statement writes', () => {
     expect(after.events).toBe(before.events + 1);
   });
 
-  it('counts a card tokenized by a key that reads it in the one statement that writes it, without a transaction', async () => {
+  it('counts a card tokenized by a key that reads it in one read and one statement, without a transaction', async () => {
     // The key is resolved once, then from memory.
     await request(t.http)
       .post('/tokens')
@@ -208,18 +208,38 @@ describe('one-statement writes', () => {
     const statements = await statementsOf(() =>
       request(t.http).post('/tokens').set('BT-API-KEY', reader).send(card(10)).expect(201),
     );
-    // One round trip: the card enumeration guard's counts, the stored tokens it may read and its groups'
-    // versions read in the statement's snapshot, the limit decided, the groups' versions moved where still
-    // those seen, the counts, the token, its audit row and event.
-    expect(statements).toHaveLength(1);
-    expect(statements[0]).toMatch(/^WITH candidates_0 AS \(SELECT g, n, f FROM unnest/);
-    expect(statements[0]).toContain('INSERT INTO card_enumeration_groups');
-    expect(statements[0]).toContain('INSERT INTO tokens');
+    // The card enumeration guard's read (counts, stored tokens, its groups' versions), then the write: the
+    // groups' versions moved where still those read, the counts, the token, its audit row and event.
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/^SELECT 'counted' AS part/);
+    expect(statements[1]).toMatch(/^WITH groups_0 AS \(INSERT INTO card_enumeration_groups/);
     expect(statements).not.toContain('START TRANSACTION');
     const after = await counts();
     expect(after.tokens).toBe(before.tokens + 1);
     expect(after.audit).toBe(before.audit + 1);
     expect(after.events).toBe(before.events + 1);
+  });
+
+  it('counts several cards tokenized by a key that reads them in the one statement that writes them', async () => {
+    const before = await counts();
+    const several = [20, 21, 22].map((n) => ({
+      ...card(n),
+      data: { ...card(n).data, number: ['4000056655665556', '5555555555554444', '4012888888881881'][n - 20] },
+    }));
+    const statements = await statementsOf(() =>
+      request(t.http).post('/tokenize').set('BT-API-KEY', reader).send(several).expect(201),
+    );
+    // One round trip: the counts, the stored tokens it may read and its groups' versions read in the
+    // statement's own snapshot, the limit decided, the groups' versions moved where still those seen, the
+    // counts, the tokens, their audit rows and events.
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/^WITH candidates_0 AS \(SELECT g, n, f FROM unnest/);
+    expect(statements[0]).toContain('INSERT INTO card_enumeration_groups');
+    expect(statements[0]).toContain('INSERT INTO tokens');
+    const after = await counts();
+    expect(after.tokens).toBe(before.tokens + 3);
+    expect(after.audit).toBe(before.audit + 3);
+    expect(after.events).toBe(before.events + 3);
   });
 
   it('writes an idempotent tokenize in its claim and one statement, the record with it', async () => {

@@ -6,7 +6,7 @@ import type { TokenEntity } from '../entities/token.entity';
 import type { CountedNumber, CountedRow, CountedSoFar } from './card-enumeration';
 import type { Principal } from '../../../common/auth/principal';
 import { accessPredicate } from '../search/token-search.repository';
-import type { Change } from '../../../common/unit-of-work/change';
+import type { Change, Queryable } from '../../../common/unit-of-work/change';
 import type { CardEnumerationGroupEntity } from '../entities/card-enumeration-group.entity';
 
 type CountRow = RowOf<CardEnumerationCountEntity>;
@@ -31,6 +31,12 @@ const GROUP_COLUMNS = [
   'counted_at',
 ] as const satisfies ColumnOf<CardEnumerationGroupEntity>[];
 
+/** A group's version as a read saw it (a group without a row has none). */
+export interface GroupVersion {
+  group: Buffer;
+  version: string;
+}
+
 const EXAMPLE_TENANT = '00000000-0000-4000-8000-000000000001';
 const EXAMPLE_COUNTER = '00000000-0000-4000-8000-000000000003';
 const EXAMPLE_GROUP = Buffer.alloc(32, 1);
@@ -38,16 +44,17 @@ const EXAMPLE_NUMBER = Buffer.alloc(32, 2);
 const EXAMPLE_NOW = new Date('2026-01-01T00:00:00Z');
 
 /**
- * `card_enumeration_counts` and `card_enumeration_groups`: read and written in the change the caller
- * gives (a transaction under the groups' locks, or the one statement of a tokenize).
+ * `card_enumeration_counts` and `card_enumeration_groups`: written in the change the caller gives, read
+ * in it, through the pool before a one-statement tokenize of one number, or by the one statement of a
+ * tokenize of several (`countInWrite`).
  */
 @Injectable()
 export class CardEnumerationRepository {
   /**
    * Locks the groups' rows until the transaction ends, in one order (two requests never deadlock), and
    * gives each a new version: the requests that count numbers of one group under the lock are
-   * serialized, and a one-statement tokenize whose snapshot was taken before (`countInWrite`) finds its
-   * version gone.
+   * serialized, and a one-statement tokenize that read the count before (`insertIfUnchanged`), or whose
+   * snapshot was taken before (`countInWrite`), finds its version gone.
    * Sent by itself, before the reads: a statement that locked and read at once would read a snapshot
    * taken before it held the locks.
    */
@@ -91,49 +98,59 @@ export class CardEnumerationRepository {
   }
 
   /**
-   * What a tokenize in a transaction weighs, after `lockGroups`, in one statement:
+   * What a tokenize weighs, in one statement (one snapshot):
    * - `counted`: as `findCounted`;
    * - `stored`: live tokens holding these fingerprints, as access rules see them, whose fingerprint was
    *   counted (one made by an uncounted caller and never read would spare the number it holds): at most
    *   20 per fingerprint (a vault may hold a test card a million times; one the caller may read is enough,
-   *   and missing one only counts a number it could have been spared).
+   *   and missing one only counts a number it could have been spared);
+   * - `versions`: each group's version as that snapshot saw it (absent: never counted in, or pruned),
+   *   for `insertIfUnchanged`.
+   * Through the pool (`UnitOfWork.reader`) before a one-statement tokenize, or in a change after
+   * `lockGroups`.
    */
   @GenerateSql({
     change: true,
     params: [EXAMPLE_TENANT, [EXAMPLE_GROUP], EXAMPLE_NOW, EXAMPLE_COUNTER, ['fp1'], EXAMPLE_NOW],
   })
   async findCountedAndStored(
-    change: Change,
+    db: Queryable,
     tenantId: string,
     groups: Buffer[],
     since: Date,
     countedBy: string,
     fingerprints: string[],
     now: Date,
-  ): Promise<{ counted: CountedSoFar[]; stored: StoredToken[] }> {
-    type Row = { part: 'counted' | 'stored' } & {
-      [K in keyof CountRow | keyof StoredToken | 'mine']: unknown;
+  ): Promise<{ counted: CountedSoFar[]; stored: StoredToken[]; versions: GroupVersion[] }> {
+    type Row = { part: 'counted' | 'stored' | 'version' } & {
+      [K in keyof CountRow | keyof StoredToken | 'mine' | 'version']: unknown;
     };
     const rows = await queryRows<Row>(
-      change,
+      db,
       `SELECT 'counted' AS part, c.group_digest, c.number_digest, bool_or(c.counted_by = $4) AS mine,
-              NULL::varchar AS id, NULL::varchar AS type, NULL::text[] AS containers, NULL::varchar AS fingerprint
+              NULL::varchar AS id, NULL::varchar AS type, NULL::text[] AS containers, NULL::varchar AS fingerprint,
+              NULL::bigint AS version
          FROM (SELECT DISTINCT g FROM unnest($2::bytea[]) AS g) AS wanted,
          LATERAL (SELECT group_digest, number_digest, counted_by FROM card_enumeration_counts
                    WHERE tenant_id = $1 AND group_digest = wanted.g AND created_at > $3
                   OFFSET 0) AS c
         GROUP BY c.group_digest, c.number_digest
        UNION ALL
-       SELECT 'stored', NULL, NULL, NULL, t.id, t.type, t.containers, f.fingerprint
+       SELECT 'stored', NULL, NULL, NULL, t.id, t.type, t.containers, f.fingerprint, NULL
          FROM unnest($5::text[]) AS f(fingerprint),
          LATERAL (SELECT id, type, containers FROM tokens
                    WHERE tenant_id = $1 AND fingerprint = f.fingerprint AND fingerprint_groups IS NULL
                      AND (expires_at IS NULL OR expires_at > $6)
-                   LIMIT 20) AS t`,
+                   LIMIT 20) AS t
+       UNION ALL
+       SELECT 'version', g.group_digest, NULL, NULL, NULL, NULL, NULL, NULL, g.version
+         FROM card_enumeration_groups AS g
+        WHERE g.tenant_id = $1 AND g.group_digest = ANY($2::bytea[])`,
       [tenantId, groups, since, countedBy, fingerprints, now],
     );
     const counted: CountedSoFar[] = [];
     const stored: StoredToken[] = [];
+    const versions: GroupVersion[] = [];
     for (const row of rows) {
       if (row.part === 'counted')
         counted.push({
@@ -141,15 +158,79 @@ export class CardEnumerationRepository {
           number: row.number_digest as Buffer,
           mine: row.mine === true,
         });
-      else
+      else if (row.part === 'stored')
         stored.push({
           id: row.id as string,
           type: row.type as StoredToken['type'],
           containers: row.containers as string[],
           fingerprint: row.fingerprint as string,
         });
+      else versions.push({ group: row.group_digest as Buffer, version: String(row.version) });
     }
-    return { counted, stored };
+    return { counted, stored, versions };
+  }
+
+  /**
+   * Records numbers as counted at `now`, only where no request counted in their groups since `read`
+   * (the versions `findCountedAndStored` answered): a write of a one-statement change, sent with its
+   * others (the tokens it counts them for). Each group's row is written first, in one order: to a new
+   * version where it still holds the one read (or made, where there was none), and the counts only once
+   * every group's was. Otherwise the whole statement is refused with `conflict()`: another request counted
+   * in one of the groups meanwhile, and its count was not weighed. A row lock taken as it writes
+   * serializes two such statements over one group; the second then sees the first's version.
+   */
+  @GenerateSql({
+    change: true,
+    params: [
+      EXAMPLE_TENANT,
+      [{ group: EXAMPLE_GROUP, version: null }],
+      [{ group: EXAMPLE_GROUP, number: EXAMPLE_NUMBER, countedBy: EXAMPLE_COUNTER }],
+      EXAMPLE_NOW,
+      () => new Error('conflict'),
+    ],
+  })
+  async insertIfUnchanged(
+    change: Change,
+    tenantId: string,
+    read: { group: Buffer; version: string | null }[],
+    rows: CountedRow[],
+    now: Date,
+    conflict: () => Error,
+  ): Promise<void> {
+    if (!rows.length) return;
+    await change.write(
+      ({ p, name, refuse }) => {
+        const tenant = p.add(tenantId);
+        const at = p.add(now);
+        const groups = name('groups');
+        const counted = name('counted');
+        // Each group with the version read, null where it had no row.
+        const readGroups = p.add(read.map((r) => r.group));
+        const readVersions = p.add(read.map((r) => r.version));
+        const expected = p.add(read.length);
+        return {
+          ctes: [
+            `${groups} AS (INSERT INTO card_enumeration_groups (${GROUP_COLUMNS.join(', ')})
+       SELECT ${tenant}::uuid, r.g, nextval('card_enumeration_versions'), ${at}::timestamptz
+         FROM unnest(${readGroups}::bytea[], ${readVersions}::bigint[]) AS r(g, v)
+        ORDER BY r.g
+       ON CONFLICT (tenant_id, group_digest) DO UPDATE SET version = EXCLUDED.version, counted_at = EXCLUDED.counted_at
+        WHERE card_enumeration_groups.version IS NOT DISTINCT FROM
+              (SELECT v FROM unnest(${readGroups}::bytea[], ${readVersions}::bigint[]) AS x(g, v)
+                WHERE x.g = EXCLUDED.group_digest)
+       RETURNING 1)`,
+            `${counted} AS (INSERT INTO card_enumeration_counts (${INSERTED.join(', ')})
+       SELECT ${tenant}::uuid, g, n, c, ${at}::timestamptz
+         FROM unnest(${p.add(rows.map((r) => r.group))}::bytea[], ${p.add(rows.map((r) => r.number))}::bytea[],
+                     ${p.add(rows.map((r) => r.countedBy))}::uuid[]) AS r(g, n, c)
+        WHERE (SELECT count(*) FROM ${groups}) = ${expected}
+       ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at)`,
+          ],
+          result: refuse(`(SELECT count(*) FROM ${groups}) <> ${expected}`),
+        };
+      },
+      { refused: conflict },
+    );
   }
 
   /**

@@ -37,8 +37,8 @@ export class CardEnumerationRefused extends ProblemException {
 }
 
 /**
- * Another request counted numbers in a group after a one-statement tokenize's snapshot: nothing was
- * written, and the tokenize tries again with a new statement. Never answered.
+ * Another request counted numbers in a group after a one-statement tokenize read the counts (or took
+ * its snapshot): nothing was written, and the tokenize tries again. Never answered.
  */
 export class CardEnumerationConflict extends Error {
   constructor() {
@@ -82,11 +82,18 @@ export class CardEnumerationGuard {
    * also holds the write. Refuses with `CardEnumerationRefused` (writing nothing) past the limit. With no
    * number to count it does nothing.
    *
-   * In a one-statement change (the tokenize of generated ids) the limit is decided by the statement that
-   * writes the tokens (`countInWrite`): one round trip, no lock held between statements; where another
-   * request counted in one of its groups after its snapshot, it refuses itself with
-   * `CardEnumerationConflict` and the caller tries again. In a transaction the groups are locked first
-   * (their versions moved), then read and written: concurrent requests over a group wait for each other.
+   * In a one-statement change (the tokenize of generated ids), no lock is held between statements:
+   * - several numbers: the statement that writes the tokens decides the limit in its own snapshot
+   *   (`countInWrite`), one round trip, planned afresh each time;
+   * - one number (a checkout): the counts are read through the pool first, then written with the tokens
+   *   only where no other request counted in their groups meanwhile (`insertIfUnchanged`), two round
+   *   trips, the write kept prepared. Planning the deciding statement for every request cost PostgreSQL
+   *   more than the round trip it saves (docs/benchmarks.md, issue 44), and a kept plan of a statement
+   *   that reads is not safe.
+   * Either way, where another request counted in one of its groups meanwhile, the statement refuses
+   * itself with `CardEnumerationConflict` and the caller tries again. In a transaction the groups are
+   * locked first (their versions moved), then read and written: concurrent requests over a group wait
+   * for each other.
    */
   async count(change: Change, who: Principal, keys: TenantKeys, numbers: string[], now: Date): Promise<void> {
     if (!numbers.length) return;
@@ -94,7 +101,8 @@ export class CardEnumerationGuard {
     const since = new Date(now.getTime() - CARD_ENUMERATION_WINDOW_MS);
     const countedBy = who.sessionId ?? who.applicationId;
     const limit = this.config.CARD_ENUMERATION_LIMIT;
-    if (change.mode !== 'transaction')
+    const locked = change.mode === 'transaction';
+    if (!locked && wanted.length > 1)
       return this.counts.countInWrite(
         change,
         who,
@@ -104,11 +112,15 @@ export class CardEnumerationGuard {
         { refused: () => new CardEnumerationRefused(), conflict: () => new CardEnumerationConflict() },
       );
     const groups = [...new Map(wanted.map((w) => [w.group.toString('hex'), w.group])).values()];
-    await this.counts.lockGroups(change, who.tenantId, groups, now);
+    if (locked) await this.counts.lockGroups(change, who.tenantId, groups, now);
     // What was counted, and the numbers stored in a token this caller may read: no news to it, they do
     // not count.
-    const { counted: existing, stored } = await this.counts.findCountedAndStored(
-      change,
+    const {
+      counted: existing,
+      stored,
+      versions,
+    } = await this.counts.findCountedAndStored(
+      locked ? change : this.work.reader,
       who.tenantId,
       groups,
       since,
@@ -121,7 +133,19 @@ export class CardEnumerationGuard {
     );
     const rows = countNumbers(wanted, existing, countedBy, readable, limit);
     if (!rows) throw new CardEnumerationRefused();
-    return this.counts.insert(change, who.tenantId, rows, now);
+    if (locked) return this.counts.insert(change, who.tenantId, rows, now);
+    const read = new Map(versions.map((v) => [v.group.toString('hex'), v.version]));
+    const written = [...new Map(rows.map((r) => [r.group.toString('hex'), r.group])).entries()].map(
+      ([hex, group]) => ({ group, version: read.get(hex) ?? null }),
+    );
+    await this.counts.insertIfUnchanged(
+      change,
+      who.tenantId,
+      written,
+      rows,
+      now,
+      () => new CardEnumerationConflict(),
+    );
   }
 
   /**

@@ -40,7 +40,7 @@ export const CVC_RETENTION_MS = 60 * 60 * 1000;
 
 /**
  * How many times a one-statement tokenize counted by the card enumeration guard is tried again when other
- * requests count in its groups after its statement's snapshot; then it locks the groups
+ * requests count in its groups between its read (or snapshot) and its write; then it locks the groups
  * (a transaction), which always goes through. Checkout traffic rarely shares a group; an enumeration
  * attempt, all in one group, ends up queued on the lock.
  */
@@ -163,9 +163,10 @@ export class TokenizeService {
    * Creates the tokens and answers `answer(created)`, the response the change commits with (its audit
    * rows, events and idempotency record). Generated ids and no deduplication: nothing to lock, so the
    * change is one statement (`UnitOfWork.statement`); card numbers the enumeration guard counts are
-   * decided by that statement too, which writes only if no other request counted in their groups after
-   * its snapshot (else it is tried again, and, after `OPTIMISTIC_TRIES`, as a transaction that locks the
-   * groups, which always goes through; on the embedded database, at once). Otherwise a transaction: the deduplication lock and reads, the
+   * decided by that statement (several numbers) or by a read just before it (one), and it writes only if
+   * no other request counted in their groups meanwhile (else it is tried again, and, after
+   * `OPTIMISTIC_TRIES`, as a transaction that locks the groups, which always goes through; on the
+   * embedded database, at once). Otherwise a transaction: the deduplication lock and reads, the
    * purge of expired tokens holding a given id, the guard's lock and count, and the insert that answers
    * which ids were taken. A refusal by the guard writes nothing but its audit row, in a change of its own
    * after the rollback.
