@@ -73,7 +73,7 @@ WITH candidates_0 AS (SELECT g, n, f FROM unnest($4::bytea[],
   over_0 AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM fresh_0 GROUP BY g) AS a
                        WHERE (SELECT count(*) FROM counted_0 AS c WHERE c.g = a.g) + a.adding > $8::int) AS over),
   seen_0 AS (SELECT group_digest, version FROM card_enumeration_groups
-          WHERE tenant_id = $1::uuid AND group_digest IN (SELECT g FROM fresh_0)),
+          WHERE tenant_id = $1::uuid AND group_digest = ANY($9::bytea[])),
   groups_0 AS (INSERT INTO card_enumeration_groups (tenant_id, group_digest, version, counted_at)
          SELECT $1::uuid, d.g, nextval('card_enumeration_versions'), $2::timestamptz
            FROM (SELECT DISTINCT g FROM fresh_0) AS d
@@ -87,7 +87,7 @@ WITH candidates_0 AS (SELECT g, n, f FROM unnest($4::bytea[],
          SELECT $1::uuid, g, n, $3::uuid, $2::timestamptz FROM fresh_0
           WHERE NOT (SELECT over FROM over_0) AND NOT ((SELECT count(*) FROM groups_0) <> (SELECT count(DISTINCT g) FROM fresh_0))
          ON CONFLICT (tenant_id, group_digest, number_digest, counted_by) DO UPDATE SET created_at = EXCLUDED.created_at)
-  SELECT COALESCE((CASE WHEN (SELECT over FROM over_0) THEN refuse_write($9::text) END), (CASE WHEN (SELECT count(*) FROM groups_0) <> (SELECT count(DISTINCT g) FROM fresh_0) THEN refuse_write($10::text) END)) AS r0;
+  SELECT COALESCE((CASE WHEN (SELECT over FROM over_0) THEN refuse_write($10::text) END), (CASE WHEN (SELECT count(*) FROM groups_0) <> (SELECT count(DISTINCT g) FROM fresh_0) THEN refuse_write($11::text) END)) AS r0;
 
 -- CardEnumerationRepository.insert
 WITH counted_0 AS (INSERT INTO card_enumeration_counts (tenant_id, group_digest, number_digest, counted_by, created_at)

@@ -307,8 +307,10 @@ export class CardEnumerationRepository {
           AND w.f NOT IN (SELECT f FROM ${stored}))`,
             `${over} AS (SELECT EXISTS (SELECT 1 FROM (SELECT g, count(*) AS adding FROM ${fresh} GROUP BY g) AS a
                      WHERE (SELECT count(*) FROM ${counted} AS c WHERE c.g = a.g) + a.adding > ${p.add(at.limit)}::int) AS over)`,
+            // The groups' rows by primary key, from a parameter (a join with `fresh` was planned as a scan of
+            // every group of the tenant once the table had grown: a 100-card tokenize slowed by a third in 60 s).
             `${seen} AS (SELECT group_digest, version FROM card_enumeration_groups
-        WHERE tenant_id = ${tenant}::uuid AND group_digest IN (SELECT g FROM ${fresh}))`,
+        WHERE tenant_id = ${tenant}::uuid AND group_digest = ANY(${p.add([...new Map(wanted.map((w) => [w.group.toString('hex'), w.group])).values()])}::bytea[]))`,
             `${groups} AS (INSERT INTO card_enumeration_groups (${GROUP_COLUMNS.join(', ')})
        SELECT ${tenant}::uuid, d.g, nextval('card_enumeration_versions'), ${now}::timestamptz
          FROM (SELECT DISTINCT g FROM ${fresh}) AS d
