@@ -25,6 +25,8 @@ import { DatabaseModule } from './database/database.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { ApplicationsModule } from './modules/applications/applications.module';
 import { ElementsModule } from './modules/elements/elements.module';
+import { CustodyModule } from './modules/custody/custody.module';
+import { SealedGuard } from './modules/custody/sealed.guard';
 import { HealthModule } from './modules/health/health.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
@@ -69,6 +71,8 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
  *
  *   guards        1. RouteLabelGuard         the route's template, for the request metrics (only with
  *                                            METRICS_ENABLED); first, so that refused requests have it too
+ *                    SealedGuard             (KEY_PROVIDER=split only) 503 `sealed` until the custodians
+ *                                            unseal the server, but for liveness and /sys/*
  *                 2. ApiKeyGuard             BT-API-KEY: 401 when missing or not valid, 429 for an
  *                                            address with too many failed authentications
  *                 3. PermissionsGuard        key kind, authorized session, the route's permission: 403
@@ -88,6 +92,7 @@ export function coreImports(config: AppConfig, options: AppModuleOptions = {}): 
 export function globalEnhancers(config: AppConfig): Provider[] {
   return [
     ...(config.METRICS_ENABLED ? [{ provide: APP_GUARD, useClass: RouteLabelGuard }] : []),
+    ...(config.KEY_PROVIDER === 'split' ? [{ provide: APP_GUARD, useExisting: SealedGuard }] : []),
     { provide: APP_GUARD, useExisting: ApiKeyGuard },
     { provide: APP_GUARD, useExisting: PermissionsGuard },
     { provide: APP_GUARD, useExisting: ApiKeyThrottlerGuard },
@@ -121,6 +126,7 @@ export class AppModule {
         ProxiesModule,
         WebhooksModule,
         ElementsModule,
+        CustodyModule,
         // With the embedded database, the CLI's requests come to the server (control socket).
         AdminModule.forRoot({ controlSocket: config.embedded, heartbeat: true }),
       ],

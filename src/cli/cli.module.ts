@@ -1,7 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { AdminClient } from './admin-client';
-import { KeysCommand, KeysRotateCommand } from './keys.command';
+import { KeysCeremonyCommand, KeysCommand, KeysRotateCommand, KeysStatusCommand } from './keys.command';
+import { UnsealCommand } from './unseal.command';
 import { LogsCommand, LogsVerifyCommand } from './logs.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
 
@@ -21,6 +22,9 @@ export class CliModule {
         TenantCreateCommand,
         KeysCommand,
         KeysRotateCommand,
+        KeysCeremonyCommand,
+        KeysStatusCommand,
+        UnsealCommand,
         LogsCommand,
         LogsVerifyCommand,
       ],

@@ -1,6 +1,67 @@
-import { Command, CommandRunner, SubCommand } from 'nest-commander';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CeremonyResult } from '../common/crypto/key-ceremony';
 import { AppConfig } from '../config/app-config';
-import { AdminClient } from './admin-client';
+import { AdminClient, CliError } from './admin-client';
+
+const whole =
+  (name: string) =>
+  (value: string): number => {
+    if (!/^\d{1,2}$/.test(value)) throw new CliError(`${name} must be a whole number from 2 to 16`);
+    return Number(value);
+  };
+
+@SubCommand({
+  name: 'ceremony',
+  description:
+    'Make a new key-encrypting key split among custodians (KEY_PROVIDER=split): prints one share per line, or writes DIR/share-<index>.txt; the key itself is shown nowhere',
+})
+export class KeysCeremonyCommand extends CommandRunner {
+  constructor(private readonly admin: AdminClient) {
+    super();
+  }
+
+  @Option({ flags: '--shares <n>', description: 'How many custodians get a share (2 to 16)', required: true })
+  parseShares(value: string): number {
+    return whole('--shares')(value);
+  }
+
+  @Option({
+    flags: '--threshold <m>',
+    description: 'How many shares open the key (2 to --shares)',
+    required: true,
+  })
+  parseThreshold(value: string): number {
+    return whole('--threshold')(value);
+  }
+
+  @Option({ flags: '--out <dir>', description: 'Write each share to DIR/share-<index>.txt (mode 0600)' })
+  parseOut(value: string): string {
+    return value;
+  }
+
+  async run(_args: string[], options: { shares: number; threshold: number; out?: string }): Promise<void> {
+    const result = (await this.admin.run({
+      op: 'keys.ceremony',
+      shares: options.shares,
+      threshold: options.threshold,
+    })) as CeremonyResult;
+    process.stderr.write(
+      `Key ${result.version} (check ${result.check}) split into ${result.shares.length} shares; any ${result.threshold} open it. Give each custodian one share; none is kept by the vault.\n`,
+    );
+    if (options.out === undefined) {
+      process.stdout.write(result.shares.map((line) => `${line}\n`).join(''));
+      return;
+    }
+    mkdirSync(options.out, { recursive: true, mode: 0o700 });
+    result.shares.forEach((line, i) => {
+      const file = join(options.out!, `share-${i + 1}.txt`);
+      writeFileSync(file, `${line}\n`, { mode: 0o600, flag: 'wx' });
+      process.stderr.write(`wrote ${file}\n`);
+    });
+  }
+}
 
 @SubCommand({
   name: 'rotate',
@@ -23,7 +84,26 @@ export class KeysRotateCommand extends CommandRunner {
   }
 }
 
-@Command({ name: 'keys', description: 'Manage encryption keys', subCommands: [KeysRotateCommand] })
+@SubCommand({
+  name: 'status',
+  description:
+    'Print, as JSON, each key-encrypting key version: who holds it (env or split), whether it is active, how many tenant keys it wraps',
+})
+export class KeysStatusCommand extends CommandRunner {
+  constructor(private readonly admin: AdminClient) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    process.stdout.write(`${JSON.stringify(await this.admin.run({ op: 'keys.status' }))}\n`);
+  }
+}
+
+@Command({
+  name: 'keys',
+  description: 'Manage encryption keys',
+  subCommands: [KeysRotateCommand, KeysCeremonyCommand, KeysStatusCommand],
+})
 export class KeysCommand extends CommandRunner {
   async run(): Promise<void> {
     this.command.help();

@@ -77,6 +77,10 @@ export class AppConfig {
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   PUBLIC_BASE_URL?: string;
 
+  /** Who holds the master key: `env` (ENCRYPTION_KEYS) or `split` (custodians' shares; docs/keys.md). */
+  @IsIn(['env', 'split'])
+  KEY_PROVIDER: 'env' | 'split' = 'env';
+
   /** `v1:<base64 of 32 bytes>,v2:...`; the last one encrypts, all of them decrypt. */
   @IsOptional()
   @Transform(emptyToUndefined)

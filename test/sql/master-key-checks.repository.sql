@@ -2,8 +2,9 @@
 SELECT pg_advisory_xact_lock($1);
 
 -- MasterKeyChecksRepository.all
-SELECT version, check_value FROM master_key_checks;
+SELECT version, check_value, provider, threshold, shares FROM master_key_checks
+  ORDER BY created_at, version;
 
 -- MasterKeyChecksRepository.record
-INSERT INTO master_key_checks (version, check_value, created_at) VALUES ($1, $2, now())
-  ON CONFLICT (version) DO NOTHING;
+INSERT INTO master_key_checks (version, check_value, provider, threshold, shares, created_at) VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+  ON CONFLICT (version) DO NOTHING RETURNING version;

@@ -75,6 +75,7 @@ export function auditStack(
     config,
     metrics,
     shutdown,
+    ring,
   );
   const checkpointer = new AuditCheckpointer(trees, keys, jobs, clock, config);
   const chain = new AuditChainService(new AuditChainRepository(db.dataSource));

@@ -51,17 +51,26 @@ export function spawnTs(entry: string, args: string[], env: Record<string, strin
   });
 }
 
-/** Runs a JavaScript file of the repository (bin/vault.js, dist/main.js) with this Node.js. */
-export function spawnJs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  return spawnNode([join(ROOT, entry), ...args], env);
+/**
+ * Runs a JavaScript file of the repository (bin/vault.js, dist/main.js) with this Node.js; `input`, when
+ * given, is its standard input (then closed).
+ */
+export function spawnJs(
+  entry: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  input?: string,
+): Spawned {
+  return spawnNode([join(ROOT, entry), ...args], env, input);
 }
 
-function spawnNode(argv: string[], env: Record<string, string | undefined>): Spawned {
+function spawnNode(argv: string[], env: Record<string, string | undefined>, input?: string): Spawned {
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (input !== undefined) child.stdin?.end(input);
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));

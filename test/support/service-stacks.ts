@@ -1,3 +1,4 @@
+import type { TenantKeyStore } from '../../src/common/crypto/tenant-key.store';
 import type { Clock } from '../../src/common/jobs/clock';
 import { MasterKeyRing, type MasterKey } from '../../src/common/crypto/master-keys';
 import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
@@ -49,6 +50,11 @@ export function tenantKeysUnder(db: ServiceDatabase, keys: MasterKey[]): TenantK
     new TenantsRepository(db.dataSource),
     db.work,
   );
+}
+
+/** Where the tenants' wrapped keys are kept (the tenants table), for services of other modules. */
+export function tenantKeyStore(db: ServiceDatabase): TenantKeyStore {
+  return new TenantsRepository(db.dataSource);
 }
 
 /** The tokens module's services: tokenize, tokens, their reads and the card enumeration guard. */

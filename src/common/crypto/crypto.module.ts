@@ -1,6 +1,6 @@
 import { DynamicModule, Global, Logger, Module, Type } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AppConfig } from '../../config/app-config';
+import { AppConfig, ConfigError } from '../../config/app-config';
 import { DatabaseModule } from '../../database/database.module';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
@@ -8,7 +8,27 @@ import { verifyMasterKeys } from './master-key-checks';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import { loadMasterKeys, MasterKeyRing } from './master-keys';
 import { TenantKeyStore } from './tenant-key.store';
+import { KeyCeremony } from './key-ceremony';
+import { KeyStatusReader } from './key-status';
 import { TenantKeysService } from './tenant-keys.service';
+
+/**
+ * A server under KEY_PROVIDER=split stops at start, naming what to do, when no ceremony made a split key
+ * for this database (its custodians would have nothing to unseal it with). The CLI goes on: it is how
+ * the ceremony is run.
+ */
+async function requireCeremony(
+  config: AppConfig,
+  work: UnitOfWork,
+  checks: MasterKeyChecksRepository,
+): Promise<void> {
+  if (config.role === 'cli') return;
+  const all = await work.transaction({}, (change) => checks.all(change));
+  if (!all.some((check) => check.provider === 'split'))
+    throw new ConfigError(
+      'KEY_PROVIDER=split: no key ceremony is recorded for this database; run `vault keys ceremony --shares N --threshold M` first (docs/keys.md)',
+    );
+}
 
 @Global()
 @Module({ imports: [DatabaseModule.forFeature([MasterKeyCheckEntity])] })
@@ -36,7 +56,9 @@ export class CryptoModule {
           ) => {
             try {
               const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
-              await verifyMasterKeys(ring, { work, checks, tenantKeys });
+              // Sealed (KEY_PROVIDER=split): checked when its custodians' shares open it (SealService).
+              if (ring.sealed) await requireCeremony(config, work, checks);
+              else await verifyMasterKeys(ring, { work, checks, tenantKeys });
               return ring;
             } catch (error) {
               // Nothing else will close the database: the application never finishes starting.
@@ -46,8 +68,10 @@ export class CryptoModule {
           },
         },
         TenantKeysService,
+        KeyCeremony,
+        KeyStatusReader,
       ],
-      exports: [MasterKeyRing, TenantKeysService],
+      exports: [MasterKeyRing, TenantKeysService, MasterKeyChecksRepository, KeyCeremony, KeyStatusReader],
     };
   }
 }

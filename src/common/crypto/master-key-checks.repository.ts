@@ -5,14 +5,20 @@ import { columnsOf, insertSql, type RowOf, queryRows } from '../../database/tabl
 import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
 import type { Change } from '../unit-of-work/change';
 
-/** The check value recorded for a master key version the first time a process used it. */
+/**
+ * The check value recorded for a master key version the first time a process used it (or its ceremony
+ * made it), and who holds it: `env`, or `split` with `threshold` of `shares`.
+ */
 export interface MasterKeyCheck {
   version: string;
   checkValue: Buffer;
+  provider?: 'env' | 'split';
+  threshold?: number | null;
+  shares?: number | null;
 }
 
 /** What `all` reads. */
-const READ = ['version', 'check_value'] as const;
+const READ = ['version', 'check_value', 'provider', 'threshold', 'shares'] as const;
 
 /** `master_key_checks`, under the lock that lets instances starting together record once; runs in the change it is given. */
 @Injectable()
@@ -23,22 +29,45 @@ export class MasterKeyChecksRepository {
     await change.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEYS.masterKeyChecks]);
   }
 
+  /** Every version recorded, oldest first. */
   @GenerateSql({ change: true, params: [] })
   async all(change: Change): Promise<MasterKeyCheck[]> {
     const rows = await queryRows<Pick<RowOf<MasterKeyCheckEntity>, (typeof READ)[number]>>(
       change,
-      `SELECT ${columnsOf(MasterKeyCheckEntity, undefined, { only: READ })} FROM master_key_checks`,
+      `SELECT ${columnsOf(MasterKeyCheckEntity, undefined, { only: READ })} FROM master_key_checks
+        ORDER BY created_at, version`,
     );
-    return rows.map((row) => ({ version: row.version, checkValue: row.check_value }));
+    return rows.map((row) => ({
+      version: row.version,
+      checkValue: row.check_value,
+      provider: row.provider,
+      threshold: row.threshold,
+      shares: row.shares,
+    }));
   }
 
-  /** Records a version's check value unless one is recorded already. */
+  /** Records a version's check value (and custody) unless one is recorded already; true when recorded now. */
   @GenerateSql({ change: true, params: [{ version: 'v1', checkValue: Buffer.alloc(32, 7) }] })
-  async record(change: Change, check: MasterKeyCheck): Promise<void> {
-    await change.query(
-      `${insertSql(MasterKeyCheckEntity, { version: '$1', check_value: '$2', created_at: 'now()' })}
-       ON CONFLICT (version) DO NOTHING`,
-      [check.version, check.checkValue],
+  async record(change: Change, check: MasterKeyCheck): Promise<boolean> {
+    const rows = await queryRows(
+      change,
+      `${insertSql(MasterKeyCheckEntity, {
+        version: '$1',
+        check_value: '$2',
+        provider: '$3',
+        threshold: '$4',
+        shares: '$5',
+        created_at: 'clock_timestamp()',
+      })}
+       ON CONFLICT (version) DO NOTHING RETURNING version`,
+      [
+        check.version,
+        check.checkValue,
+        check.provider ?? 'env',
+        check.threshold ?? null,
+        check.shares ?? null,
+      ],
     );
+    return rows.length > 0;
   }
 }

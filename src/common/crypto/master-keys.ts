@@ -3,34 +3,91 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import type { AppConfig } from '../../config/app-config';
 import { ConfigError } from '../../config/app-config';
+import { ProblemException } from '../errors/problem.exception';
 
 export interface MasterKey {
   version: string;
   key: Buffer;
 }
 
-/** Versioned master keys: the last one wraps new tenant keys, every one of them still unwraps. */
+/**
+ * Answered for any use of the master keys while a `split` server waits for its custodians' shares: every
+ * API route but liveness, readiness and `/sys/*` answers it before it runs.
+ */
+export class SealedError extends ProblemException {
+  constructor() {
+    super(
+      503,
+      'The vault is sealed: its key-encrypting key is split among custodians, and as many of them as its ' +
+        'threshold must each enter a share (`vault unseal`) before this instance serves.',
+      { code: 'sealed' },
+    );
+  }
+}
+
+interface Held {
+  keys: MasterKey[];
+  byVersion: Map<string, Buffer>;
+}
+
+function hold(keys: MasterKey[]): Held {
+  if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS: at least one master key is needed');
+  const byVersion = new Map(keys.map((k) => [k.version, k.key]));
+  if (byVersion.size !== keys.length) throw new ConfigError('ENCRYPTION_KEYS: key versions must be unique');
+  return { keys, byVersion };
+}
+
+/**
+ * Versioned master keys: the last one wraps new tenant keys, every one of them still unwraps. A ring made
+ * `sealed` (KEY_PROVIDER=split) holds no key until `unseal` gives it the one its custodians' shares
+ * open; until then every use throws `SealedError`.
+ */
 export class MasterKeyRing {
-  private readonly byVersion: Map<string, Buffer>;
+  private held: Held | undefined;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
-    readonly keys: MasterKey[],
+    keys: MasterKey[] | 'sealed',
     /** Where the keys came from, for the start-up log (never the keys themselves). */
     readonly source: string,
   ) {
-    if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS: at least one master key is needed');
-    this.byVersion = new Map(keys.map((k) => [k.version, k.key]));
-    if (this.byVersion.size !== keys.length)
-      throw new ConfigError('ENCRYPTION_KEYS: key versions must be unique');
+    if (keys !== 'sealed') this.held = hold(keys);
+  }
+
+  get sealed(): boolean {
+    return this.held === undefined;
+  }
+
+  get keys(): MasterKey[] {
+    return this.holding().keys;
   }
 
   get active(): MasterKey {
-    return this.keys[this.keys.length - 1];
+    const keys = this.holding().keys;
+    return keys[keys.length - 1];
   }
 
   /** The key of a version, or undefined for a version this ring does not hold (fail closed). */
   get(version: string): Buffer | undefined {
-    return this.byVersion.get(version);
+    return this.holding().byVersion.get(version);
+  }
+
+  /** Gives a sealed ring its keys, then runs what waited for them (`whenUnsealed`), in order. */
+  unseal(keys: MasterKey[]): void {
+    if (!this.sealed) throw new Error('the master key ring is not sealed');
+    this.held = hold(keys);
+    for (const run of this.waiting.splice(0)) run();
+  }
+
+  /** Runs `run` once the ring holds its keys: now, or when it is unsealed. */
+  whenUnsealed(run: () => void): void {
+    if (this.sealed) this.waiting.push(run);
+    else run();
+  }
+
+  private holding(): Held {
+    if (!this.held) throw new SealedError();
+    return this.held;
   }
 }
 
@@ -51,12 +108,20 @@ export const KEY_FILE_NAME = 'master-keys';
 const HOW_TO_MAKE_ONE = 'for example ENCRYPTION_KEYS=v1:$(openssl rand -base64 32)';
 
 /**
- * The master keys ENCRYPTION_KEYS gives, or undefined when a key file may stand in for them (the embedded
- * database outside production); a ConfigError when they are required and missing, or malformed. Reads
+ * The master keys ENCRYPTION_KEYS gives (a sealed ring under KEY_PROVIDER=split), or undefined when a key
+ * file may stand in for them (the embedded database outside production); a ConfigError when they are
+ * required and missing, or malformed. Reads
  * nothing and writes nothing: the server and the CLI call it before they open the database, so that a
  * refusal for want of keys leaves the database untouched (no migration run).
  */
 export function checkMasterKeys(config: AppConfig): MasterKeyRing | undefined {
+  if (config.KEY_PROVIDER === 'split') {
+    if (config.ENCRYPTION_KEYS)
+      throw new ConfigError(
+        "ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=split (the key is opened by custodians' shares; docs/keys.md)",
+      );
+    return new MasterKeyRing('sealed', 'KEY_PROVIDER=split');
+  }
   if (config.ENCRYPTION_KEYS)
     return new MasterKeyRing(parseMasterKeys(config.ENCRYPTION_KEYS), 'ENCRYPTION_KEYS');
   if (config.NODE_ENV === 'production') {

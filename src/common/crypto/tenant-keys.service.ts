@@ -62,6 +62,20 @@ export class TenantKeysService {
     private readonly work: UnitOfWork,
   ) {}
 
+  /**
+   * Runs `run` once the master keys are there: at once, or, on a sealed server (KEY_PROVIDER=split),
+   * when its custodians have unsealed it. For work that starts by itself and needs keys (deliveries,
+   * the first tenant).
+   */
+  whenUnsealed(run: () => void): void {
+    this.ring.whenUnsealed(run);
+  }
+
+  /** True while a KEY_PROVIDER=split server waits for its custodians' shares. */
+  get sealed(): boolean {
+    return this.ring.sealed;
+  }
+
   /** A new root key for a tenant being created, wrapped under the active master key. */
   newTenantKey(tenantId: string): WrappedTenantKey {
     const { version, key } = this.ring.active;

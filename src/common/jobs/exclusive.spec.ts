@@ -2,6 +2,7 @@ import type { AppConfig } from '../../config/app-config';
 import { ShutdownState } from '../lifecycle/shutdown-state';
 import type { Metrics } from '../metrics/metrics';
 import type { UnitOfWork } from '../unit-of-work/unit-of-work';
+import { MasterKeyRing } from '../crypto/master-keys';
 import { Clock } from './clock';
 import { ExclusiveJobRunner } from './exclusive';
 import type { JobRunsRepository } from './job-runs.repository';
@@ -16,6 +17,7 @@ describe('ExclusiveJobRunner at shutdown', () => {
       { embedded: true } as AppConfig,
       { jobRan: () => undefined, jobFailed: () => undefined } as unknown as Metrics,
       shutdown,
+      new MasterKeyRing([{ version: 'v1', key: Buffer.alloc(32, 1) }], 'spec'),
     );
     return { jobs, shutdown };
   }

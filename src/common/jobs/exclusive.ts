@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
 import { ShutdownState } from '../lifecycle/shutdown-state';
 import { Metrics } from '../metrics/metrics';
+import { MasterKeyRing } from '../crypto/master-keys';
 import type { Change } from '../unit-of-work/change';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { Clock } from './clock';
@@ -14,7 +15,7 @@ export interface Tick {
 }
 
 /**
- * Runs a job's tick on at most one instance: the work happens in a transaction that first takes
+ * Runs a job's tick on at most one instance (none while the server is sealed): the work happens in a transaction that first takes
  * `pg_try_advisory_xact_lock(key)` (an instance that does not get it skips the tick). A scheduled run
  * (`tick` given) also claims its period in `job_runs` (primary key job + period start), so that a tick
  * runs once even when instances fire one after the other; the row records which instance ran it.
@@ -32,6 +33,8 @@ export class ExclusiveJobRunner {
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
     shutdown: ShutdownState,
+    /** A sealed server (KEY_PROVIDER=split) runs no job: most need keys, and none is urgent before unseal. */
+    private readonly ring: MasterKeyRing,
   ) {
     shutdown.register({ name: 'scheduled jobs', stop: () => this.stop() });
   }
@@ -76,7 +79,7 @@ export class ExclusiveJobRunner {
    * cannot be held for the lock).
    */
   runAlone<T>(name: string, lockKey: number, work: () => Promise<T>): Promise<T | undefined> {
-    if (this.stopped || this.running.has(name)) return Promise.resolve(undefined);
+    if (this.stopped || this.ring.sealed || this.running.has(name)) return Promise.resolve(undefined);
     return this.track(this.runAloneNow(name, lockKey, work));
   }
 
@@ -112,7 +115,7 @@ export class ExclusiveJobRunner {
     work: (change: Change) => Promise<T>,
     tick?: Tick,
   ): Promise<T | undefined> {
-    if (this.stopped) return Promise.resolve(undefined);
+    if (this.stopped || this.ring.sealed) return Promise.resolve(undefined);
     return this.track(this.runNow(name, lockKey, work, tick));
   }
 

@@ -31,6 +31,7 @@ import { TransactionAttempts1795000000030 } from './1795000000030-TransactionAtt
 import { Buyers1795000000031 } from './1795000000031-Buyers';
 import { AllowedOrigins1795000000032 } from './1795000000032-AllowedOrigins';
 import { CardEnumerationGroups1795000000033 } from './1795000000033-CardEnumerationGroups';
+import { KeyCustody1795000000034 } from './1795000000034-KeyCustody';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -67,4 +68,5 @@ export const MIGRATIONS = [
   Buyers1795000000031,
   AllowedOrigins1795000000032,
   CardEnumerationGroups1795000000033,
+  KeyCustody1795000000034,
 ];

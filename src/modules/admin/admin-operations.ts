@@ -4,6 +4,8 @@ import { AuditSigningKeys } from '../../common/audit/audit-signing-keys.service'
 import { AuditVerifier, type AuditReport } from '../../common/audit/audit-verifier.service';
 import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { CeremonyResult, KeyCeremony } from '../../common/crypto/key-ceremony';
+import { KeyStatus, KeyStatusReader } from '../../common/crypto/key-status';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
 import { TenantsService } from '../tenants/tenants.service';
 import { InstanceHeartbeatService, LIVE_SECONDS } from './instance-heartbeat.service';
@@ -18,14 +20,17 @@ export type AdminRequest =
    * `seal`: append and checkpoint what has committed first; `checkpoint`: a signed note kept outside the
    * service, which the log must still hold, as its file holds it (one extra newline at the end accepted).
    */
-  | { op: 'logs.verify'; tenant?: string; seal: boolean; checkpoint?: string };
+  | { op: 'logs.verify'; tenant?: string; seal: boolean; checkpoint?: string }
+  /** A new split key-encrypting key (docs/keys.md): `shares` custodians, any `threshold` of whom open it. */
+  | { op: 'keys.ceremony'; shares: number; threshold: number }
+  | { op: 'keys.status' };
 
 export interface RotatedKeys {
   active_version: string;
   rewrapped_tenants: number;
 }
 
-export type AdminResult = CreatedTenantDto | RotatedKeys | AuditReport;
+export type AdminResult = CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus;
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
@@ -41,6 +46,8 @@ export class AdminOperations {
     private readonly signingKeys: AuditSigningKeys,
     private readonly ring: MasterKeyRing,
     private readonly instances: InstancesRepository,
+    private readonly ceremony: KeyCeremony,
+    private readonly keyStatus: KeyStatusReader,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
@@ -59,6 +66,15 @@ export class AdminOperations {
         // Rows committed since the last tick are appended first, so that the report covers them too.
         if (request.seal) await this.checkpointer.run();
         return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
+      case 'keys.status':
+        return this.keyStatus.read();
+      case 'keys.ceremony':
+        try {
+          return await this.ceremony.run(request.shares, request.threshold);
+        } catch (error) {
+          if (error instanceof RangeError) throw new AdminRefusal(`keys ceremony refused: ${error.message}`);
+          throw error;
+        }
     }
   }
 

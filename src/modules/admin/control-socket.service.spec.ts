@@ -6,9 +6,13 @@ import { dirname } from 'node:path';
 import { duplexPair } from 'node:stream';
 import type { DataSource } from 'typeorm';
 import { auditStack } from '../../../test/support/audit-stack';
-import { tenantKeysUnder, tenantsOn } from '../../../test/support/service-stacks';
+import { tenantKeysUnder, tenantKeyStore, tenantsOn } from '../../../test/support/service-stacks';
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
+import { KeyCeremony } from '../../common/crypto/key-ceremony';
+import { KeyStatusReader } from '../../common/crypto/key-status';
+import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
+import type { AppConfig } from '../../config/app-config';
 import { AdminOperations } from './admin-operations';
 import { ControlSocketService } from './control-socket.service';
 import type { InstanceHeartbeatService } from './instance-heartbeat.service';
@@ -42,6 +46,10 @@ function operations(keys: MasterKey[]): AdminOperations {
     audit.keys,
     ring,
     instances,
+    new KeyCeremony(db.work, new MasterKeyChecksRepository()),
+    new KeyStatusReader(db.work, new MasterKeyChecksRepository(), tenantKeyStore(db), ring, {
+      KEY_PROVIDER: 'env',
+    } as AppConfig),
     { self: { id: SELF } } as InstanceHeartbeatService,
   );
 }

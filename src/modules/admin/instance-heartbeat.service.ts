@@ -16,17 +16,20 @@ export const LIVE_SECONDS = 3 * HEARTBEAT_SECONDS;
 export class InstanceHeartbeatService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Instances');
   private timer: NodeJS.Timeout | undefined;
-  readonly self: LiveInstance;
+  private readonly id = randomUUID();
 
   constructor(
     private readonly instances: InstancesRepository,
-    ring: MasterKeyRing,
-  ) {
-    this.self = {
-      id: randomUUID(),
+    private readonly ring: MasterKeyRing,
+  ) {}
+
+  /** This server as its row shows it: a sealed one (KEY_PROVIDER=split) holds no key version yet. */
+  get self(): LiveInstance {
+    return {
+      id: this.id,
       hostname: hostname(),
       pid: process.pid,
-      keyVersions: ring.keys.map((k) => k.version),
+      keyVersions: this.ring.sealed ? [] : this.ring.keys.map((k) => k.version),
     };
   }
 

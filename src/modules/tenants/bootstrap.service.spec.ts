@@ -1,4 +1,6 @@
 import type { AppConfig } from '../../config/app-config';
+import { MasterKeyRing } from '../../common/crypto/master-keys';
+import type { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { BootstrapService } from './bootstrap.service';
 import type { TenantsService } from './tenants.service';
 
@@ -15,9 +17,21 @@ describe('BootstrapService', () => {
   };
   let createFirstTenant: jest.Mock;
 
-  function bootstrap(enabled: boolean): BootstrapService {
+  /** The tenant keys' view of a ring: sealed or not. */
+  const keysOf = (ring: MasterKeyRing) =>
+    ({
+      get sealed() {
+        return ring.sealed;
+      },
+      whenUnsealed: (run: () => void) => ring.whenUnsealed(run),
+    }) as unknown as TenantKeysService;
+
+  function bootstrap(
+    enabled: boolean,
+    ring = new MasterKeyRing([{ version: 'v1', key: Buffer.alloc(32, 1) }], 'spec'),
+  ): BootstrapService {
     const tenants = { createFirstTenant } as unknown as TenantsService;
-    return new BootstrapService({ BOOTSTRAP: enabled } as AppConfig, tenants);
+    return new BootstrapService({ BOOTSTRAP: enabled } as AppConfig, tenants, keysOf(ring));
   }
 
   /** What printBanner writes, joined. */
@@ -61,6 +75,23 @@ describe('BootstrapService', () => {
     createFirstTenant.mockResolvedValueOnce(undefined);
     const service = bootstrap(true);
     await service.onApplicationBootstrap();
+    expect(printed(service)).toBe('');
+  });
+
+  it('on a sealed server (KEY_PROVIDER=split), creates the tenant and prints its banner once unsealed', async () => {
+    const ring = new MasterKeyRing('sealed', 'spec');
+    const service = bootstrap(true, ring);
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      await service.onApplicationBootstrap();
+      expect(createFirstTenant).not.toHaveBeenCalled();
+      ring.unseal([{ version: 'v1', key: Buffer.alloc(32, 1) }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(createFirstTenant).toHaveBeenCalledWith('default');
+      expect(write.mock.calls.map((call) => String(call[0])).join('')).toContain(created.management_key);
+    } finally {
+      write.mockRestore();
+    }
     expect(printed(service)).toBe('');
   });
 

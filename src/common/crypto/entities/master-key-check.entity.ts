@@ -9,6 +9,17 @@ export class MasterKeyCheckEntity {
   @Column({ name: 'check_value', type: 'bytea' })
   checkValue: Buffer;
 
+  /** `env` (ENCRYPTION_KEYS or the embedded key file) or `split` (shares held by custodians). */
+  @Column({ type: 'varchar', length: 10, default: 'env' })
+  provider: 'env' | 'split';
+
+  /** Under `split`: how many shares open the key, of how many made. */
+  @Column({ type: 'smallint', nullable: true })
+  threshold: number | null;
+
+  @Column({ type: 'smallint', nullable: true })
+  shares: number | null;
+
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

@@ -73,8 +73,11 @@ export class WebhookDeliveryWorker
     if (!this.config.JOBS_ENABLED || !this.config.WEBHOOK_DELIVERY_ENABLED) return;
     this.started = true;
     this.shutdown.register({ name: 'webhook deliveries', stop: (deadline) => this.stop(deadline) });
-    this.nudge.listen(() => this.wake());
-    this.wake();
+    // Deliveries sign with secrets sealed under tenant keys: a sealed server starts them once unsealed.
+    this.tenantKeys.whenUnsealed(() => {
+      this.nudge.listen(() => this.wake());
+      this.wake();
+    });
   }
 
   /**

@@ -1,0 +1,245 @@
+import { execFileSync } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { combine } from 'shamir-secret-sharing';
+import { parseShare, shareLine } from '../src/common/crypto/shares';
+import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { spawnJs } from './support/processes';
+import { ADMIN_URL, createDatabase, dropDatabase } from './support/test-database';
+
+/** KEY_PROVIDER=split as its operator and custodians meet it, with `vault` as they run it. */
+const SPLIT = { KEY_PROVIDER: 'split', ENCRYPTION_KEYS: '', JOBS_ENABLED: 'false' };
+
+const cli = async (env: Record<string, string>, args: string[], input?: string) => {
+  const run = spawnJs('bin/vault.js', args, { LOG_LEVEL: 'warn', ...SPLIT, ...env }, input);
+  const code = await run.exited;
+  return { code, stdout: run.stdout().trim(), stderr: run.stderr().trim() };
+};
+
+/** A share with one payload byte changed and its digest made again: well-formed, but not a share of the key. */
+function forged(line: string): string {
+  const share = parseShare(line);
+  if (share === 'corrupted') throw new Error('not a share');
+  const payload = Buffer.from(share.payload);
+  payload[0] ^= 0xff;
+  return shareLine({ ...share, payload });
+}
+
+/** The same line with one character of its payload changed: its digest no longer holds. */
+function damaged(line: string): string {
+  const fields = line.split(':');
+  fields[4] = (fields[4][0] === 'A' ? 'B' : 'A') + fields[4].slice(1);
+  return fields.join(':');
+}
+
+describe('keys under custody: KEY_PROVIDER=split', () => {
+  let db: { name: string; url: string };
+  let other: { name: string; url: string };
+  let shares: string[];
+  let foreign: string[];
+  const apps: TestApp[] = [];
+  const start = async () => {
+    const t = await startApp({ DATABASE_URL: db.url, ...SPLIT });
+    apps.push(t);
+    return t;
+  };
+  const stop = async (t: TestApp) => {
+    apps.splice(apps.indexOf(t), 1);
+    await t.close();
+  };
+  const enter = (t: TestApp, share: string) => request(t.http).post('/sys/unseal').send({ share });
+
+  beforeAll(async () => {
+    [db, other] = await Promise.all([
+      createDatabase('vault_test_split'),
+      createDatabase('vault_test_split2'),
+    ]);
+    const made = await cli({ DATABASE_URL: db.url }, [
+      'keys',
+      'ceremony',
+      '--shares',
+      '3',
+      '--threshold',
+      '2',
+    ]);
+    expect(made.code).toBe(0);
+    shares = made.stdout.split('\n');
+    expect(made.stderr).toMatch(/Key v1 \(check [0-9a-f]{16}\) split into 3 shares; any 2 open it/);
+    const elsewhere = await cli({ DATABASE_URL: other.url }, [
+      'keys',
+      'ceremony',
+      '--shares',
+      '2',
+      '--threshold',
+      '2',
+    ]);
+    foreign = elsewhere.stdout.split('\n');
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const t of [...apps]) await t.close();
+    await Promise.all([dropDatabase(db.name), dropDatabase(other.name)]);
+  });
+
+  it('the ceremony prints one share line per custodian, labelled by key version, check and index; nothing else on stdout', () => {
+    expect(shares).toHaveLength(3);
+    shares.forEach((line, i) =>
+      expect(line).toMatch(
+        new RegExp(`^vault-share-v1:v1:[0-9a-f]{16}:${i + 1}:[A-Za-z0-9+/]{44}:[0-9a-f]{8}$`),
+      ),
+    );
+    expect(foreign[0].split(':')[2]).not.toBe(shares[0].split(':')[2]);
+  });
+
+  it('refuses bounds it cannot keep (2 <= threshold <= shares <= 16), recording nothing', async () => {
+    for (const [n, m] of [
+      ['3', '4'],
+      ['17', '2'],
+      ['3', '1'],
+    ]) {
+      const run = await cli({ DATABASE_URL: db.url }, ['keys', 'ceremony', '--shares', n, '--threshold', m]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/threshold|shares/);
+      expect(run.stdout).toBe('');
+    }
+  }, 60_000);
+
+  it('a server with no ceremony recorded stops at start, naming what to run', async () => {
+    const empty = await createDatabase('vault_test_split3');
+    try {
+      await expect(startApp({ DATABASE_URL: empty.url, ...SPLIT })).rejects.toThrow(
+        /KEY_PROVIDER=split: no key ceremony is recorded for this database; run `vault keys ceremony/,
+      );
+    } finally {
+      await dropDatabase(empty.name);
+    }
+  });
+
+  it('starts sealed: live answers, everything else 503 sealed; shares are counted, refused by name, then it serves', async () => {
+    const t = await start();
+    await request(t.http).get('/health/live').expect(200);
+    const ready = await request(t.http).get('/health/ready').expect(503);
+    expect(ready.body.code).toBe('sealed');
+    expect(ready.headers['content-type']).toMatch(/application\/problem\+json/);
+    const tokens = await request(t.http).get('/tokens').set('BT-API-KEY', 'key_anything').expect(503);
+    expect(tokens.body.code).toBe('sealed');
+    expect((await request(t.http).get('/sys/seal-status').expect(200)).body).toEqual({
+      sealed: true,
+      progress: 0,
+      threshold: 2,
+      kek_version: 'v1',
+    });
+
+    // Refused by name, not counted.
+    expect((await enter(t, damaged(shares[0])).expect(422)).body.code).toBe('share_corrupted');
+    expect((await enter(t, 'not a share').expect(422)).body.code).toBe('share_corrupted');
+    expect((await enter(t, foreign[0]).expect(422)).body.code).toBe('share_of_another_key');
+    expect((await enter(t, shares[0]).expect(200)).body).toMatchObject({ sealed: true, progress: 1 });
+    expect((await enter(t, shares[0]).expect(422)).body.code).toBe('share_already_entered');
+    await request(t.http).get('/tokens').expect(503);
+
+    // A well-formed share of nothing: the pair does not open the key, and both are forgotten.
+    const wrong = await enter(t, forged(shares[1])).expect(422);
+    expect(wrong.body.code).toBe('shares_do_not_open_key');
+    expect((await request(t.http).get('/sys/seal-status')).body).toMatchObject({ sealed: true, progress: 0 });
+
+    // `vault unseal` as a custodian runs it: one share on standard input.
+    await new Promise<void>((resolve) => t.app.getHttpServer().listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    const first = await cli({}, ['unseal', '--url', url], `${shares[2]}\n`);
+    expect(first).toMatchObject({ code: 0, stdout: '1 of 2' });
+    const again = await cli({}, ['unseal', '--url', url], shares[2]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^refused: already entered\./);
+    const reset = await cli({}, ['unseal', '--url', url, '--reset']);
+    expect(reset).toMatchObject({ code: 0, stdout: '0 of 2' });
+    expect(await cli({}, ['unseal', '--url', url], shares[2])).toMatchObject({ code: 0, stdout: '1 of 2' });
+    expect(await cli({}, ['unseal', '--url', url], shares[0])).toMatchObject({ code: 0, stdout: 'unsealed' });
+
+    await request(t.http).get('/health/ready').expect(200);
+    expect((await request(t.http).get('/sys/seal-status')).body).toEqual({
+      sealed: false,
+      progress: 0,
+      threshold: 2,
+      kek_version: 'v1',
+    });
+  }, 120_000);
+
+  it('tokenizes and reads once unsealed; a second instance is sealed on its own; a restart is sealed again and reads what was written', async () => {
+    const [a] = apps;
+    const tenant = await newTenant(a, 'split');
+    const key = (
+      await newApplication(a, tenant.managementKey, {
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
+    ).key;
+    const made = await request(a.http)
+      .post('/tokens')
+      .set('BT-API-KEY', key)
+      .send({
+        type: 'card',
+        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 },
+      })
+      .expect(201);
+
+    const b = await start();
+    await request(b.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+    await enter(b, shares[1]).expect(200);
+    expect((await enter(b, shares[2]).expect(200)).body.sealed).toBe(false);
+    await request(b.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(200);
+
+    await stop(a);
+    const restarted = await start();
+    await request(restarted.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+    await enter(restarted, shares[0]).expect(200);
+    await enter(restarted, shares[2]).expect(200);
+    const read = await request(restarted.http)
+      .get(`/tokens/${made.body.id}`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    expect(read.body.data).toBeUndefined();
+    expect(read.body.enrichments.card_details.last4).toBe('4242');
+
+    // What the operator sees, without any share: the key, who holds it, the tenant key it wraps.
+    const status = await cli({ DATABASE_URL: db.url }, ['keys', 'status']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toEqual({
+      provider: 'split',
+      versions: [{ version: 'v1', provider: 'split', active: true, wraps: 1, threshold: 2, shares: 3 }],
+      rotation: null,
+    });
+  }, 120_000);
+
+  it('at most 10 shares a minute from one address', async () => {
+    const t = await start();
+    for (let i = 0; i < 10; i++) await enter(t, 'not a share').expect(422);
+    const limited = await enter(t, shares[0]).expect(429);
+    expect(limited.body.code).toBe('too_many_unseal_attempts');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await request(t.http).get('/sys/seal-status')).body.progress).toBe(0);
+  });
+
+  it('no share, and not the key they open, in the database or a log line', async () => {
+    const key = Buffer.from(
+      await combine(
+        shares.slice(0, 2).map((l) => new Uint8Array((parseShare(l) as { payload: Buffer }).payload)),
+      ),
+    );
+    const dump = execFileSync('pg_dump', ['--data-only', `${ADMIN_URL.replace(/\/[^/]*$/, '')}/${db.name}`], {
+      maxBuffer: 256 * 1024 * 1024,
+    }).toString();
+    const logs = apps.flatMap((t) => t.logs).join('\n');
+    const secrets = [
+      ...shares.map((l) => l.split(':')[4]),
+      key.toString('base64'),
+      key.toString('hex'),
+      // As bytea text would show it.
+      `\\x${key.toString('hex')}`,
+    ];
+    for (const secret of secrets) {
+      expect(dump).not.toContain(secret);
+      expect(logs).not.toContain(secret);
+    }
+  });
+});
