@@ -22,6 +22,26 @@ describe('master keys', () => {
     expect(() => parseMasterKeys('v1:AAAA')).toThrow(/32 bytes/);
   });
 
+  it('warns in production that the key is in the environment, naming the other provider; not under split', () => {
+    const warnings: string[] = [];
+    loadMasterKeys(loadConfig({ NODE_ENV: 'production', ENCRYPTION_KEYS: `v1:${b64()}` }), (m) =>
+      warnings.push(m),
+    );
+    expect(warnings).toEqual([expect.stringMatching(/^KEY_PROVIDER=env: .*KEY_PROVIDER=split/)]);
+    loadMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()}` }), (m) => warnings.push(m));
+    const sealed = loadMasterKeys(loadConfig({ NODE_ENV: 'production', KEY_PROVIDER: 'split' }), (m) =>
+      warnings.push(m),
+    );
+    expect(sealed.sealed).toBe(true);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('refuses ENCRYPTION_KEYS beside KEY_PROVIDER=split', () => {
+    expect(() =>
+      loadMasterKeys(loadConfig({ KEY_PROVIDER: 'split', ENCRYPTION_KEYS: `v1:${b64()}` }), () => undefined),
+    ).toThrow(/must not be set with KEY_PROVIDER=split/);
+  });
+
   it('refuses to start in production without keys', () => {
     expect(() => loadMasterKeys(loadConfig({ NODE_ENV: 'production' }), () => undefined)).toThrow(
       /ENCRYPTION_KEYS/,

@@ -143,6 +143,12 @@ export function checkMasterKeys(config: AppConfig): MasterKeyRing | undefined {
  */
 export function loadMasterKeys(config: AppConfig, warn: (message: string) => void): MasterKeyRing {
   const given = checkMasterKeys(config);
+  if (given && !given.sealed && config.NODE_ENV === 'production')
+    warn(
+      'KEY_PROVIDER=env: the master key is in the environment (ENCRYPTION_KEYS). PCI DSS 3.6.1.2 asks for a ' +
+        'key-encrypting key kept as split knowledge or in a secure cryptographic device: KEY_PROVIDER=split ' +
+        "(custodians' shares; pkcs11, an HSM, is planned). See docs/keys.md.",
+    );
   if (given) return given;
   const dir = resolve(config.DATA_DIR);
   const file = join(dir, KEY_FILE_NAME);
