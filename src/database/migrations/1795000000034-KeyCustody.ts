@@ -11,8 +11,8 @@ export class KeyCustody1795000000034 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE master_key_checks ADD COLUMN provider varchar(10) NOT NULL DEFAULT 'env'`);
-    await q.query(`ALTER TABLE master_key_checks ADD COLUMN threshold smallint`);
-    await q.query(`ALTER TABLE master_key_checks ADD COLUMN shares smallint`);
+    await q.query(`ALTER TABLE master_key_checks ADD COLUMN threshold integer`);
+    await q.query(`ALTER TABLE master_key_checks ADD COLUMN shares integer`);
     await q.query(`
       ALTER TABLE master_key_checks ADD CONSTRAINT master_key_checks_split_check CHECK (
         (provider = 'split') = (threshold IS NOT NULL AND shares IS NOT NULL)

@@ -14,10 +14,10 @@ export class MasterKeyCheckEntity {
   provider: 'env' | 'split';
 
   /** Under `split`: how many shares open the key, of how many made. */
-  @Column({ type: 'smallint', nullable: true })
+  @Column({ type: 'int', nullable: true })
   threshold: number | null;
 
-  @Column({ type: 'smallint', nullable: true })
+  @Column({ type: 'int', nullable: true })
   shares: number | null;
 
   @Column({ name: 'created_at', type: 'timestamptz' })
