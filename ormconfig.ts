@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { loadConfig } from './src/config/app-config';
+import { loadConfig } from './src/config/load-config';
 import { createDataSource } from './src/database/data-source';
 
 /**

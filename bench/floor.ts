@@ -67,14 +67,15 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8'));
 }
 
-async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
+/** The floor's tokenize: the status and body to answer (bench/floor-nest.ts serves the same work). */
+export async function tokenizeWork(body: unknown): Promise<[number, unknown]> {
   const elements = (Array.isArray(body) ? body : [body]) as { type: string; data: Card }[];
   if (
     !elements.length ||
     elements.length > 100 ||
     !elements.every((e) => e?.type === 'card' && valid(e.data))
   )
-    return send(res, 400, { status: 400, detail: 'invalid card' });
+    return [400, { status: 400, detail: 'invalid card' }];
   const now = new Date();
   const tokens = elements.map((e) => {
     const id = randomUUID();
@@ -142,7 +143,12 @@ async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
     fingerprint: t.fingerprint,
     created_at: now.toISOString(),
   }));
-  send(res, 201, Array.isArray(body) ? out : out[0]);
+  return [201, Array.isArray(body) ? out : out[0]];
+}
+
+async function tokenize(body: unknown, res: ServerResponse): Promise<void> {
+  const [status, answer] = await tokenizeWork(body);
+  send(res, status, answer);
 }
 
 async function getToken(id: string, res: ServerResponse): Promise<void> {
@@ -170,7 +176,8 @@ async function logs(url: URL, res: ServerResponse): Promise<void> {
   send(res, 200, { pagination: { page_size: 20 }, data: rows.slice(0, 20) });
 }
 
-async function main(): Promise<void> {
+/** The floor's tables, made when missing. */
+export async function createFloorTables(): Promise<void> {
   await pool.query(`CREATE TABLE IF NOT EXISTS floor_tokens (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, type text NOT NULL,
     data bytea NOT NULL, mask jsonb, fingerprint text NOT NULL, created_at timestamptz NOT NULL)`);
   await pool.query(`CREATE TABLE IF NOT EXISTS floor_audit (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, actor_id uuid,
@@ -180,6 +187,10 @@ async function main(): Promise<void> {
   await pool.query(`CREATE TABLE IF NOT EXISTS floor_cvcs (token_id uuid NOT NULL, tenant_id uuid NOT NULL,
     cvc bytea NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, token_id))`);
   await pool.query('CREATE INDEX IF NOT EXISTS floor_cvcs_expires_idx ON floor_cvcs (expires_at)');
+}
+
+async function main(): Promise<void> {
+  await createFloorTables();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://floor');
     const work =
@@ -198,4 +209,4 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
 }
 
-void main();
+if (require.main === module) void main();

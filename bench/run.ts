@@ -14,6 +14,9 @@
  *    reported per 10-second window; then the checkpoint lag (the bench tenant's audit rows not yet in a
  *    signed checkpoint) and how long it takes to reach 0.
  *
+ * The framework floor (bench/floor-nest.ts) does the floor's tokenize inside NestJS with nestjs-pino and
+ * nothing of the service: its rows show what the framework costs by itself, before the service's work.
+ *
  * The proxy scenarios send through `/proxy` to a local destination (bench/destination.ts), against the
  * same destination called directly (the "floor" rows of those scenarios).
  *
@@ -36,6 +39,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const SERVICE_PORT = 4200;
 const FLOOR_PORT = 4100;
+const FRAMEWORK_FLOOR_PORT = 4101;
 const DESTINATION_PORT = 4300;
 const ONLY = process.env.BENCH_ONLY;
 const LOG_ROWS = 1_000_000;
@@ -391,6 +395,8 @@ interface Context {
   setup: Setup;
   svc: string;
   fl: string;
+  /** The framework floor (bench/floor-nest.ts): the floor's work served by NestJS, nothing of the service. */
+  nf: string;
   direct: string;
   floorTokenId: string;
   cursor: string;
@@ -425,6 +431,8 @@ const SHARED: {
   tokens: number;
   service: (c: Context) => Target;
   floor?: (c: Context) => Target;
+  /** `service` is the framework floor's target, not the service's (measured on that process). */
+  framework?: boolean;
   /** Runs after the floor's load, before the service's. */
   prepare?: (c: Context) => Promise<void>;
 }[] = [
@@ -477,6 +485,31 @@ const SHARED: {
       bodyKind: { cards: 1 },
     }),
     floor: floorTokenize(1),
+  },
+  {
+    // What the framework alone costs: the floor's tokenize served by NestJS and nestjs-pino.
+    name: 'tokenize 1 card, the framework floor',
+    tokens: 1,
+    framework: true,
+    service: (c) => ({
+      url: `${c.nf}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 1 },
+    }),
+    floor: floorTokenize(1),
+  },
+  {
+    name: 'tokenize 100 cards, the framework floor',
+    tokens: 100,
+    framework: true,
+    service: (c) => ({
+      url: `${c.nf}/tokenize`,
+      method: 'POST',
+      headers: JSON_HEADERS,
+      bodyKind: { cards: 100 },
+    }),
+    floor: floorTokenize(100),
   },
   {
     name: 'tokenize 1 card, a key that reads no token',
@@ -621,11 +654,11 @@ const PGLITE: [string, number][] = [
 
 const SUSTAINED = 'sustained';
 
-function startFloor(url: string): Server {
+function startFloor(url: string, script = 'bench/floor.ts', port = FLOOR_PORT): Server {
   return start(
     process.execPath,
-    [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/floor.ts'],
-    { DATABASE_URL: url, PORT: String(FLOOR_PORT) },
+    [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', script],
+    { DATABASE_URL: url, PORT: String(port) },
   );
 }
 
@@ -634,6 +667,7 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
   const scenarios = SHARED.filter((s) => wants(s.name));
   let service: Server | undefined;
   let floor: Server | undefined;
+  let frameworkFloor: Server | undefined;
   let destination: Server | undefined;
   try {
     const started = await startService(env);
@@ -680,6 +714,11 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
       })
     ).json()) as { id: string };
 
+    if (scenarios.some((s) => s.framework)) {
+      frameworkFloor = startFloor(url, 'bench/floor-nest.ts', FRAMEWORK_FLOOR_PORT);
+      await waitFor(`http://127.0.0.1:${FRAMEWORK_FLOOR_PORT}/ready`, frameworkFloor);
+    }
+
     destination = start(
       process.execPath,
       [join(ROOT, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', 'bench/destination.ts'],
@@ -692,6 +731,7 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
       setup,
       svc,
       fl: `http://127.0.0.1:${FLOOR_PORT}`,
+      nf: `http://127.0.0.1:${FRAMEWORK_FLOOR_PORT}`,
       direct,
       floorTokenId: floorToken.id,
       cursor,
@@ -701,10 +741,10 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
       const proxy = s.name.startsWith('proxy');
       const floorResult = s.floor ? await load(s.floor(context), proxy ? destination : floor) : undefined;
       await s.prepare?.(context);
-      const result = await load(s.service(context), service);
+      const result = await load(s.service(context), s.framework ? frameworkFloor : service);
       rows.push({
         scenario: s.name,
-        target: 'service (PostgreSQL)',
+        target: s.framework ? 'framework floor (NestJS + pino + pg)' : 'service (PostgreSQL)',
         result,
         tokensPerRequest: s.tokens,
         floor: floorResult,
@@ -720,6 +760,7 @@ async function runShared(url: string, env: Record<string, string>, rows: Row[]):
   } finally {
     if (service) await stop(service);
     if (floor) await stop(floor);
+    if (frameworkFloor) await stop(frameworkFloor);
     if (destination) await stop(destination);
   }
 }

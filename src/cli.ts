@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliError } from './cli/admin-client';
 import { CliModule } from './cli/cli.module';
-import { AppConfig, loadConfig } from './config/app-config';
+import { AppConfig } from './config/app-config';
+import { loadConfig } from './config/load-config';
 import { misspelledVariables } from './config/misspelled-variables';
 import { describeKnownFailure } from './startup-failure';
 

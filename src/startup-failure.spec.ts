@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config/app-config';
+import { ConfigError, loadConfig } from './config/load-config';
 import { EmbeddedDatabaseInUse } from './database/embedded-lock';
 import { describeStartupFailure, failureDetails } from './startup-failure';
 

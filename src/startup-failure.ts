@@ -1,4 +1,5 @@
-import { ConfigError, databaseTarget, type AppConfig } from './config/app-config';
+import { databaseTarget, type AppConfig } from './config/app-config';
+import { ConfigError } from './config/load-config';
 import { EmbeddedDatabaseInUse } from './database/embedded-lock';
 
 /** A start-up failure as the operator sees it: what went wrong, the variable to change, what to do. */

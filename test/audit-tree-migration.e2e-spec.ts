@@ -7,7 +7,7 @@ import { AuditVerifier } from '../src/common/audit/audit-verifier.service';
 import { AuditTree1795000000027 } from '../src/database/migrations/1795000000027-AuditTree';
 import { dataSourceOptions, runMigrations } from '../src/database/data-source';
 import { MIGRATIONS } from '../src/database/migrations';
-import { loadConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { startApp, TestApp } from './support/app';
 import { beforeMigration, MigrationUnderTest } from './support/migrations';
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { openDatabase } from '../src/database/data-source';
 import { logPageQuery, type LogFilter } from '../src/common/audit/audit-log-reads.repository';
 import { AuditTreeRepository } from '../src/common/audit/audit-tree.repository';

@@ -7,7 +7,7 @@ import { Agent, buildConnector } from 'undici';
 import { guardedConnector, OutboundHttp, OutboundLookup } from '../src/common/outbound/outbound-http.service';
 import { OutboundPolicy } from '../src/common/outbound/outbound-policy';
 import { OutboundError, OutboundRequest } from '../src/common/outbound/outbound.types';
-import { loadConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { waitFor } from './support/wait';
 
 // The outbound component against real sockets on 127.0.0.1 (no application boot): what reaches a

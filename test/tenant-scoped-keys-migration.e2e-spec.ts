@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { dataSourceOptions, runMigrations } from '../src/database/data-source';
 import { MIGRATIONS } from '../src/database/migrations';
 import { TenantScopedKeys1795000000010 } from '../src/database/migrations/1795000000010-TenantScopedKeys';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { openDatabase } from '../src/database/data-source';
 import { parseTokenQuery } from '../src/modules/tokens/search/search-language';
 import {

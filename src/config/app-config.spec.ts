@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './app-config';
+import { ConfigError, loadConfig } from './load-config';
 import { misspelledVariables } from './misspelled-variables';
 
 describe('loadConfig', () => {

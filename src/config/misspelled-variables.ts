@@ -1,4 +1,4 @@
-import { knownVariables } from './app-config';
+import { knownVariables } from './load-config';
 
 /** Levenshtein distance, stopping early once it exceeds `limit`. */
 export function editDistance(a: string, b: string, limit = Infinity): number {

@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module';
 import type { Principal } from '../../src/common/auth/principal';
-import { loadConfig } from '../../src/config/app-config';
+import { loadConfig } from '../../src/config/load-config';
 import { TenantsService } from '../../src/modules/tenants/tenants.service';
 
 /**

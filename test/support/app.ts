@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import request from 'supertest';
 import { createApp } from '../../src/app.setup';
-import { loadConfig } from '../../src/config/app-config';
+import { loadConfig } from '../../src/config/load-config';
 import type { Principal } from '../../src/common/auth/principal';
 import { TenantsService } from '../../src/modules/tenants/tenants.service';
 

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { permissionsFor } from '../../src/common/auth/permissions';
-import { loadConfig } from '../../src/config/app-config';
+import { loadConfig } from '../../src/config/load-config';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source';
 import { MIGRATIONS } from '../../src/database/migrations';
 import { createDatabase, dropDatabase } from './test-database';

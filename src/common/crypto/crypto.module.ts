@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Logger, Module, Type } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AppConfig, ConfigError } from '../../config/app-config';
+import { AppConfig } from '../../config/app-config';
+import { ConfigError } from '../../config/load-config';
 import { DatabaseModule } from '../../database/database.module';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { MasterKeyCheckEntity } from './entities/master-key-check.entity';

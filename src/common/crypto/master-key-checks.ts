@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { ConfigError } from '../../config/app-config';
+import { ConfigError } from '../../config/load-config';
 import { open } from './aead';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import type { MasterKey, MasterKeyRing } from './master-keys';

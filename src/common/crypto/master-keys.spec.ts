@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../config/app-config';
+import { ConfigError, loadConfig } from '../../config/load-config';
 import { checkMasterKeys, KEY_FILE_NAME, loadMasterKeys, parseMasterKeys } from './master-keys';
 
 const b64 = () => randomBytes(32).toString('base64');

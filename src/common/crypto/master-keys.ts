@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AppConfig } from '../../config/app-config';
-import { ConfigError } from '../../config/app-config';
+import { ConfigError } from '../../config/load-config';
 import { ProblemException } from '../errors/problem.exception';
 
 export interface MasterKey {

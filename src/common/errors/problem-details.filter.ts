@@ -19,7 +19,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const { body, headers, unexpected } = toProblem(exception, traceId);
     if (unexpected) {
       this.logger.error(
-        { err: exception, trace_id: traceId },
+        // The request's logger carries its trace_id already.
+        { err: exception },
         'unexpected error while serving %s %s',
         req.method,
         req.path,

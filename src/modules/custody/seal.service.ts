@@ -8,7 +8,7 @@ import { TenantKeyStore } from '../../common/crypto/tenant-key.store';
 import { ProblemException } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
 import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
-import { ConfigError } from '../../config/app-config';
+import { ConfigError } from '../../config/load-config';
 import { checkLabel, parseShare, Share } from '../../common/crypto/shares';
 
 /** `GET /sys/seal-status`, and the answer to each share entered. */

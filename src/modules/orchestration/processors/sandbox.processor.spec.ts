@@ -1,5 +1,6 @@
 import { Test } from '@nestjs/testing';
-import { AppConfig, loadConfig } from '../../../config/app-config';
+import { AppConfig } from '../../../config/app-config';
+import { loadConfig } from '../../../config/load-config';
 import { FORMULAS } from '../formulas/formulas';
 import type { AuthorizeRequest } from './processor.port';
 import { PROCESSOR_PROVIDERS, ProcessorRegistry } from './processor.registry';
