@@ -1,7 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { AdminClient } from './admin-client';
-import { KeysCeremonyCommand, KeysCommand, KeysRotateCommand, KeysStatusCommand } from './keys.command';
+import {
+  KeysCeremonyCommand,
+  KeysCommand,
+  KeysGenerateCommand,
+  KeysRotateCommand,
+  KeysStatusCommand,
+} from './keys.command';
 import { UnsealCommand } from './unseal.command';
 import { LogsCommand, LogsVerifyCommand } from './logs.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
@@ -24,6 +30,7 @@ export class CliModule {
         KeysRotateCommand,
         KeysCeremonyCommand,
         KeysStatusCommand,
+        KeysGenerateCommand,
         UnsealCommand,
         LogsCommand,
         LogsVerifyCommand,

@@ -2,6 +2,7 @@ import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CeremonyResult } from '../common/crypto/key-ceremony';
+import type { GeneratedKey } from '../common/crypto/pkcs11/hsm-keys';
 import { AppConfig } from '../config/app-config';
 import { AdminClient, CliError } from './admin-client';
 
@@ -87,7 +88,7 @@ export class KeysRotateCommand extends CommandRunner {
 @SubCommand({
   name: 'status',
   description:
-    'Print, as JSON, each key-encrypting key version: who holds it (env or split), whether it is active, how many tenant keys it wraps',
+    'Print, as JSON, each key-encrypting key version: who holds it (env, split or pkcs11), whether it is active, how many tenant keys it wraps',
 })
 export class KeysStatusCommand extends CommandRunner {
   constructor(private readonly admin: AdminClient) {
@@ -99,10 +100,29 @@ export class KeysStatusCommand extends CommandRunner {
   }
 }
 
+@SubCommand({
+  name: 'generate',
+  description:
+    'Make a new key-encrypting key inside the HSM (KEY_PROVIDER=pkcs11): sensitive, not extractable; prints its version and key check value',
+})
+export class KeysGenerateCommand extends CommandRunner {
+  constructor(private readonly admin: AdminClient) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const result = (await this.admin.run({ op: 'keys.generate' })) as GeneratedKey;
+    process.stderr.write(
+      `Key ${result.version} made in the HSM (KCV ${result.kcv}); servers use it from their next start, then run \`vault keys rotate\`.\n`,
+    );
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  }
+}
+
 @Command({
   name: 'keys',
   description: 'Manage encryption keys',
-  subCommands: [KeysRotateCommand, KeysCeremonyCommand, KeysStatusCommand],
+  subCommands: [KeysRotateCommand, KeysCeremonyCommand, KeysStatusCommand, KeysGenerateCommand],
 })
 export class KeysCommand extends CommandRunner {
   async run(): Promise<void> {

@@ -74,9 +74,35 @@ export class AppConfig {
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   PUBLIC_BASE_URL?: string;
 
-  /** Who holds the master key: `env` (ENCRYPTION_KEYS) or `split` (custodians' shares; docs/keys.md). */
-  @IsIn(['env', 'split'])
-  KEY_PROVIDER: 'env' | 'split' = 'env';
+  /**
+   * Who holds the master key: `env` (ENCRYPTION_KEYS), `split` (custodians' shares) or `pkcs11` (an HSM;
+   * docs/keys.md).
+   */
+  @IsIn(['env', 'split', 'pkcs11'])
+  KEY_PROVIDER: 'env' | 'split' | 'pkcs11' = 'env';
+
+  /** KEY_PROVIDER=pkcs11: the path of the HSM's PKCS#11 module (a shared library). */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  PKCS11_MODULE?: string;
+
+  /** KEY_PROVIDER=pkcs11: the label of the token that holds the key-encrypting keys. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  PKCS11_TOKEN_LABEL?: string;
+
+  /** KEY_PROVIDER=pkcs11: the token's user PIN (it opens a session; the keys never leave the token). */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  PKCS11_PIN?: string;
+
+  /** KEY_PROVIDER=pkcs11: the key-encrypting keys are the token's AES keys labelled `<this>-v<N>`. */
+  @IsString()
+  @Matches(/^[A-Za-z0-9._-]{1,48}$/, { message: 'PKCS11_KEY_LABEL must be 1 to 48 of A-Z a-z 0-9 . _ -' })
+  PKCS11_KEY_LABEL = 'vault-kek';
 
   /** `v1:<base64 of 32 bytes>,v2:...`; the last one encrypts, all of them decrypt. */
   @IsOptional()

@@ -18,6 +18,9 @@ export function knownVariables(): string[] {
     'OUTBOUND_ALLOWED_HOSTS',
     'VENDOR_BASE_URLS',
     'TRUST_PROXY',
+    'PKCS11_MODULE',
+    'PKCS11_TOKEN_LABEL',
+    'PKCS11_PIN',
   ].filter((name, i, all) => all.indexOf(name) === i);
 }
 

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config';
 import { openDatabase } from '../../src/database/data-source';
+import { prepareSoftHsm } from './softhsm';
 import { createDatabase } from './test-database';
 
 const ROOT = join(__dirname, '..', '..');
@@ -43,6 +44,7 @@ export default async function globalSetup(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   if (built.status !== 0) throw new Error('the build of the card elements failed');
+  prepareSoftHsm();
   const { name, url } = await createDatabase();
   process.env.TEST_DATABASE_NAME = name;
   process.env.DATABASE_URL = url;

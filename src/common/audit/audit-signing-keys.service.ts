@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
-import { open, seal } from '../crypto/aead';
+import { KeyProviderUnavailableError } from '../crypto/key-encryption-key';
 import { MasterKeyRing } from '../crypto/master-keys';
 import { Clock } from '../jobs/clock';
 import type { Change } from '../unit-of-work/change';
@@ -54,7 +54,7 @@ export class AuditSigningKeys {
         if (row.master_key_version === active.version) continue;
         const seed = this.unseal(row);
         if (!seed) continue;
-        await this.keys.reseal(change, row.id, seal(active.key, seed, aad(row.public_key)), active.version);
+        await this.keys.reseal(change, row.id, active.wrap(seed, aad(row.public_key)), active.version);
         resealed++;
       }
       return resealed;
@@ -94,7 +94,7 @@ export class AuditSigningKeys {
         name,
         key_id: key.keyId,
         public_key: publicKey,
-        sealed_seed: seal(this.ring.active.key, seed, aad(publicKey)),
+        sealed_seed: this.ring.active.wrap(seed, aad(publicKey)),
         master_key_version: this.ring.active.version,
         created_at: now,
       });
@@ -126,9 +126,11 @@ export class AuditSigningKeys {
     const master = row.master_key_version ? this.ring.get(row.master_key_version) : undefined;
     if (!master || !row.sealed_seed) return undefined;
     try {
-      const seed = open(master, row.sealed_seed, aad(row.public_key));
+      const seed = master.unwrap(row.sealed_seed, aad(row.public_key));
       return publicKeyOf(seed).equals(row.public_key) ? seed : undefined;
-    } catch {
+    } catch (error) {
+      // An HSM that does not answer says nothing of the key: the caller fails rather than distrust it.
+      if (error instanceof KeyProviderUnavailableError) throw error;
       return undefined;
     }
   }

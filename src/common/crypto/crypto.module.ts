@@ -11,6 +11,8 @@ import { loadMasterKeys, MasterKeyRing } from './master-keys';
 import { TenantKeyStore } from './tenant-key.store';
 import { KeyCeremony } from './key-ceremony';
 import { KeyStatusReader } from './key-status';
+import { Metrics } from '../metrics/metrics';
+import { HsmKeys } from './pkcs11/hsm-keys';
 import { TenantKeysService } from './tenant-keys.service';
 
 /**
@@ -47,18 +49,23 @@ export class CryptoModule {
         {
           // The server and the CLI both stop here when their keys do not fit the database.
           provide: MasterKeyRing,
-          inject: [AppConfig, DataSource, UnitOfWork, MasterKeyChecksRepository, TenantKeyStore],
+          inject: [AppConfig, DataSource, UnitOfWork, MasterKeyChecksRepository, TenantKeyStore, Metrics],
           useFactory: async (
             config: AppConfig,
             dataSource: DataSource,
             work: UnitOfWork,
             checks: MasterKeyChecksRepository,
             tenantKeys: TenantKeyStore,
+            metrics: Metrics,
           ) => {
             try {
               const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
+              const device = ring.device;
+              if (device) metrics.keyProviderCalls(() => device.counts);
               // Sealed (KEY_PROVIDER=split): checked when its custodians' shares open it (SealService).
-              if (ring.sealed) await requireCeremony(config, work, checks);
+              if (ring.sealed && ring.provider === 'split') await requireCeremony(config, work, checks);
+              else if (ring.sealed)
+                return ring; // pkcs11, no key in the token yet: the CLI makes one
               else await verifyMasterKeys(ring, { work, checks, tenantKeys });
               return ring;
             } catch (error) {
@@ -71,8 +78,16 @@ export class CryptoModule {
         TenantKeysService,
         KeyCeremony,
         KeyStatusReader,
+        HsmKeys,
       ],
-      exports: [MasterKeyRing, TenantKeysService, MasterKeyChecksRepository, KeyCeremony, KeyStatusReader],
+      exports: [
+        MasterKeyRing,
+        TenantKeysService,
+        MasterKeyChecksRepository,
+        KeyCeremony,
+        KeyStatusReader,
+        HsmKeys,
+      ],
     };
   }
 }

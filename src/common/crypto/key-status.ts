@@ -1,3 +1,4 @@
+import type { KeyProviderName } from './key-encryption-key';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
@@ -7,10 +8,10 @@ import { TenantKeyStore } from './tenant-key.store';
 
 /** `vault keys status`: each key-encrypting key version, who holds it, and how many tenant keys it wraps. */
 export interface KeyStatus {
-  provider: 'env' | 'split';
+  provider: KeyProviderName;
   versions: {
     version: string;
-    provider: 'env' | 'split';
+    provider: KeyProviderName;
     /** The version new tenant keys are wrapped under, for this process's provider. */
     active: boolean;
     /** Tenant data keys wrapped under it. */
@@ -26,7 +27,7 @@ export interface KeyStatus {
 /**
  * What `vault keys status` prints, from the database's records alone (it needs no key: it runs on a
  * sealed deployment too). The active version is the last of ENCRYPTION_KEYS under `env` (the process's
- * ring), the last ceremony's under `split`.
+ * ring), the last ceremony's under `split`, the token's highest under `pkcs11`.
  */
 @Injectable()
 export class KeyStatusReader {
@@ -47,7 +48,9 @@ export class KeyStatusReader {
     const active =
       provider === 'split'
         ? recorded.filter((check) => check.provider === 'split').at(-1)?.version
-        : this.ring.active.version;
+        : this.ring.sealed
+          ? undefined // pkcs11 with no key in the token yet
+          : this.ring.active.version;
     return {
       provider,
       versions: recorded.map((check) => ({

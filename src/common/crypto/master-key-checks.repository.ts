@@ -2,17 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
 import { columnsOf, insertSql, type RowOf, queryRows } from '../../database/table';
+import type { KeyProviderName } from './key-encryption-key';
 import { MasterKeyCheckEntity } from './entities/master-key-check.entity';
 import type { Change } from '../unit-of-work/change';
 
 /**
  * The check value recorded for a master key version the first time a process used it (or its ceremony
- * made it), and who holds it: `env`, or `split` with `threshold` of `shares`.
+ * made it), and who holds it: `env`, `pkcs11`, or `split` with `threshold` of `shares`.
  */
 export interface MasterKeyCheck {
   version: string;
   checkValue: Buffer;
-  provider?: 'env' | 'split';
+  provider?: KeyProviderName;
   threshold?: number | null;
   shares?: number | null;
 }

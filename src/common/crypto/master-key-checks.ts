@@ -1,15 +1,13 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../../config/load-config';
-import { open } from './aead';
+import type { KeyEncryptionKey } from './key-encryption-key';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
-import type { MasterKey, MasterKeyRing } from './master-keys';
+import type { MasterKeyRing } from './master-keys';
 import { TenantKeyStore } from './tenant-key.store';
 import { wrapAad } from './tenant-keys.service';
 import type { UnitOfWork } from '../unit-of-work/unit-of-work';
 
-/** A value that shows whether a key is the one a version was first used with, and tells nothing of it. */
-export const checkValue = (key: Buffer): Buffer =>
-  createHmac('sha256', key).update('vault:master-key-check:v1').digest();
+export { checkValue } from './key-encryption-key';
 
 const list = (versions: string[]): string => versions.join(', ');
 
@@ -37,7 +35,10 @@ export async function verifyMasterKeys(
     await checks.lock(change);
     const recorded = await checks.all(change);
     const byVersion = new Map(recorded.map((row) => [row.version, row.checkValue]));
-    const matches = (key: MasterKey, value: Buffer): boolean => timingSafeEqual(checkValue(key.key), value);
+    const matches = (key: KeyEncryptionKey, value: Buffer): boolean => {
+      const own = key.checkValue();
+      return own.length === value.length && timingSafeEqual(own, value);
+    };
     const mismatched = ring.keys.filter(
       (k) => byVersion.has(k.version) && !matches(k, byVersion.get(k.version)!),
     );
@@ -49,7 +50,7 @@ export async function verifyMasterKeys(
     for (const key of fresh) {
       const sample = await tenantKeys.sample(change, key.version);
       try {
-        if (sample) open(key.key, sample.wrappedKey, wrapAad(sample.tenantId));
+        if (sample) key.unwrap(sample.wrappedKey, wrapAad(sample.tenantId));
       } catch {
         mismatched.push(key);
       }
@@ -63,6 +64,10 @@ export async function verifyMasterKeys(
         `ENCRYPTION_KEYS: tenant keys are wrapped by master key ${list(missing.map((m) => m.keyVersion))} (${missing.reduce((n, m) => n + m.tenants, 0)} tenant(s)), which is not configured (${ring.source} holds ${list(ring.keys.map((k) => k.version))}). Add it back; drop a version only after \`cli keys rotate\`.`,
       );
     for (const key of fresh)
-      await checks.record(change, { version: key.version, checkValue: checkValue(key.key) });
+      await checks.record(change, {
+        version: key.version,
+        checkValue: key.checkValue(),
+        provider: ring.provider,
+      });
   });
 }

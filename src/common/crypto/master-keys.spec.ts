@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DecryptionError } from './aead';
 import { ConfigError, loadConfig } from '../../config/load-config';
 import { checkMasterKeys, KEY_FILE_NAME, loadMasterKeys, parseMasterKeys } from './master-keys';
 
@@ -11,8 +12,36 @@ describe('master keys', () => {
   it('parses versions and makes the last one active', () => {
     const ring = loadMasterKeys(loadConfig({ ENCRYPTION_KEYS: `v1:${b64()},v2:${b64()}` }), () => undefined);
     expect(ring.active.version).toBe('v2');
-    expect(ring.get('v1')).toHaveLength(32);
+    expect(ring.get('v1')?.version).toBe('v1');
+    // Each version wraps and unwraps in memory; one version's wrapping does not open under another.
+    const wrapped = ring.get('v1')!.wrap(Buffer.alloc(32, 3), 'tenant-key:t');
+    expect(ring.get('v1')!.unwrap(wrapped, 'tenant-key:t')).toEqual(Buffer.alloc(32, 3));
+    expect(() => ring.get('v2')!.unwrap(wrapped, 'tenant-key:t')).toThrow(DecryptionError);
     expect(ring.get('v3')).toBeUndefined();
+  });
+
+  it('KEY_PROVIDER=pkcs11 refuses ENCRYPTION_KEYS beside it and names what it lacks, before loading any module', () => {
+    expect(() =>
+      checkMasterKeys(loadConfig({ KEY_PROVIDER: 'pkcs11', ENCRYPTION_KEYS: `v1:${b64()}` })),
+    ).toThrow(/ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11/);
+    expect(() =>
+      checkMasterKeys(loadConfig({ KEY_PROVIDER: 'pkcs11', PKCS11_TOKEN_LABEL: 'vault' })),
+    ).toThrow('PKCS11_MODULE, PKCS11_PIN: required with KEY_PROVIDER=pkcs11 (docs/keys.md)');
+    expect(
+      () =>
+        checkMasterKeys(
+          loadConfig({
+            KEY_PROVIDER: 'pkcs11',
+            PKCS11_MODULE: '/nowhere/libpkcs11.so',
+            PKCS11_TOKEN_LABEL: 'vault',
+            PKCS11_PIN: 'secret-pin-1234',
+          }),
+        ),
+      // (or, where the optional binding did not build, that it is missing)
+    ).toThrow(
+      /^(PKCS11_MODULE: the PKCS#11 module \/nowhere\/libpkcs11.so could not be loaded|KEY_PROVIDER=pkcs11: the pkcs11js package is not installed)/,
+    );
+    expect(() => loadConfig({ PKCS11_KEY_LABEL: 'bad label!' })).toThrow(/PKCS11_KEY_LABEL must be/);
   });
 
   it('rejects duplicate versions', () => {
@@ -69,7 +98,7 @@ describe('master keys', () => {
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(warnings).toHaveLength(1);
       const second = loadMasterKeys(loadConfig({ DATA_DIR: dir }), (m) => warnings.push(m));
-      expect(second.active.key.equals(first.active.key)).toBe(true);
+      expect(second.active.checkValue().equals(first.active.checkValue())).toBe(true);
       expect(warnings).toHaveLength(1);
       expect(readFileSync(file, 'utf8')).toMatch(/^v1:/);
     } finally {

@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import type { AppConfig } from '../../config/app-config';
 import { ConfigError } from '../../config/load-config';
 import { ProblemException } from '../errors/problem.exception';
+import { type KeyEncryptionKey, type KeyProviderName, MemoryKek } from './key-encryption-key';
+import { Pkcs11Device } from './pkcs11/pkcs11-device';
 
 export interface MasterKey {
   version: string;
@@ -26,30 +28,38 @@ export class SealedError extends ProblemException {
 }
 
 interface Held {
-  keys: MasterKey[];
-  byVersion: Map<string, Buffer>;
+  keys: KeyEncryptionKey[];
+  byVersion: Map<string, KeyEncryptionKey>;
 }
 
-function hold(keys: MasterKey[]): Held {
-  if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS: at least one master key is needed');
-  const byVersion = new Map(keys.map((k) => [k.version, k.key]));
+const isKek = (key: MasterKey | KeyEncryptionKey): key is KeyEncryptionKey => 'wrap' in key;
+
+function hold(given: (MasterKey | KeyEncryptionKey)[]): Held {
+  if (given.length === 0) throw new ConfigError('ENCRYPTION_KEYS: at least one master key is needed');
+  const keys = given.map((k) => (isKek(k) ? k : new MemoryKek(k.version, k.key)));
+  const byVersion = new Map(keys.map((k) => [k.version, k]));
   if (byVersion.size !== keys.length) throw new ConfigError('ENCRYPTION_KEYS: key versions must be unique');
   return { keys, byVersion };
 }
 
 /**
- * Versioned master keys: the last one wraps new tenant keys, every one of them still unwraps. A ring made
- * `sealed` (KEY_PROVIDER=split) holds no key until `unseal` gives it the one its custodians' shares
- * open; until then every use throws `SealedError`.
+ * Versioned key-encrypting keys: the last one wraps new tenant keys, every one of them still unwraps.
+ * Each is in memory (`env`, `split`) or in an HSM (`pkcs11`, KeyEncryptionKey). A ring made `sealed`
+ * (KEY_PROVIDER=split) holds no key until `unseal` gives it the one its custodians' shares open; until
+ * then every use throws `SealedError`.
  */
 export class MasterKeyRing {
   private held: Held | undefined;
   private readonly waiting: (() => void)[] = [];
 
   constructor(
-    keys: MasterKey[] | 'sealed',
+    keys: (MasterKey | KeyEncryptionKey)[] | 'sealed',
     /** Where the keys came from, for the start-up log (never the keys themselves). */
     readonly source: string,
+    /** Who holds them, as `master_key_checks` records it. */
+    readonly provider: KeyProviderName = keys === 'sealed' ? 'split' : 'env',
+    /** Under `pkcs11`: the HSM holding the keys (to make a new version, count its calls, close it). */
+    readonly device?: Pkcs11Device,
   ) {
     if (keys !== 'sealed') this.held = hold(keys);
   }
@@ -58,17 +68,17 @@ export class MasterKeyRing {
     return this.held === undefined;
   }
 
-  get keys(): MasterKey[] {
+  get keys(): KeyEncryptionKey[] {
     return this.holding().keys;
   }
 
-  get active(): MasterKey {
+  get active(): KeyEncryptionKey {
     const keys = this.holding().keys;
     return keys[keys.length - 1];
   }
 
   /** The key of a version, or undefined for a version this ring does not hold (fail closed). */
-  get(version: string): Buffer | undefined {
+  get(version: string): KeyEncryptionKey | undefined {
     return this.holding().byVersion.get(version);
   }
 
@@ -115,6 +125,7 @@ const HOW_TO_MAKE_ONE = 'for example ENCRYPTION_KEYS=v1:$(openssl rand -base64 3
  * refusal for want of keys leaves the database untouched (no migration run).
  */
 export function checkMasterKeys(config: AppConfig): MasterKeyRing | undefined {
+  if (config.KEY_PROVIDER === 'pkcs11') return pkcs11Ring(config);
   if (config.KEY_PROVIDER === 'split') {
     if (config.ENCRYPTION_KEYS)
       throw new ConfigError(
@@ -136,6 +147,50 @@ export function checkMasterKeys(config: AppConfig): MasterKeyRing | undefined {
 }
 
 /**
+ * The key-encrypting keys in the HSM (KEY_PROVIDER=pkcs11): every AES key of the token labelled
+ * `<PKCS11_KEY_LABEL>-v<N>`, the highest version active. A token with none yet gives the CLI a ring that
+ * holds nothing (`vault keys generate` makes the first) and stops a server, naming the command.
+ */
+function pkcs11Ring(config: AppConfig): MasterKeyRing {
+  if (config.ENCRYPTION_KEYS)
+    throw new ConfigError(
+      'ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11 (the keys are in the HSM; docs/keys.md)',
+    );
+  const missing = (['PKCS11_MODULE', 'PKCS11_TOKEN_LABEL', 'PKCS11_PIN'] as const).filter(
+    (name) => !config[name],
+  );
+  if (missing.length)
+    throw new ConfigError(`${missing.join(', ')}: required with KEY_PROVIDER=pkcs11 (docs/keys.md)`);
+  const device = Pkcs11Device.of({
+    module: config.PKCS11_MODULE!,
+    tokenLabel: config.PKCS11_TOKEN_LABEL!,
+    pin: config.PKCS11_PIN!,
+    keyLabel: config.PKCS11_KEY_LABEL,
+  });
+  const source = `KEY_PROVIDER=pkcs11 (token "${config.PKCS11_TOKEN_LABEL}")`;
+  let versions: string[];
+  try {
+    versions = device.versions();
+  } catch {
+    throw new ConfigError(
+      `KEY_PROVIDER=pkcs11: could not open the token "${config.PKCS11_TOKEN_LABEL}" through ${config.PKCS11_MODULE} (${device.lastFailure ?? 'no answer'})`,
+    );
+  }
+  if (versions.length === 0) {
+    if (config.role === 'cli') return new MasterKeyRing('sealed', source, 'pkcs11', device);
+    throw new ConfigError(
+      `KEY_PROVIDER=pkcs11: the token "${config.PKCS11_TOKEN_LABEL}" holds no key labelled ${config.PKCS11_KEY_LABEL}-v<N>; make one with \`vault keys generate\` (docs/keys.md)`,
+    );
+  }
+  return new MasterKeyRing(
+    versions.map((version) => device.key(version)),
+    source,
+    'pkcs11',
+    device,
+  );
+}
+
+/**
  * The master keys of this process: ENCRYPTION_KEYS when set; otherwise, with the embedded database
  * outside production, a key file generated once into DATA_DIR (mode 0600) beside that database. With
  * DATABASE_URL (a server other processes share) or in production, no keys is a refusal to start: a key
@@ -147,7 +202,7 @@ export function loadMasterKeys(config: AppConfig, warn: (message: string) => voi
     warn(
       'KEY_PROVIDER=env: the master key is in the environment (ENCRYPTION_KEYS). PCI DSS 3.6.1.2 asks for a ' +
         'key-encrypting key kept as split knowledge or in a secure cryptographic device: KEY_PROVIDER=split ' +
-        "(custodians' shares; pkcs11, an HSM, is planned). See docs/keys.md.",
+        "(custodians' shares) or KEY_PROVIDER=pkcs11 (an HSM). See docs/keys.md.",
     );
   if (given) return given;
   const dir = resolve(config.DATA_DIR);

@@ -3,7 +3,6 @@ import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { BASE62 } from '../auth/api-key';
 import type { Change } from '../unit-of-work/change';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
-import { open, seal } from './aead';
 import { MasterKeyRing } from './master-keys';
 import { TenantKeyStore, WrappedTenantKey } from './tenant-key.store';
 
@@ -78,8 +77,8 @@ export class TenantKeysService {
 
   /** A new root key for a tenant being created, wrapped under the active master key. */
   newTenantKey(tenantId: string): WrappedTenantKey {
-    const { version, key } = this.ring.active;
-    return { keyVersion: version, wrappedKey: seal(key, randomBytes(32), wrapAad(tenantId)) };
+    const active = this.ring.active;
+    return { keyVersion: active.version, wrappedKey: active.wrap(randomBytes(32), wrapAad(tenantId)) };
   }
 
   /**
@@ -126,7 +125,7 @@ export class TenantKeysService {
         const root = this.unwrap(row.tenantId, row.keyVersion, row.wrappedKey);
         await this.store.replace(change, row.tenantId, {
           keyVersion: active.version,
-          wrappedKey: seal(active.key, root, wrapAad(row.tenantId)),
+          wrappedKey: active.wrap(root, wrapAad(row.tenantId)),
         });
       }
       this.cache.clear();
@@ -137,7 +136,7 @@ export class TenantKeysService {
   private unwrap(tenantId: string, version: string | null, wrapped: Buffer): Buffer {
     const master = version === null ? undefined : this.ring.get(version);
     if (!master) throw new UnknownMasterKeyError(String(version));
-    return open(master, wrapped, wrapAad(tenantId));
+    return master.unwrap(wrapped, wrapAad(tenantId));
   }
 }
 

@@ -163,6 +163,23 @@ export class Metrics {
     this.webhookDeliveriesTotal.inc({ outcome });
   }
 
+  /**
+   * Calls into the HSM (KEY_PROVIDER=pkcs11), read from the device's own counts when scraped: wraps,
+   * unwraps, failures (each answered 503 `key_provider_unavailable`) and sessions opened.
+   */
+  keyProviderCalls(read: () => Record<'wrap' | 'unwrap' | 'failed' | 'opened', number>): void {
+    new Counter({
+      name: 'vault_key_provider_operations_total',
+      help: 'Calls into the HSM holding the key-encrypting keys (KEY_PROVIDER=pkcs11), by operation: wrap, unwrap, failed, opened (a session opened)',
+      labelNames: ['operation'] as const,
+      registers: [this.registry],
+      collect(this: Counter<'operation'>) {
+        this.reset();
+        for (const [operation, count] of Object.entries(read())) this.inc({ operation }, count);
+      },
+    });
+  }
+
   /** The exposition (Prometheus text format 0.0.4). */
   scrape(): Promise<string> {
     return this.registry.metrics();

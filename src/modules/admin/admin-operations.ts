@@ -6,6 +6,7 @@ import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { CeremonyResult, KeyCeremony } from '../../common/crypto/key-ceremony';
 import { KeyStatus, KeyStatusReader } from '../../common/crypto/key-status';
+import { GeneratedKey, HsmKeys, NotInHsmError } from '../../common/crypto/pkcs11/hsm-keys';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
 import { TenantsService } from '../tenants/tenants.service';
 import { InstanceHeartbeatService, LIVE_SECONDS } from './instance-heartbeat.service';
@@ -23,14 +24,17 @@ export type AdminRequest =
   | { op: 'logs.verify'; tenant?: string; seal: boolean; checkpoint?: string }
   /** A new split key-encrypting key (docs/keys.md): `shares` custodians, any `threshold` of whom open it. */
   | { op: 'keys.ceremony'; shares: number; threshold: number }
-  | { op: 'keys.status' };
+  | { op: 'keys.status' }
+  /** A new key-encrypting key made in the HSM (KEY_PROVIDER=pkcs11). */
+  | { op: 'keys.generate' };
 
 export interface RotatedKeys {
   active_version: string;
   rewrapped_tenants: number;
 }
 
-export type AdminResult = CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus;
+export type AdminResult =
+  CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus | GeneratedKey;
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
@@ -48,6 +52,7 @@ export class AdminOperations {
     private readonly instances: InstancesRepository,
     private readonly ceremony: KeyCeremony,
     private readonly keyStatus: KeyStatusReader,
+    private readonly hsmKeys: HsmKeys,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
@@ -68,6 +73,16 @@ export class AdminOperations {
         return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
       case 'keys.status':
         return this.keyStatus.read();
+      case 'keys.generate':
+        try {
+          return await this.hsmKeys.generate();
+        } catch (error) {
+          if (error instanceof NotInHsmError)
+            throw new AdminRefusal(
+              'keys generate refused: only with KEY_PROVIDER=pkcs11 (env: add a version to ENCRYPTION_KEYS; split: keys ceremony)',
+            );
+          throw error;
+        }
       case 'keys.ceremony':
         try {
           return await this.ceremony.run(request.shares, request.threshold);

@@ -10,6 +10,7 @@ import { tenantKeysUnder, tenantKeyStore, tenantsOn } from '../../../test/suppor
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
 import { KeyCeremony } from '../../common/crypto/key-ceremony';
+import { HsmKeys } from '../../common/crypto/pkcs11/hsm-keys';
 import { KeyStatusReader } from '../../common/crypto/key-status';
 import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
 import type { AppConfig } from '../../config/app-config';
@@ -50,6 +51,7 @@ function operations(keys: MasterKey[]): AdminOperations {
     new KeyStatusReader(db.work, new MasterKeyChecksRepository(), tenantKeyStore(db), ring, {
       KEY_PROVIDER: 'env',
     } as AppConfig),
+    new HsmKeys(ring, db.work, new MasterKeyChecksRepository()),
     { self: { id: SELF } } as InstanceHeartbeatService,
   );
 }

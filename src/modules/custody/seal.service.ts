@@ -129,14 +129,15 @@ export class SealService {
         `The ${shares.length} shares entered do not open key ${custody.version}: at least one of them is not a share of it. Every share entered was forgotten; enter them again.`,
         { code: 'shares_do_not_open_key' },
       );
-    const opened = new MasterKeyRing([{ version: custody.version, key }], 'KEY_PROVIDER=split');
+    const opened = [{ version: custody.version, key }];
+    const ring = new MasterKeyRing(opened, 'KEY_PROVIDER=split');
     try {
-      await verifyMasterKeys(opened, { work: this.work, checks: this.checks, tenantKeys: this.tenantKeys });
+      await verifyMasterKeys(ring, { work: this.work, checks: this.checks, tenantKeys: this.tenantKeys });
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       throw new ProblemException(409, error.message, { code: 'key_does_not_fit_database' });
     }
-    this.ring.unseal(opened.keys);
+    this.ring.unseal(opened);
     this.logger.log(`unsealed: key ${custody.version} opened by ${shares.length} custodians' shares`);
   }
 

@@ -1,3 +1,4 @@
+import type { KeyProviderName } from '../key-encryption-key';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /** A value sealed with one master key version, so that an instance started with another key refuses to run. */
@@ -11,7 +12,7 @@ export class MasterKeyCheckEntity {
 
   /** `env` (ENCRYPTION_KEYS or the embedded key file) or `split` (shares held by custodians). */
   @Column({ type: 'varchar', length: 10, default: 'env' })
-  provider: 'env' | 'split';
+  provider: KeyProviderName;
 
   /** Under `split`: how many shares open the key, of how many made. */
   @Column({ type: 'int', nullable: true })

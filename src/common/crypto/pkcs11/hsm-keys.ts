@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { UnitOfWork } from '../../unit-of-work/unit-of-work';
+import { MasterKeyChecksRepository } from '../master-key-checks.repository';
+import { MasterKeyRing } from '../master-keys';
+
+/** What `vault keys generate` answers: the new version and its key check value (hex), nothing of the key. */
+export interface GeneratedKey {
+  version: string;
+  provider: 'pkcs11';
+  kcv: string;
+}
+
+/** `keys generate` asked of a process whose keys are not in an HSM. */
+export class NotInHsmError extends Error {}
+
+/**
+ * `vault keys generate` (KEY_PROVIDER=pkcs11): a new key-encrypting key made by the HSM inside its token,
+ * sensitive and not extractable, labelled `<PKCS11_KEY_LABEL>-v<N>` with N past every version this
+ * database recorded (under the checks' lock), and its key check value recorded. Servers use it from their
+ * next start (a rolling restart), `keys rotate` then re-wraps every tenant key under it.
+ */
+@Injectable()
+export class HsmKeys {
+  constructor(
+    private readonly ring: MasterKeyRing,
+    private readonly work: UnitOfWork,
+    private readonly checks: MasterKeyChecksRepository,
+  ) {}
+
+  async generate(): Promise<GeneratedKey> {
+    const device = this.ring.device;
+    if (!device) throw new NotInHsmError();
+    return this.work.transaction({}, async (change) => {
+      await this.checks.lock(change);
+      const recorded = (await this.checks.all(change)).map((check) => check.version);
+      const version = device.generate(recorded);
+      const check = device.key(version).checkValue();
+      await this.checks.record(change, { version, checkValue: check, provider: 'pkcs11' });
+      return { version, provider: 'pkcs11', kcv: check.toString('hex').toUpperCase() };
+    });
+  }
+}
