@@ -65,9 +65,9 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
     await dropDatabase(db.name);
   });
 
-  it('a server whose token holds no key stops at start, naming `vault keys generate`; a wrong PIN or token is named, the PIN never', async () => {
+  it('a server whose token holds no key stops at start, naming `vault keys ceremony --provider pkcs11`; a wrong PIN or token is named, the PIN never', async () => {
     await expect(start()).rejects.toThrow(
-      /KEY_PROVIDER=pkcs11: the token "vault-e2e" holds no key labelled vault-kek-v<N>; make one with `vault keys generate`/,
+      /KEY_PROVIDER=pkcs11: the token "vault-e2e" holds no key labelled vault-kek-v<N>; make one with `vault keys ceremony --provider pkcs11`/,
     );
     const wrongPin = await cli(['keys', 'status'], { PKCS11_PIN: '0000-0000' });
     expect(wrongPin.code).toBe(1);
@@ -79,8 +79,8 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
     for (const run of [wrongPin, missing, noPin]) expect(`${run.stdout}${run.stderr}`).not.toContain(PIN);
   }, 60_000);
 
-  it('`vault keys generate` makes v1 inside the token: sensitive, not extractable, its value unreadable; its KCV recorded', async () => {
-    const made = await cli(['keys', 'generate']);
+  it('`vault keys ceremony --provider pkcs11` makes v1 inside the token: sensitive, not extractable, its value unreadable; its KCV recorded', async () => {
+    const made = await cli(['keys', 'ceremony', '--provider', 'pkcs11']);
     expect(made.code).toBe(0);
     const generated = JSON.parse(made.stdout) as { version: string; provider: string; kcv: string };
     expect(generated).toEqual({
@@ -237,7 +237,7 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
 
   it('rotates between versions without downtime: generate v2, restart, rotate; every token still reads', async () => {
     for (const t of [...apps]) await stop(t);
-    const made = await cli(['keys', 'generate']);
+    const made = await cli(['keys', 'ceremony', '--provider', 'pkcs11']);
     expect(JSON.parse(made.stdout).version).toBe('v2');
     const t = await start();
     const rotated = await cli(['keys', 'rotate']);

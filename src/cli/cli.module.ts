@@ -1,13 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { AdminClient } from './admin-client';
-import {
-  KeysCeremonyCommand,
-  KeysCommand,
-  KeysGenerateCommand,
-  KeysRotateCommand,
-  KeysStatusCommand,
-} from './keys.command';
+import { KeysCeremonyCommand, KeysCommand, KeysRotateCommand, KeysStatusCommand } from './keys.command';
 import { UnsealCommand } from './unseal.command';
 import { LogsCommand, LogsVerifyCommand } from './logs.command';
 import { TenantCommand, TenantCreateCommand } from './tenant.command';
@@ -30,7 +24,6 @@ export class CliModule {
         KeysRotateCommand,
         KeysCeremonyCommand,
         KeysStatusCommand,
-        KeysGenerateCommand,
         UnsealCommand,
         LogsCommand,
         LogsVerifyCommand,

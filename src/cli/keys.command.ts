@@ -16,33 +16,53 @@ const whole =
 @SubCommand({
   name: 'ceremony',
   description:
-    'Make a new key-encrypting key split among custodians (KEY_PROVIDER=split): prints one share per line, or writes DIR/share-<index>.txt; the key itself is shown nowhere',
+    'Make a new key-encrypting key: split among custodians (--provider split, the default: prints one share per line, or writes DIR/share-<index>.txt) or inside the HSM (--provider pkcs11); the key itself is shown nowhere',
 })
 export class KeysCeremonyCommand extends CommandRunner {
   constructor(private readonly admin: AdminClient) {
     super();
   }
 
-  @Option({ flags: '--shares <n>', description: 'How many custodians get a share (2 to 16)', required: true })
+  @Option({ flags: '--provider <provider>', description: 'split (default) or pkcs11' })
+  parseProvider(value: string): 'split' | 'pkcs11' {
+    if (value !== 'split' && value !== 'pkcs11') throw new CliError('--provider must be split or pkcs11');
+    return value;
+  }
+
+  @Option({ flags: '--shares <n>', description: 'split: how many custodians get a share (2 to 16)' })
   parseShares(value: string): number {
     return whole('--shares')(value);
   }
 
-  @Option({
-    flags: '--threshold <m>',
-    description: 'How many shares open the key (2 to --shares)',
-    required: true,
-  })
+  @Option({ flags: '--threshold <m>', description: 'split: how many shares open the key (2 to --shares)' })
   parseThreshold(value: string): number {
     return whole('--threshold')(value);
   }
 
-  @Option({ flags: '--out <dir>', description: 'Write each share to DIR/share-<index>.txt (mode 0600)' })
+  @Option({
+    flags: '--out <dir>',
+    description: 'split: write each share to DIR/share-<index>.txt (mode 0600)',
+  })
   parseOut(value: string): string {
     return value;
   }
 
-  async run(_args: string[], options: { shares: number; threshold: number; out?: string }): Promise<void> {
+  async run(
+    _args: string[],
+    options: { provider?: 'split' | 'pkcs11'; shares?: number; threshold?: number; out?: string },
+  ): Promise<void> {
+    if (options.provider === 'pkcs11') {
+      if (options.shares !== undefined || options.threshold !== undefined || options.out !== undefined)
+        throw new CliError('--shares, --threshold and --out are for --provider split');
+      const made = (await this.admin.run({ op: 'keys.generate' })) as GeneratedKey;
+      process.stderr.write(
+        `Key ${made.version} made in the HSM (KCV ${made.kcv}); servers use it from their next start, then run \`vault keys rotate\`.\n`,
+      );
+      process.stdout.write(`${JSON.stringify(made)}\n`);
+      return;
+    }
+    if (options.shares === undefined || options.threshold === undefined)
+      throw new CliError('--shares and --threshold are required with --provider split');
     const result = (await this.admin.run({
       op: 'keys.ceremony',
       shares: options.shares,
@@ -100,29 +120,10 @@ export class KeysStatusCommand extends CommandRunner {
   }
 }
 
-@SubCommand({
-  name: 'generate',
-  description:
-    'Make a new key-encrypting key inside the HSM (KEY_PROVIDER=pkcs11): sensitive, not extractable; prints its version and key check value',
-})
-export class KeysGenerateCommand extends CommandRunner {
-  constructor(private readonly admin: AdminClient) {
-    super();
-  }
-
-  async run(): Promise<void> {
-    const result = (await this.admin.run({ op: 'keys.generate' })) as GeneratedKey;
-    process.stderr.write(
-      `Key ${result.version} made in the HSM (KCV ${result.kcv}); servers use it from their next start, then run \`vault keys rotate\`.\n`,
-    );
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-  }
-}
-
 @Command({
   name: 'keys',
   description: 'Manage encryption keys',
-  subCommands: [KeysRotateCommand, KeysCeremonyCommand, KeysStatusCommand, KeysGenerateCommand],
+  subCommands: [KeysRotateCommand, KeysCeremonyCommand, KeysStatusCommand],
 })
 export class KeysCommand extends CommandRunner {
   async run(): Promise<void> {

@@ -99,6 +99,12 @@ export class AppConfig {
   @IsString()
   PKCS11_PIN?: string;
 
+  /** KEY_PROVIDER=pkcs11: a file holding the PIN instead (its first line), e.g. a mounted secret. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  PKCS11_PIN_FILE?: string;
+
   /** KEY_PROVIDER=pkcs11: the key-encrypting keys are the token's AES keys labelled `<this>-v<N>`. */
   @IsString()
   @Matches(/^[A-Za-z0-9._-]{1,48}$/, { message: 'PKCS11_KEY_LABEL must be 1 to 48 of A-Z a-z 0-9 . _ -' })

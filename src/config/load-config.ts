@@ -21,6 +21,7 @@ export function knownVariables(): string[] {
     'PKCS11_MODULE',
     'PKCS11_TOKEN_LABEL',
     'PKCS11_PIN',
+    'PKCS11_PIN_FILE',
   ].filter((name, i, all) => all.indexOf(name) === i);
 }
 

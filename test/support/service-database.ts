@@ -171,7 +171,8 @@ export interface ServiceDatabase {
   /** The tenants' keys, under a master key of this database's own. */
   readonly tenantKeys: TenantKeysService;
   /** Another key service on the same keys, its cache empty. */
-  freshTenantKeys(): TenantKeysService;
+  /** A tenant keys service with an empty cache (over `over`, a ring holding the same key, if given). */
+  freshTenantKeys(over?: MasterKeyRing): TenantKeysService;
   /** A new tenant (its row and wrapped root key, nothing else); its id. */
   newTenant(name?: string, id?: string): Promise<string>;
   /**
@@ -211,7 +212,7 @@ export async function openServiceDatabase(): Promise<ServiceDatabase> {
     clock,
     work,
     tenantKeys,
-    freshTenantKeys: () => new TenantKeysService(ring, tenants, work),
+    freshTenantKeys: (over = ring) => new TenantKeysService(over, tenants, work),
     newTenant: async (name = 'tenant', id = randomUUID()) => {
       await work.transaction({}, (change) =>
         tenants.insert(change, { id, name, ...tenantKeys.newTenantKey(id), createdAt: clock.now() }),

@@ -42,6 +42,13 @@ describe('master keys', () => {
       /^(PKCS11_MODULE: the PKCS#11 module \/nowhere\/libpkcs11.so could not be loaded|KEY_PROVIDER=pkcs11: the pkcs11js package is not installed)/,
     );
     expect(() => loadConfig({ PKCS11_KEY_LABEL: 'bad label!' })).toThrow(/PKCS11_KEY_LABEL must be/);
+    const both = { KEY_PROVIDER: 'pkcs11', PKCS11_MODULE: '/m.so', PKCS11_TOKEN_LABEL: 'vault' };
+    expect(() =>
+      checkMasterKeys(loadConfig({ ...both, PKCS11_PIN: '1234', PKCS11_PIN_FILE: '/run/pin' })),
+    ).toThrow('PKCS11_PIN_FILE: set PKCS11_PIN or PKCS11_PIN_FILE, not both');
+    expect(() => checkMasterKeys(loadConfig({ ...both, PKCS11_PIN_FILE: '/nowhere/pin' }))).toThrow(
+      'PKCS11_PIN_FILE: /nowhere/pin cannot be read',
+    );
   });
 
   it('rejects duplicate versions', () => {

@@ -146,25 +146,39 @@ export function checkMasterKeys(config: AppConfig): MasterKeyRing | undefined {
   return undefined;
 }
 
+/** The first line of PKCS11_PIN_FILE; a file that cannot be read is named, its content never. */
+function readPinFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n')[0].trimEnd();
+  } catch {
+    throw new ConfigError(`PKCS11_PIN_FILE: ${file} cannot be read`);
+  }
+}
+
 /**
  * The key-encrypting keys in the HSM (KEY_PROVIDER=pkcs11): every AES key of the token labelled
  * `<PKCS11_KEY_LABEL>-v<N>`, the highest version active. A token with none yet gives the CLI a ring that
- * holds nothing (`vault keys generate` makes the first) and stops a server, naming the command.
+ * holds nothing (`vault keys ceremony --provider pkcs11` makes the first) and stops a server, naming the command.
  */
 function pkcs11Ring(config: AppConfig): MasterKeyRing {
   if (config.ENCRYPTION_KEYS)
     throw new ConfigError(
       'ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11 (the keys are in the HSM; docs/keys.md)',
     );
-  const missing = (['PKCS11_MODULE', 'PKCS11_TOKEN_LABEL', 'PKCS11_PIN'] as const).filter(
+  const missing: string[] = (['PKCS11_MODULE', 'PKCS11_TOKEN_LABEL'] as const).filter(
     (name) => !config[name],
   );
+  if (!config.PKCS11_PIN && !config.PKCS11_PIN_FILE) missing.push('PKCS11_PIN');
   if (missing.length)
-    throw new ConfigError(`${missing.join(', ')}: required with KEY_PROVIDER=pkcs11 (docs/keys.md)`);
+    throw new ConfigError(
+      `${missing.join(', ')}: required with KEY_PROVIDER=pkcs11 (the PIN as PKCS11_PIN or PKCS11_PIN_FILE; docs/keys.md)`,
+    );
+  if (config.PKCS11_PIN && config.PKCS11_PIN_FILE)
+    throw new ConfigError('PKCS11_PIN_FILE: set PKCS11_PIN or PKCS11_PIN_FILE, not both');
   const device = Pkcs11Device.of({
     module: config.PKCS11_MODULE!,
     tokenLabel: config.PKCS11_TOKEN_LABEL!,
-    pin: config.PKCS11_PIN!,
+    pin: config.PKCS11_PIN ?? readPinFile(config.PKCS11_PIN_FILE!),
     keyLabel: config.PKCS11_KEY_LABEL,
   });
   const source = `KEY_PROVIDER=pkcs11 (token "${config.PKCS11_TOKEN_LABEL}")`;
@@ -179,7 +193,7 @@ function pkcs11Ring(config: AppConfig): MasterKeyRing {
   if (versions.length === 0) {
     if (config.role === 'cli') return new MasterKeyRing('sealed', source, 'pkcs11', device);
     throw new ConfigError(
-      `KEY_PROVIDER=pkcs11: the token "${config.PKCS11_TOKEN_LABEL}" holds no key labelled ${config.PKCS11_KEY_LABEL}-v<N>; make one with \`vault keys generate\` (docs/keys.md)`,
+      `KEY_PROVIDER=pkcs11: the token "${config.PKCS11_TOKEN_LABEL}" holds no key labelled ${config.PKCS11_KEY_LABEL}-v<N>; make one with \`vault keys ceremony --provider pkcs11\` (docs/keys.md)`,
     );
   }
   return new MasterKeyRing(

@@ -1,5 +1,7 @@
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
-import { KeysInsideChangeError } from './tenant-keys.service';
+import { MemoryKek } from './key-encryption-key';
+import { MasterKeyRing } from './master-keys';
+import { HSM_CACHE_MS, KeysInsideChangeError } from './tenant-keys.service';
 
 /**
  * The rule "load a tenant's keys before a change opens": a cache miss from the work of a transaction
@@ -15,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-const freshKeys = () => db.freshTenantKeys();
+const freshKeys = (over?: MasterKeyRing) => db.freshTenantKeys(over);
 
 /** A change of the tenant's that also writes a row (to see it roll back); the work runs inside it. */
 const renameWhile = (name: string, work: () => Promise<unknown>) =>
@@ -65,4 +67,37 @@ it('gives a tenant the same keys from every service, and another tenant others',
   ]);
   expect(a.encryption.equals(b.encryption)).toBe(true);
   expect(a.encryption.equals(c.encryption)).toBe(false);
+});
+
+it('asks an HSM again after 5 minutes (KEY_PROVIDER=pkcs11): a token taken away stops every tenant in time', async () => {
+  const inner = new MemoryKek('v1', Buffer.alloc(32, 9)); // the key the service database's ring holds
+  let unwraps = 0;
+  const counting = {
+    version: 'v1',
+    wrap: (plaintext: Buffer, aad: string) => inner.wrap(plaintext, aad),
+    unwrap: (wrapped: Buffer, aad: string) => (unwraps++, inner.unwrap(wrapped, aad)),
+    checkValue: () => inner.checkValue(),
+  };
+  const now = jest.spyOn(Date, 'now');
+  try {
+    now.mockReturnValue(1_000_000);
+    const hsm = freshKeys(new MasterKeyRing([counting], 'spec', 'pkcs11'));
+    await hsm.keysFor(tenantId);
+    await hsm.keysFor(tenantId);
+    expect(unwraps).toBe(1);
+    now.mockReturnValue(1_000_000 + HSM_CACHE_MS - 1);
+    await hsm.keysFor(tenantId);
+    expect(unwraps).toBe(1);
+    now.mockReturnValue(1_000_000 + HSM_CACHE_MS);
+    await hsm.keysFor(tenantId);
+    expect(unwraps).toBe(2);
+    // Keys in memory (env) stay cached.
+    const env = freshKeys(new MasterKeyRing([counting], 'spec', 'env'));
+    await env.keysFor(tenantId);
+    now.mockReturnValue(1_000_000 + 10 * HSM_CACHE_MS);
+    await env.keysFor(tenantId);
+    expect(unwraps).toBe(3);
+  } finally {
+    now.mockRestore();
+  }
 });

@@ -19,6 +19,11 @@ export interface TenantKeys {
 }
 
 const CACHE_LIMIT = 10_000;
+/**
+ * How long an unwrapped data key stays in memory when the KEK is in an HSM (KEY_PROVIDER=pkcs11): after
+ * it, the next use asks the token again, so that a token taken away stops every tenant within 5 minutes.
+ */
+export const HSM_CACHE_MS = 5 * 60_000;
 
 function derive(root: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', root, Buffer.alloc(0), `vault:${purpose}`, 32));
@@ -53,7 +58,7 @@ export class KeysInsideChangeError extends Error {
  */
 @Injectable()
 export class TenantKeysService {
-  private readonly cache = new Map<string, TenantKeys>();
+  private readonly cache = new Map<string, { keys: TenantKeys; at: number }>();
 
   constructor(
     private readonly ring: MasterKeyRing,
@@ -89,7 +94,8 @@ export class TenantKeysService {
    */
   async keysFor(tenantId: string, within?: Change): Promise<TenantKeys> {
     const cached = this.cache.get(tenantId);
-    if (cached) return cached;
+    if (cached && (this.ring.provider !== 'pkcs11' || Date.now() - cached.at < HSM_CACHE_MS))
+      return cached.keys;
     const transaction = within?.mode === 'transaction' ? within : undefined;
     if (!transaction && this.work.holding) throw new KeysInsideChangeError(tenantId);
     const stored = await this.store.find(transaction ?? this.work.reader, tenantId);
@@ -110,8 +116,9 @@ export class TenantKeysService {
       searchIndex: derive(root, 'search-index'),
       idempotency: derive(root, 'idempotency'),
     };
+    this.cache.delete(tenantId);
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(tenantId, keys);
+    this.cache.set(tenantId, { keys, at: Date.now() });
     return keys;
   }
 

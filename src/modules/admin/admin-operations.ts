@@ -79,7 +79,7 @@ export class AdminOperations {
         } catch (error) {
           if (error instanceof NotInHsmError)
             throw new AdminRefusal(
-              'keys generate refused: only with KEY_PROVIDER=pkcs11 (env: add a version to ENCRYPTION_KEYS; split: keys ceremony)',
+              'keys ceremony --provider pkcs11 refused: only with KEY_PROVIDER=pkcs11 and its PKCS11_* settings (docs/keys.md)',
             );
           throw error;
         }

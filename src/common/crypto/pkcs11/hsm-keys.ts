@@ -3,18 +3,18 @@ import { UnitOfWork } from '../../unit-of-work/unit-of-work';
 import { MasterKeyChecksRepository } from '../master-key-checks.repository';
 import { MasterKeyRing } from '../master-keys';
 
-/** What `vault keys generate` answers: the new version and its key check value (hex), nothing of the key. */
+/** What `vault keys ceremony --provider pkcs11` answers: the new version and its key check value (hex), nothing of the key. */
 export interface GeneratedKey {
   version: string;
   provider: 'pkcs11';
   kcv: string;
 }
 
-/** `keys generate` asked of a process whose keys are not in an HSM. */
+/** A pkcs11 ceremony asked of a process whose keys are not in an HSM. */
 export class NotInHsmError extends Error {}
 
 /**
- * `vault keys generate` (KEY_PROVIDER=pkcs11): a new key-encrypting key made by the HSM inside its token,
+ * `vault keys ceremony --provider pkcs11` (KEY_PROVIDER=pkcs11): a new key-encrypting key made by the HSM inside its token,
  * sensitive and not extractable, labelled `<PKCS11_KEY_LABEL>-v<N>` with N past every version this
  * database recorded (under the checks' lock), and its key check value recorded. Servers use it from their
  * next start (a rolling restart), `keys rotate` then re-wraps every tenant key under it.
