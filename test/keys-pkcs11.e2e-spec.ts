@@ -1,4 +1,5 @@
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { Client } from 'pg';
 import request from 'supertest';
 import { DecryptionError } from '../src/common/crypto/aead';
@@ -7,7 +8,7 @@ import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { spawnJs } from './support/processes';
 import { initToken, SOFTHSM_MODULE, softHsmTokens } from './support/softhsm';
-import { createDatabase, dropDatabase } from './support/test-database';
+import { ADMIN_URL, createDatabase, dropDatabase } from './support/test-database';
 
 const PIN = '7294-1183';
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 };
@@ -268,4 +269,38 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
     // The device's counts are the process's (these servers share one): two more, one per tenant.
     expect(counted(await metrics(again), 'unwrap') - unwrapped).toBe(2);
   }, 120_000);
+
+  it('leaves no PIN, KEK or unwrapped data key in the database, the logs or an answer', async () => {
+    const all = [...apps];
+    const logs = all.flatMap((t) => t.logs).join('\n');
+    const dump = execFileSync('pg_dump', ['--data-only', `${ADMIN_URL.replace(/\/[^/]*$/, '')}/${db.name}`], {
+      maxBuffer: 256 * 1024 * 1024,
+    }).toString();
+    // The data keys as the token opens them (the test may ask it; the vault keeps them in memory only).
+    const device = Pkcs11Device.of({
+      module: SOFTHSM_MODULE,
+      tokenLabel: 'vault-e2e',
+      pin: PIN,
+      keyLabel: 'vault-kek',
+    });
+    const pg = new Client({ connectionString: db.url });
+    await pg.connect();
+    let dataKeys: Buffer[];
+    try {
+      const { rows } = await pg.query<{ id: string; key_version: string; wrapped_key: Buffer }>(
+        'SELECT id, key_version, wrapped_key FROM tenants WHERE wrapped_key IS NOT NULL',
+      );
+      dataKeys = rows.map((row) =>
+        device.key(row.key_version).unwrap(row.wrapped_key, `tenant-key:${row.id}`),
+      );
+    } finally {
+      await pg.end();
+    }
+    expect(dataKeys.length).toBeGreaterThanOrEqual(2);
+    const secrets = [PIN, ...dataKeys.flatMap((k) => [k.toString('base64'), k.toString('hex')])];
+    for (const secret of secrets) {
+      expect(dump).not.toContain(secret);
+      expect(logs).not.toContain(secret);
+    }
+  });
 });
