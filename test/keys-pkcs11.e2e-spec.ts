@@ -1,5 +1,6 @@
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
 import { DecryptionError } from '../src/common/crypto/aead';
@@ -303,4 +304,98 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
       expect(logs).not.toContain(secret);
     }
   });
+});
+
+describe('a change of provider: vault keys rotate --to pkcs11, every server stopped', () => {
+  it('moves every tenant key under a new key made in the HSM; the servers then start under pkcs11 and pay with old tokens', async () => {
+    const moved = await createDatabase('vault_test_to_pkcs11');
+    const apps: TestApp[] = [];
+    try {
+      initToken('vault-move', PIN);
+      const envKeys = `v1:${randomBytes(32).toString('base64')}`;
+      const asEnv = {
+        DATABASE_URL: moved.url,
+        KEY_PROVIDER: 'env',
+        ENCRYPTION_KEYS: envKeys,
+        JOBS_ENABLED: 'false',
+      };
+      const hsm = {
+        PKCS11_MODULE: SOFTHSM_MODULE,
+        PKCS11_TOKEN_LABEL: 'vault-move',
+        PKCS11_PIN: PIN,
+      };
+      const before = await startApp(asEnv);
+      apps.push(before);
+      const tenant = await newTenant(before, 'moving');
+      const key = (
+        await newApplication(before, tenant.managementKey, {
+          type: 'private',
+          permissions: ORCHESTRATION_PERMISSIONS,
+        })
+      ).key;
+      const made = await request(before.http)
+        .post('/tokens')
+        .set('BT-API-KEY', key)
+        .send({ type: 'card', data: CARD })
+        .expect(201);
+      await before.close();
+      apps.pop();
+
+      const run = spawnJs('bin/vault.js', ['keys', 'rotate', '--to', 'pkcs11'], {
+        LOG_LEVEL: 'warn',
+        ...asEnv,
+        ...hsm,
+      });
+      expect(await run.exited).toBe(0);
+      const changed = JSON.parse(run.stdout().trim());
+      expect(changed).toMatchObject({
+        from: 'env',
+        to: 'pkcs11',
+        active_version: 'v2',
+        rewrapped_tenants: 1,
+        check: expect.stringMatching(/^[0-9A-F]{6}$/),
+      });
+      expect(run.stderr()).toMatch(/Keys moved from env to pkcs11: 1 tenant keys under v2/);
+      expect(`${run.stdout()}${run.stderr()}`).not.toContain(PIN);
+
+      // The environment's key is no longer needed: the server starts on the HSM alone.
+      const after = await startApp({
+        DATABASE_URL: moved.url,
+        KEY_PROVIDER: 'pkcs11',
+        ENCRYPTION_KEYS: '',
+        JOBS_ENABLED: 'false',
+        ...hsm,
+      });
+      apps.push(after);
+      const connection = await newConnection(after, key, {
+        currencies: ['USD'],
+        countries: ['US'],
+        wait: false,
+      });
+      const paid = await request(after.http).post('/orchestration/transactions').set('BT-API-KEY', key).send({
+        amount: 500,
+        currency: 'USD',
+        connection_id: connection.id,
+        token: made.body.id,
+        intent: 'capture',
+        payment_source: 'card_on_file',
+      });
+      expect([201, 202]).toContain(paid.status);
+      const status = spawnJs('bin/vault.js', ['keys', 'status'], {
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: moved.url,
+        KEY_PROVIDER: 'pkcs11',
+        ENCRYPTION_KEYS: '',
+        ...hsm,
+      });
+      await status.exited;
+      expect(JSON.parse(status.stdout()).versions).toEqual([
+        { version: 'v1', provider: 'env', active: false, wraps: 0 },
+        { version: 'v2', provider: 'pkcs11', active: true, wraps: 1 },
+      ]);
+    } finally {
+      for (const t of apps) await t.close();
+      await dropDatabase(moved.name);
+    }
+  }, 120_000);
 });

@@ -1,4 +1,8 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { combine } from 'shamir-secret-sharing';
@@ -242,4 +246,84 @@ describe('keys under custody: KEY_PROVIDER=split', () => {
       expect(logs).not.toContain(secret);
     }
   });
+});
+
+describe('a change of provider: vault keys rotate --to split, every server stopped', () => {
+  it('writes the shares first, moves every tenant key under the split key; the server then starts sealed, unseals and reads', async () => {
+    const moved = await createDatabase('vault_test_to_split');
+    const out = mkdtempSync(join(tmpdir(), 'vault-shares-'));
+    const apps: TestApp[] = [];
+    try {
+      const envKeys = `v1:${randomBytes(32).toString('base64')}`;
+      const asEnv = {
+        DATABASE_URL: moved.url,
+        KEY_PROVIDER: 'env',
+        ENCRYPTION_KEYS: envKeys,
+        JOBS_ENABLED: 'false',
+      };
+      const before = await startApp(asEnv);
+      apps.push(before);
+      const tenant = await newTenant(before, 'moving');
+      const key = (
+        await newApplication(before, tenant.managementKey, {
+          type: 'private',
+          permissions: ['token:create', 'token:read'],
+        })
+      ).key;
+      const made = await request(before.http)
+        .post('/tokens')
+        .set('BT-API-KEY', key)
+        .send({
+          type: 'card',
+          data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 },
+        })
+        .expect(201);
+      await before.close();
+      apps.pop();
+
+      const bad = await cli(asEnv, ['keys', 'rotate', '--to', 'split', '--shares', '3', '--threshold', '2']);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toMatch(/--shares, --threshold and --out are required/);
+
+      const dir = join(out, 'custodians');
+      const run = await cli(asEnv, [
+        'keys',
+        'rotate',
+        '--to',
+        'split',
+        '--shares',
+        '3',
+        '--threshold',
+        '2',
+        '--out',
+        dir,
+      ]);
+      expect(run.code).toBe(0);
+      const changed = JSON.parse(run.stdout);
+      expect(changed).toMatchObject({ from: 'env', to: 'split', active_version: 'v2', rewrapped_tenants: 1 });
+      expect(changed.share_files).toEqual([1, 2, 3].map((i) => join(dir, `share-${i}.txt`)));
+      const lines = changed.share_files.map((file: string) => readFileSync(file, 'utf8').trim());
+      for (const file of changed.share_files) expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(lines[0]).toMatch(/^vault-share-v1:v2:[0-9a-f]{16}:1:/);
+
+      const after = await startApp({ DATABASE_URL: moved.url, ...SPLIT });
+      apps.push(after);
+      await request(after.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+      await request(after.http).post('/sys/unseal').send({ share: lines[2] }).expect(200);
+      await request(after.http).post('/sys/unseal').send({ share: lines[0] }).expect(200);
+      await request(after.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(200);
+      await request(after.http)
+        .post('/tokens')
+        .set('BT-API-KEY', key)
+        .send({
+          type: 'card',
+          data: { number: '5555555555554444', expiration_month: 1, expiration_year: 2032 },
+        })
+        .expect(201);
+    } finally {
+      for (const t of apps) await t.close();
+      rmSync(out, { recursive: true, force: true });
+      await dropDatabase(moved.name);
+    }
+  }, 120_000);
 });

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CeremonyResult } from '../common/crypto/key-ceremony';
 import type { GeneratedKey } from '../common/crypto/pkcs11/hsm-keys';
+import type { ProviderChanged } from '../modules/admin/provider-change';
 import { AppConfig } from '../config/app-config';
 import { AdminClient, CliError } from './admin-client';
 
@@ -87,7 +88,7 @@ export class KeysCeremonyCommand extends CommandRunner {
 @SubCommand({
   name: 'rotate',
   description:
-    'Re-wrap every tenant data key under the active (last) master key; refused while a running server lacks it',
+    'Re-wrap every tenant data key under the active (last) master key; refused while a running server lacks it. With --to split|pkcs11 (every server stopped): move the key-encrypting key to another provider',
 })
 export class KeysRotateCommand extends CommandRunner {
   constructor(
@@ -97,7 +98,48 @@ export class KeysRotateCommand extends CommandRunner {
     super();
   }
 
-  async run(): Promise<void> {
+  @Option({ flags: '--to <provider>', description: 'split or pkcs11: change provider (servers stopped)' })
+  parseTo(value: string): 'split' | 'pkcs11' {
+    if (value !== 'split' && value !== 'pkcs11') throw new CliError('--to must be split or pkcs11');
+    return value;
+  }
+
+  @Option({ flags: '--shares <n>', description: '--to split: how many custodians get a share (2 to 16)' })
+  parseShares(value: string): number {
+    return whole('--shares')(value);
+  }
+
+  @Option({ flags: '--threshold <m>', description: '--to split: how many shares open the key' })
+  parseThreshold(value: string): number {
+    return whole('--threshold')(value);
+  }
+
+  @Option({
+    flags: '--out <dir>',
+    description: '--to split: write each share to DIR/share-<index>.txt (0600)',
+  })
+  parseOut(value: string): string {
+    return value;
+  }
+
+  async run(
+    _args: string[],
+    options: { to?: 'split' | 'pkcs11'; shares?: number; threshold?: number; out?: string } = {},
+  ): Promise<void> {
+    if (options.to) {
+      const changed = (await this.admin.run({
+        op: 'keys.rotate-to',
+        to: options.to,
+        shares: options.shares,
+        threshold: options.threshold,
+        out: options.out,
+      })) as ProviderChanged;
+      process.stderr.write(
+        `Keys moved from ${changed.from} to ${changed.to}: ${changed.rewrapped_tenants} tenant keys under ${changed.active_version}. Start the servers with KEY_PROVIDER=${changed.to}.\n`,
+      );
+      process.stdout.write(`${JSON.stringify(changed)}\n`);
+      return;
+    }
     // With the embedded database and a server running, the server rotates under its own keys: it
     // refuses when they are not the ones this command was given.
     const request = { op: 'keys.rotate' as const, active: this.config.activeKeyVersion };

@@ -44,11 +44,12 @@ export class AuditSigningKeys {
 
   /**
    * With master key rotation (`keys rotate`): seals every key's seed under the active master key, so that
-   * the old master key can go without losing the signing keys. Returns how many were sealed again.
+   * the old master key can go without losing the signing keys. Returns how many were sealed again. In
+   * `within` when given.
    */
-  async reseal(): Promise<number> {
+  async reseal(within?: Change): Promise<number> {
     const active = this.ring.active;
-    return this.work.transaction({}, async (change) => {
+    const run = async (change: Change) => {
       let resealed = 0;
       for (const row of await this.keys.list(change)) {
         if (row.master_key_version === active.version) continue;
@@ -58,7 +59,9 @@ export class AuditSigningKeys {
         resealed++;
       }
       return resealed;
-    });
+    };
+    // In the caller's change (a change of provider re-wraps everything in one) or in one of its own.
+    return within ? run(within) : this.work.transaction({}, run);
   }
 
   /** `<host>/audit`: the host of PUBLIC_BASE_URL, with its port when it has one. */

@@ -26,7 +26,9 @@ describe('master keys', () => {
     ).toThrow(/ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11/);
     expect(() =>
       checkMasterKeys(loadConfig({ KEY_PROVIDER: 'pkcs11', PKCS11_TOKEN_LABEL: 'vault' })),
-    ).toThrow('PKCS11_MODULE, PKCS11_PIN: required with KEY_PROVIDER=pkcs11 (docs/keys.md)');
+    ).toThrow(
+      'PKCS11_MODULE, PKCS11_PIN: required with KEY_PROVIDER=pkcs11 (the PIN as PKCS11_PIN or PKCS11_PIN_FILE; docs/keys.md)',
+    );
     expect(
       () =>
         checkMasterKeys(

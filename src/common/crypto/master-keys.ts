@@ -82,6 +82,17 @@ export class MasterKeyRing {
     return this.holding().byVersion.get(version);
   }
 
+  /**
+   * Adds a key that becomes the active one, in this process only: a change of provider (`vault keys
+   * rotate --to`, servers stopped) re-wraps everything under the new provider's key while the old ones
+   * are still there to unwrap.
+   */
+  adopt(key: KeyEncryptionKey): void {
+    const held = this.holding();
+    if (held.byVersion.has(key.version)) throw new Error(`the ring already holds ${key.version}`);
+    this.held = hold([...held.keys, key]);
+  }
+
   /** Gives a sealed ring its keys, then runs what waited for them (`whenUnsealed`), in order. */
   unseal(keys: MasterKey[]): void {
     if (!this.sealed) throw new Error('the master key ring is not sealed');
@@ -155,16 +166,18 @@ function readPinFile(file: string): string {
   }
 }
 
-/**
- * The key-encrypting keys in the HSM (KEY_PROVIDER=pkcs11): every AES key of the token labelled
- * `<PKCS11_KEY_LABEL>-v<N>`, the highest version active. A token with none yet gives the CLI a ring that
- * holds nothing (`vault keys ceremony --provider pkcs11` makes the first) and stops a server, naming the command.
- */
-function pkcs11Ring(config: AppConfig): MasterKeyRing {
-  if (config.ENCRYPTION_KEYS)
-    throw new ConfigError(
-      'ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11 (the keys are in the HSM; docs/keys.md)',
-    );
+/** The HSM the PKCS11_* settings name (checked first by `checkPkcs11Settings`). */
+export function pkcs11Device(config: AppConfig): Pkcs11Device {
+  return Pkcs11Device.of({
+    module: config.PKCS11_MODULE!,
+    tokenLabel: config.PKCS11_TOKEN_LABEL!,
+    pin: config.PKCS11_PIN ?? readPinFile(config.PKCS11_PIN_FILE!),
+    keyLabel: config.PKCS11_KEY_LABEL,
+  });
+}
+
+/** The PKCS11_* settings the HSM needs, refused by name when missing or contradictory. */
+export function checkPkcs11Settings(config: AppConfig): void {
   const missing: string[] = (['PKCS11_MODULE', 'PKCS11_TOKEN_LABEL'] as const).filter(
     (name) => !config[name],
   );
@@ -175,12 +188,20 @@ function pkcs11Ring(config: AppConfig): MasterKeyRing {
     );
   if (config.PKCS11_PIN && config.PKCS11_PIN_FILE)
     throw new ConfigError('PKCS11_PIN_FILE: set PKCS11_PIN or PKCS11_PIN_FILE, not both');
-  const device = Pkcs11Device.of({
-    module: config.PKCS11_MODULE!,
-    tokenLabel: config.PKCS11_TOKEN_LABEL!,
-    pin: config.PKCS11_PIN ?? readPinFile(config.PKCS11_PIN_FILE!),
-    keyLabel: config.PKCS11_KEY_LABEL,
-  });
+}
+
+/**
+ * The key-encrypting keys in the HSM (KEY_PROVIDER=pkcs11): every AES key of the token labelled
+ * `<PKCS11_KEY_LABEL>-v<N>`, the highest version active. A token with none yet gives the CLI a ring that
+ * holds nothing (`vault keys ceremony --provider pkcs11` makes the first) and stops a server, naming the command.
+ */
+function pkcs11Ring(config: AppConfig): MasterKeyRing {
+  if (config.ENCRYPTION_KEYS)
+    throw new ConfigError(
+      'ENCRYPTION_KEYS: must not be set with KEY_PROVIDER=pkcs11 (the keys are in the HSM; docs/keys.md)',
+    );
+  checkPkcs11Settings(config);
+  const device = pkcs11Device(config);
   const source = `KEY_PROVIDER=pkcs11 (token "${config.PKCS11_TOKEN_LABEL}")`;
   let versions: string[];
   try {

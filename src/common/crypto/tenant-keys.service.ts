@@ -122,11 +122,14 @@ export class TenantKeysService {
     return keys;
   }
 
-  /** Re-wraps every tenant root key not yet under the active master key; returns how many changed. */
-  async rotate(): Promise<{ rewrapped: number; active: string }> {
+  /**
+   * Re-wraps every tenant root key not yet under the active master key; returns how many changed. In
+   * `within` when given (a change of provider re-wraps everything in one change).
+   */
+  async rotate(within?: Change): Promise<{ rewrapped: number; active: string }> {
     const active = this.ring.active;
-    // The command line's (or the control socket's) change: nothing audited.
-    return this.work.transaction({}, async (change) => {
+    // The command line's (or the control socket's) change, or the caller's: nothing audited.
+    const run = async (change: Change) => {
       const rows = await this.store.lockWrappedUnderOther(change, active.version);
       for (const row of rows) {
         const root = this.unwrap(row.tenantId, row.keyVersion, row.wrappedKey);
@@ -137,7 +140,8 @@ export class TenantKeysService {
       }
       this.cache.clear();
       return { rewrapped: rows.length, active: active.version };
-    });
+    };
+    return within ? run(within) : this.work.transaction({}, run);
   }
 
   private unwrap(tenantId: string, version: string | null, wrapped: Buffer): Buffer {

@@ -11,12 +11,20 @@ import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
 import { TenantsService } from '../tenants/tenants.service';
 import { InstanceHeartbeatService, LIVE_SECONDS } from './instance-heartbeat.service';
 import { InstancesRepository } from './instances.repository';
+import {
+  ProviderChange,
+  type ProviderChanged,
+  ProviderChangeRefusal,
+  type ProviderChangeRequest,
+} from './provider-change';
 
 /** What the command line can ask for; the same requests travel over the server's control socket. */
 export type AdminRequest =
   | { op: 'tenant.create'; name: string }
   /** `active`: the version the caller means to wrap under (its ENCRYPTION_KEYS), checked by the server. */
   | { op: 'keys.rotate'; active?: string }
+  /** A change of provider, every server stopped (docs/keys.md). */
+  | ({ op: 'keys.rotate-to' } & ProviderChangeRequest)
   /**
    * `seal`: append and checkpoint what has committed first; `checkpoint`: a signed note kept outside the
    * service, which the log must still hold, as its file holds it (one extra newline at the end accepted).
@@ -53,6 +61,7 @@ export class AdminOperations {
     private readonly ceremony: KeyCeremony,
     private readonly keyStatus: KeyStatusReader,
     private readonly hsmKeys: HsmKeys,
+    private readonly providerChange: ProviderChange,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
@@ -73,6 +82,23 @@ export class AdminOperations {
         return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
       case 'keys.status':
         return this.keyStatus.read();
+      case 'keys.rotate-to': {
+        const live = (await this.instances.live(LIVE_SECONDS)).filter(
+          (instance) => instance.id !== this.heartbeat?.self.id,
+        );
+        if (live.length > 0 || this.heartbeat)
+          throw new AdminRefusal(
+            `keys rotate --to refused: a change of provider is made with every server stopped; ${
+              live.map((i) => `the server on ${i.hostname} (pid ${i.pid})`).join(', ') || 'this server'
+            } is running. Nothing was changed.`,
+          );
+        try {
+          return await this.providerChange.run(request);
+        } catch (error) {
+          if (error instanceof ProviderChangeRefusal) throw new AdminRefusal(error.message);
+          throw error;
+        }
+      }
       case 'keys.generate':
         try {
           return await this.hsmKeys.generate();

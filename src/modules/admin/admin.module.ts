@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { DatabaseModule } from '../../database/database.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { AdminOperations } from './admin-operations';
+import { ProviderChange } from './provider-change';
 import { ControlSocketService } from './control-socket.service';
 import { InstanceEntity } from './entities/instance.entity';
 import { InstanceHeartbeatService } from './instance-heartbeat.service';
@@ -20,6 +21,7 @@ export class AdminModule {
       imports: [TenantsModule],
       providers: [
         AdminOperations,
+        ProviderChange,
         InstancesRepository,
         ...(options.controlSocket ? [ControlSocketService] : []),
         ...(options.heartbeat ? [InstanceHeartbeatService] : []),

@@ -10,6 +10,7 @@ import { tenantKeysUnder, tenantKeyStore, tenantsOn } from '../../../test/suppor
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
 import { KeyCeremony } from '../../common/crypto/key-ceremony';
+import { ProviderChange } from './provider-change';
 import { HsmKeys } from '../../common/crypto/pkcs11/hsm-keys';
 import { KeyStatusReader } from '../../common/crypto/key-status';
 import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
@@ -52,6 +53,9 @@ function operations(keys: MasterKey[]): AdminOperations {
       KEY_PROVIDER: 'env',
     } as AppConfig),
     new HsmKeys(ring, db.work, new MasterKeyChecksRepository()),
+    new ProviderChange(ring, db.work, new MasterKeyChecksRepository(), tenantKeys, audit.keys, {
+      KEY_PROVIDER: 'env',
+    } as AppConfig),
     { self: { id: SELF } } as InstanceHeartbeatService,
   );
 }
@@ -236,6 +240,18 @@ describe('the operations behind it', () => {
       { key_version: 'v1' },
       { key_version: 'v1' },
     ]);
+    await service.onApplicationShutdown();
+  });
+
+  it('keys.rotate-to: refused by a running server (a change of provider is made with every server stopped)', async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const service = await started(operations([V1]));
+    const reply = (await request({ op: 'keys.rotate-to', to: 'pkcs11' })) as { ok: false; error: string };
+    expect(reply.ok).toBe(false);
+    expect(reply.error).toMatch(
+      /^keys rotate --to refused: a change of provider is made with every server stopped/,
+    );
+    expect(await db.rows("SELECT version FROM master_key_checks WHERE provider <> 'env'")).toEqual([]);
     await service.onApplicationShutdown();
   });
 

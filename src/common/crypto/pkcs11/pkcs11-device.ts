@@ -267,9 +267,9 @@ export class Pkcs11Device {
       } catch (error) {
         if ((error as Pkcs11Module.Pkcs11Error).code !== b.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw error;
       }
-      const slot = this.lib
-        .C_GetSlotList(true)
-        .find((s) => this.lib.C_GetTokenInfo(s).label.trimEnd() === this.settings.tokenLabel);
+      // A module lists the tokens it found when initialised: one that came (back) since is seen after
+      // initialising it again.
+      const slot = this.findSlot() ?? (this.reinitialise(), this.findSlot());
       if (!slot) throw new TokenMissing(`no token labelled "${this.settings.tokenLabel}"`);
       const session = this.lib.C_OpenSession(slot, b.CKF_SERIAL_SESSION | b.CKF_RW_SESSION);
       try {
@@ -282,6 +282,17 @@ export class Pkcs11Device {
     this.counts.opened++;
     this.opened = opened;
     return opened;
+  }
+
+  private findSlot(): Handle | undefined {
+    return this.lib
+      .C_GetSlotList(true)
+      .find((slot) => this.lib.C_GetTokenInfo(slot).label.trimEnd() === this.settings.tokenLabel);
+  }
+
+  private reinitialise(): void {
+    this.lib.C_Finalize();
+    this.lib.C_Initialize();
   }
 
   private findKeys(session: Handle): Map<string, Handle> {
