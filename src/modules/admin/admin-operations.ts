@@ -42,7 +42,7 @@ export interface RotatedKeys {
 }
 
 export type AdminResult =
-  CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus | GeneratedKey;
+  CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus | GeneratedKey | ProviderChanged;
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
