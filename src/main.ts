@@ -64,6 +64,9 @@ async function main(): Promise<void> {
   // Through the loggers' own stream: after every log line of the start-up, the banner last.
   out.write(`listening on ${config.publicBaseUrl}\n`);
   bootstrap.printBanner((text) => out.write(text));
+  // Lines are gathered in blocks (logging.ts): the start-up lines go out now, before the first request
+  // is answered, as they did when every line was written at once.
+  (out as { flush?: () => void }).flush?.();
 }
 
 main().catch((error: unknown) => {

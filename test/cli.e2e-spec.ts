@@ -86,7 +86,13 @@ describe('the CLI with the embedded database', () => {
       expect(JSON.parse(rotated.stdout)).toEqual({ active_version: 'v1', rewrapped_tenants: 0 });
       const verified = await cli('logs', 'verify');
       expect(verified.code).toBe(0);
-      expect(JSON.parse(verified.stdout)).toMatchObject({ tenants_checked: 2, problems: [] });
+      // The two tenants, and the system tenant, whose log recorded the rotation (docs/keys.md).
+      expect(JSON.parse(verified.stdout)).toMatchObject({ tenants_checked: 3, problems: [] });
+      const system = await cli('logs', '--system');
+      expect(system.stdout.split('\n').map((line) => JSON.parse(line).message)).toEqual([
+        'Key rotation to v1 started',
+        'Key rotation to v1 finished: 0 tenant keys and 0 signing keys re-wrapped',
+      ]);
     } finally {
       await stop(running.spawned);
     }

@@ -271,6 +271,32 @@ describe('keys in an HSM: KEY_PROVIDER=pkcs11 (SoftHSM2)', () => {
     expect(counted(await metrics(again), 'unwrap') - unwrapped).toBe(2);
   }, 120_000);
 
+  it('every key made, rotation and HSM failure is on record in the system log (`vault logs --system`)', async () => {
+    const run = await cli(['logs', '--system']);
+    expect(run.code).toBe(0);
+    const messages = run.stdout.split('\n').map((line) => {
+      const row = JSON.parse(line) as { operation: string; message: string; entity_type: string };
+      expect(row.entity_type).toBe('key');
+      return `${row.operation} ${row.message}`;
+    });
+    expect(
+      messages.filter((m) =>
+        /^create Key-encrypting key v\d made in the HSM \(pkcs11, KCV [0-9A-F]{6}\)$/.test(m),
+      ),
+    ).toHaveLength(2);
+    expect(
+      messages.some((m) => /^refuse The HSM did not answer \(KEY_PROVIDER=pkcs11: CKR_\w+\)/.test(m)),
+    ).toBe(true);
+    expect(messages).toContain('use The HSM answers again (KEY_PROVIDER=pkcs11)');
+    expect(messages).toContain('update Key rotation to v2 started');
+    expect(
+      messages.some((m) =>
+        /^update Key rotation to v2 finished: \d+ tenant keys and \d+ signing keys re-wrapped$/.test(m),
+      ),
+    ).toBe(true);
+    expect(run.stdout).not.toContain(PIN);
+  });
+
   it('leaves no PIN, KEK or unwrapped data key in the database, the logs or an answer', async () => {
     const all = [...apps];
     const logs = all.flatMap((t) => t.logs).join('\n');

@@ -224,6 +224,31 @@ describe('keys under custody: KEY_PROVIDER=split', () => {
     expect((await request(t.http).get('/sys/seal-status')).body.progress).toBe(0);
   });
 
+  it('every ceremony, share entered and unseal is on record in the system log (`vault logs --system`), by index, never by value', async () => {
+    const run = await cli({ DATABASE_URL: db.url }, ['logs', '--system']);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split('\n').map((line) => JSON.parse(line));
+    const messages = lines.map((line) => `${line.operation} ${line.message}`);
+    expect(lines.every((line) => line.entity_type === 'key' && line.actor_type === 'system')).toBe(true);
+    expect(lines.every((line) => line.tenant_id === '00000000-0000-4000-8000-000000000000')).toBe(true);
+    expect(messages[0]).toMatch(
+      /^create Key-encrypting key v1 made by a ceremony, split into 3 shares of which 2 open it/,
+    );
+    expect(messages).toContain('refuse A share entered at unseal was refused: corrupted');
+    expect(messages).toContain('refuse Share 1 entered at unseal was refused: a share of another key (v1)');
+    expect(messages).toContain('refuse Share 1 entered at unseal was refused: entered already');
+    expect(messages).toContain('use Unseal: share 1 of key v1 entered (1 of 2)');
+    expect(messages.some((m) => /^refuse Unseal: shares \d, \d did not open key v1/.test(m))).toBe(true);
+    expect(messages.some((m) => /^use Unsealed: key v1 opened by shares \d, \d$/.test(m))).toBe(true);
+    expect(messages).toContain('update Unseal reset: 1 share(s) entered forgotten');
+    for (const share of shares) expect(run.stdout).not.toContain(share.split(':')[4]);
+    // No request reads it: a tenant's key sees its own log only.
+    const [t] = apps;
+    const tenant = await newTenant(t, 'reader');
+    const logs = await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);
+    expect(JSON.stringify(logs.body)).not.toContain('Key-encrypting key');
+  });
+
   it('no share, and not the key they open, in the database or a log line', async () => {
     const key = Buffer.from(
       await combine(

@@ -1,6 +1,7 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { readFileSync } from 'node:fs';
 import type { AuditReport } from '../common/audit/audit-verifier.service';
+import type { SystemLogLine } from '../common/audit/system-log';
 import { AdminClient } from './admin-client';
 
 @SubCommand({
@@ -48,7 +49,22 @@ export class LogsVerifyCommand extends CommandRunner {
 
 @Command({ name: 'logs', description: 'Audit log tools', subCommands: [LogsVerifyCommand] })
 export class LogsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
+  constructor(private readonly admin: AdminClient) {
+    super();
+  }
+
+  @Option({
+    flags: '--system',
+    description:
+      "Print the system tenant's log (every use of the key-encrypting keys: ceremonies, unseals, rotations, the HSM's failures) as JSON lines, oldest first",
+  })
+  parseSystem(): boolean {
+    return true;
+  }
+
+  async run(_args: string[], options: { system?: boolean } = {}): Promise<void> {
+    if (!options.system) return this.command.help();
+    const lines = (await this.admin.run({ op: 'logs.system' })) as SystemLogLine[];
+    process.stdout.write(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   }
 }

@@ -7,7 +7,12 @@ SELECT id, name, key_version AS "keyVersion", wrapped_key AS "wrappedKey", creat
   WHERE id = $1;
 
 -- TenantsRepository.count
-SELECT count(*)::int AS tenants FROM tenants;
+SELECT count(*)::int AS tenants FROM tenants WHERE id <> $1;
+
+-- TenantsRepository.ensureSystemTenant
+INSERT INTO tenants (id, name, created_at)
+  VALUES ($1, $2, clock_timestamp())
+  ON CONFLICT (id) DO NOTHING;
 
 -- TenantsRepository.lockBootstrap
 SELECT pg_advisory_xact_lock($1);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { EntityType, Operation } from './audit.types';
+import type { EntityType, Operation, SystemEntityType } from './audit.types';
 import { LOG_COLUMNS } from './log-object';
 import { AuditLogEntity } from './entities/audit-log.entity';
 import { cursorTimeSql } from '../pagination/cursor-pagination';
@@ -32,7 +32,7 @@ export interface LogRecord {
   tenantId: string;
   actorId: string | null;
   actorType: string;
-  entityType: EntityType;
+  entityType: EntityType | SystemEntityType;
   entityId: string | null;
   operation: Operation;
   message: string;

@@ -4,6 +4,7 @@ import { AuditChainRepository } from './audit-chain.repository';
 import { AuditChainService } from './audit-chain.service';
 import { AuditCheckpointer } from './audit-checkpointer.service';
 import { AuditLogReadsRepository } from './audit-log-reads.repository';
+import { SystemLog } from './system-log';
 import { AuditLogsRepository } from './audit-logs.repository';
 import { AuditProofs } from './audit-proofs.service';
 import { AuditSigningKeysRepository } from './audit-signing-keys.repository';
@@ -56,8 +57,10 @@ import {
     AuditCheckpointer,
     AuditProofs,
     AuditVerifier,
+    SystemLog,
   ],
   exports: [
+    SystemLog,
     AuditLogReadsRepository,
     AuditTreeRepository,
     AuditTrail,

@@ -13,6 +13,9 @@ export const ENTITY_TYPES = {
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
+/** A key-encrypting key version: the entity of the system tenant's rows only (docs/keys.md), never a tenant's. */
+export type SystemEntityType = 'key';
+
 /**
  * What the `entity_type` filter of `GET /logs` takes: every type the service
  * writes, and `card` and `bank`, which select the rows of tokens of that type (rows carry `token`).
@@ -55,7 +58,7 @@ export type Operation = (typeof OPERATIONS)[number];
 
 /** One audit log entry before it is written; the message must never hold sensitive data. */
 export interface AuditEntry {
-  entityType: EntityType;
+  entityType: EntityType | SystemEntityType;
   entityId: string | null;
   operation: Operation;
   message: string;

@@ -13,6 +13,7 @@ import { KeyCeremony } from './key-ceremony';
 import { KeyStatusReader } from './key-status';
 import { Metrics } from '../metrics/metrics';
 import { HsmKeys } from './pkcs11/hsm-keys';
+import { KeyRecords } from './key-records';
 import { TenantKeysService } from './tenant-keys.service';
 
 /**
@@ -49,7 +50,15 @@ export class CryptoModule {
         {
           // The server and the CLI both stop here when their keys do not fit the database.
           provide: MasterKeyRing,
-          inject: [AppConfig, DataSource, UnitOfWork, MasterKeyChecksRepository, TenantKeyStore, Metrics],
+          inject: [
+            AppConfig,
+            DataSource,
+            UnitOfWork,
+            MasterKeyChecksRepository,
+            TenantKeyStore,
+            Metrics,
+            KeyRecords,
+          ],
           useFactory: async (
             config: AppConfig,
             dataSource: DataSource,
@@ -57,11 +66,23 @@ export class CryptoModule {
             checks: MasterKeyChecksRepository,
             tenantKeys: TenantKeyStore,
             metrics: Metrics,
+            records: KeyRecords,
           ) => {
             try {
               const ring = loadMasterKeys(config, (message) => new Logger('Encryption').warn(message));
               const device = ring.device;
-              if (device) metrics.keyProviderCalls(() => device.counts);
+              if (device) {
+                metrics.keyProviderCalls(() => device.counts);
+                // The HSM going away and coming back, on record in the system log (once each way).
+                device.onChange = (available, failure) =>
+                  void records.note(
+                    null,
+                    available ? 'use' : 'refuse',
+                    available
+                      ? 'The HSM answers again (KEY_PROVIDER=pkcs11)'
+                      : `The HSM did not answer (KEY_PROVIDER=pkcs11: ${failure}); requests needing a data key answer 503`,
+                  );
+              }
               // Sealed (KEY_PROVIDER=split): checked when its custodians' shares open it (SealService).
               if (ring.sealed && ring.provider === 'split') await requireCeremony(config, work, checks);
               else if (ring.sealed)
@@ -79,6 +100,7 @@ export class CryptoModule {
         KeyCeremony,
         KeyStatusReader,
         HsmKeys,
+        KeyRecords,
       ],
       exports: [
         MasterKeyRing,
@@ -87,6 +109,7 @@ export class CryptoModule {
         KeyCeremony,
         KeyStatusReader,
         HsmKeys,
+        KeyRecords,
       ],
     };
   }

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { split } from 'shamir-secret-sharing';
-import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { checkValue } from './master-key-checks';
+import { KeyRecords } from './key-records';
 import { MasterKeyChecksRepository } from './master-key-checks.repository';
 import { checkLabel, shareLine } from './shares';
 
@@ -27,7 +27,7 @@ export const MAX_SHARES = 16;
 @Injectable()
 export class KeyCeremony {
   constructor(
-    private readonly work: UnitOfWork,
+    private readonly records: KeyRecords,
     private readonly checks: MasterKeyChecksRepository,
   ) {}
 
@@ -40,7 +40,7 @@ export class KeyCeremony {
     try {
       const parts = await split(new Uint8Array(key), shares, threshold);
       const check = checkValue(key);
-      return await this.work.transaction({}, async (change) => {
+      return await this.records.transaction(async (change, record) => {
         await this.checks.lock(change);
         const numbers = (await this.checks.all(change)).map((c) => Number(c.version.slice(1)));
         const version = `v${Math.max(0, ...numbers) + 1}`;
@@ -52,6 +52,11 @@ export class KeyCeremony {
           shares,
         });
         const label = checkLabel(check);
+        record(
+          version,
+          'create',
+          `Key-encrypting key ${version} made by a ceremony, split into ${shares} shares of which ${threshold} open it (check ${label})`,
+        );
         return {
           version,
           check: label,

@@ -42,4 +42,7 @@ export abstract class TenantKeyStore {
 
   /** Some tenant's key wrapped under `keyVersion`, to try a master key on; undefined when none is. */
   abstract sample(change: Change, keyVersion: string): Promise<TenantWrappedKey | undefined>;
+
+  /** Makes the system tenant's row (no key, no application) unless it exists; in the change. */
+  abstract ensureSystemTenant(change: Change): Promise<void>;
 }

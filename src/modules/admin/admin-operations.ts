@@ -2,9 +2,11 @@ import { Injectable, Optional } from '@nestjs/common';
 import { AuditCheckpointer } from '../../common/audit/audit-checkpointer.service';
 import { AuditSigningKeys } from '../../common/audit/audit-signing-keys.service';
 import { AuditVerifier, type AuditReport } from '../../common/audit/audit-verifier.service';
+import { SystemLog, type SystemLogLine } from '../../common/audit/system-log';
 import { MasterKeyRing } from '../../common/crypto/master-keys';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
 import { CeremonyResult, KeyCeremony } from '../../common/crypto/key-ceremony';
+import { KeyRecords } from '../../common/crypto/key-records';
 import { KeyStatus, KeyStatusReader } from '../../common/crypto/key-status';
 import { GeneratedKey, HsmKeys, NotInHsmError } from '../../common/crypto/pkcs11/hsm-keys';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
@@ -34,7 +36,9 @@ export type AdminRequest =
   | { op: 'keys.ceremony'; shares: number; threshold: number }
   | { op: 'keys.status' }
   /** A new key-encrypting key made in the HSM (KEY_PROVIDER=pkcs11). */
-  | { op: 'keys.generate' };
+  | { op: 'keys.generate' }
+  /** The system tenant's log: every use of the key-encrypting keys (docs/keys.md). */
+  | { op: 'logs.system' };
 
 export interface RotatedKeys {
   active_version: string;
@@ -42,7 +46,14 @@ export interface RotatedKeys {
 }
 
 export type AdminResult =
-  CreatedTenantDto | RotatedKeys | AuditReport | CeremonyResult | KeyStatus | GeneratedKey | ProviderChanged;
+  | CreatedTenantDto
+  | RotatedKeys
+  | AuditReport
+  | CeremonyResult
+  | KeyStatus
+  | GeneratedKey
+  | ProviderChanged
+  | SystemLogLine[];
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
@@ -62,6 +73,8 @@ export class AdminOperations {
     private readonly keyStatus: KeyStatusReader,
     private readonly hsmKeys: HsmKeys,
     private readonly providerChange: ProviderChange,
+    private readonly records: KeyRecords,
+    private readonly systemLog: SystemLog,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
@@ -71,15 +84,29 @@ export class AdminOperations {
         return this.tenants.createTenant(request.name);
       case 'keys.rotate': {
         await this.checkRotation(request.active);
-        const result = await this.tenantKeys.rotate();
-        // The audit log's signing keys are sealed under the master key too.
-        await this.signingKeys.reseal();
+        // One change, on record in the system log: every tenant key and (sealed under the master key
+        // too) the audit log's signing keys under the active version.
+        const active = this.ring.active.version;
+        // The start in a change of its own: on record even if the rotation then fails.
+        await this.records.note(active, 'update', `Key rotation to ${active} started`);
+        const result = await this.records.transaction(async (change, record) => {
+          const rotated = await this.tenantKeys.rotate(change);
+          const resealed = await this.signingKeys.reseal(change);
+          record(
+            active,
+            'update',
+            `Key rotation to ${active} finished: ${rotated.rewrapped} tenant keys and ${resealed} signing keys re-wrapped`,
+          );
+          return rotated;
+        });
         return { active_version: result.active, rewrapped_tenants: result.rewrapped };
       }
       case 'logs.verify':
         // Rows committed since the last tick are appended first, so that the report covers them too.
         if (request.seal) await this.checkpointer.run();
         return this.verifier.verify({ tenant: request.tenant, checkpoint: request.checkpoint });
+      case 'logs.system':
+        return this.systemLog.read();
       case 'keys.status':
         return this.keyStatus.read();
       case 'keys.rotate-to': {

@@ -11,6 +11,9 @@ import { openServiceDatabase, type ServiceDatabase } from '../../../test/support
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
 import { KeyCeremony } from '../../common/crypto/key-ceremony';
 import { ProviderChange } from './provider-change';
+import { AuditLogReadsRepository } from '../../common/audit/audit-log-reads.repository';
+import { SystemLog } from '../../common/audit/system-log';
+import { KeyRecords } from '../../common/crypto/key-records';
 import { HsmKeys } from '../../common/crypto/pkcs11/hsm-keys';
 import { KeyStatusReader } from '../../common/crypto/key-status';
 import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
@@ -48,14 +51,22 @@ function operations(keys: MasterKey[]): AdminOperations {
     audit.keys,
     ring,
     instances,
-    new KeyCeremony(db.work, new MasterKeyChecksRepository()),
+    new KeyCeremony(new KeyRecords(db.work, tenantKeyStore(db)), new MasterKeyChecksRepository()),
     new KeyStatusReader(db.work, new MasterKeyChecksRepository(), tenantKeyStore(db), ring, {
       KEY_PROVIDER: 'env',
     } as AppConfig),
-    new HsmKeys(ring, db.work, new MasterKeyChecksRepository()),
-    new ProviderChange(ring, db.work, new MasterKeyChecksRepository(), tenantKeys, audit.keys, {
-      KEY_PROVIDER: 'env',
-    } as AppConfig),
+    new HsmKeys(ring, new KeyRecords(db.work, tenantKeyStore(db)), new MasterKeyChecksRepository()),
+    new ProviderChange(
+      ring,
+      db.work,
+      new MasterKeyChecksRepository(),
+      tenantKeys,
+      audit.keys,
+      { KEY_PROVIDER: 'env' } as AppConfig,
+      new KeyRecords(db.work, tenantKeyStore(db)),
+    ),
+    new KeyRecords(db.work, tenantKeyStore(db)),
+    new SystemLog(new AuditLogReadsRepository(db.dataSource)),
     { self: { id: SELF } } as InstanceHeartbeatService,
   );
 }
@@ -275,7 +286,14 @@ describe('the operations behind it', () => {
       ok: true,
       result: { active_version: 'v2', rewrapped_tenants: 2 },
     });
-    expect(await db.rows('SELECT DISTINCT key_version FROM tenants')).toEqual([{ key_version: 'v2' }]);
+    // (The system tenant, whose log recorded the rotation, has no key.)
+    expect(await db.rows('SELECT DISTINCT key_version FROM tenants WHERE wrapped_key IS NOT NULL')).toEqual([
+      { key_version: 'v2' },
+    ]);
+    expect(await db.rows(`SELECT message FROM audit_logs WHERE entity_type = 'key' ORDER BY seq`)).toEqual([
+      { message: 'Key rotation to v2 started' },
+      { message: 'Key rotation to v2 finished: 2 tenant keys and 1 signing keys re-wrapped' },
+    ]);
     // The audit log's signing key is sealed under the new master key too.
     expect(await db.rows('SELECT DISTINCT master_key_version FROM audit_signing_keys')).toEqual([
       { master_key_version: 'v2' },

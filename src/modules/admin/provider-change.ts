@@ -10,6 +10,7 @@ import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks
 import { checkPkcs11Settings, MasterKeyRing, pkcs11Device } from '../../common/crypto/master-keys';
 import { checkLabel, shareLine } from '../../common/crypto/shares';
 import { TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { KeyRecords } from '../../common/crypto/key-records';
 import { UnitOfWork } from '../../common/unit-of-work/unit-of-work';
 import { AppConfig } from '../../config/app-config';
 import { ConfigError } from '../../config/load-config';
@@ -55,6 +56,7 @@ export class ProviderChange {
     private readonly tenantKeys: TenantKeysService,
     private readonly signingKeys: AuditSigningKeys,
     private readonly config: AppConfig,
+    private readonly records: KeyRecords,
   ) {}
 
   async run(request: ProviderChangeRequest): Promise<ProviderChanged> {
@@ -71,7 +73,14 @@ export class ProviderChange {
     const made =
       request.to === 'pkcs11' ? this.inHsm(recorded.map((c) => c.version)) : await this.split(next, request);
     this.ring.adopt(made.kek);
-    const result = await this.work.transaction({}, async (change) => {
+    const from = this.ring.provider;
+    // The attempt on record even if what follows fails.
+    await this.records.note(
+      made.kek.version,
+      'update',
+      `Key-encrypting key moving from ${from} to ${request.to}: ${made.kek.version} made (check ${made.check})`,
+    );
+    const result = await this.records.transaction(async (change, record) => {
       await this.checks.lock(change);
       if (!(await this.checks.record(change, made.record)))
         throw new ProviderChangeRefusal(
@@ -79,10 +88,15 @@ export class ProviderChange {
         );
       const rewrapped = await this.tenantKeys.rotate(change);
       const resealed = await this.signingKeys.reseal(change);
+      record(
+        made.kek.version,
+        'update',
+        `Key-encrypting key moved from ${from} to ${request.to}: ${rewrapped.rewrapped} tenant keys and ${resealed} signing keys under ${made.kek.version}`,
+      );
       return { rewrapped: rewrapped.rewrapped, resealed };
     });
     return {
-      from: this.ring.provider,
+      from,
       to: request.to,
       active_version: made.kek.version,
       rewrapped_tenants: result.rewrapped,

@@ -1,4 +1,5 @@
 import { KeyCeremony } from '../../common/crypto/key-ceremony';
+import { KeyRecords } from '../../common/crypto/key-records';
 import { MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
 import { MasterKeyRing, SealedError } from '../../common/crypto/master-keys';
 import { parseShare, shareLine } from '../../common/crypto/shares';
@@ -9,10 +10,12 @@ import { SealService, UNSEAL_ATTEMPTS_PER_MINUTE } from './seal.service';
 
 let db: ServiceDatabase;
 let shares: string[];
+/** The system log's writer over the spec's database. */
+const records = () => new KeyRecords(db.work, tenantKeyStore(db));
 
 beforeAll(async () => {
   db = await openServiceDatabase();
-  ({ shares } = await new KeyCeremony(db.work, new MasterKeyChecksRepository()).run(3, 2));
+  ({ shares } = await new KeyCeremony(records(), new MasterKeyChecksRepository()).run(3, 2));
 });
 afterAll(() => db.close());
 
@@ -24,6 +27,7 @@ const sealedService = () => {
     new MasterKeyChecksRepository(),
     tenantKeyStore(db),
     db.clock,
+    records(),
   );
   return { ring, service };
 };
@@ -40,7 +44,7 @@ describe('KeyCeremony', () => {
   });
 
   it('refuses bounds it cannot keep, recording nothing', async () => {
-    const ceremony = new KeyCeremony(db.work, new MasterKeyChecksRepository());
+    const ceremony = new KeyCeremony(records(), new MasterKeyChecksRepository());
     for (const [n, m] of [
       [3, 4],
       [17, 2],

@@ -4,6 +4,7 @@ import { combine } from 'shamir-secret-sharing';
 import { checkValue, verifyMasterKeys } from '../../common/crypto/master-key-checks';
 import { MasterKeyCheck, MasterKeyChecksRepository } from '../../common/crypto/master-key-checks.repository';
 import { MasterKeyRing } from '../../common/crypto/master-keys';
+import { KeyRecords } from '../../common/crypto/key-records';
 import { TenantKeyStore } from '../../common/crypto/tenant-key.store';
 import { ProblemException } from '../../common/errors/problem.exception';
 import { Clock } from '../../common/jobs/clock';
@@ -58,6 +59,7 @@ export class SealService {
     private readonly checks: MasterKeyChecksRepository,
     private readonly tenantKeys: TenantKeyStore,
     private readonly clock: Clock,
+    private readonly records: KeyRecords,
   ) {}
 
   async status(): Promise<SealStatus> {
@@ -87,34 +89,53 @@ export class SealService {
     if (!this.ring.sealed) return this.status();
     const custody = await this.expected();
     const share = parseShare(line);
-    if (share === 'corrupted')
+    // Each share on record in the system log, by its index: never its value.
+    if (share === 'corrupted') {
+      await this.records.note(custody.version, 'refuse', 'A share entered at unseal was refused: corrupted');
       throw refused(
         'corrupted',
         'The share is corrupted (its format or digest does not hold); it does not count.',
       );
-    if (share.version !== custody.version || share.check !== checkLabel(custody.checkValue))
+    }
+    if (share.version !== custody.version || share.check !== checkLabel(custody.checkValue)) {
+      await this.records.note(
+        custody.version,
+        'refuse',
+        `Share ${share.index} entered at unseal was refused: a share of another key (${share.version})`,
+      );
       throw refused(
         'another key',
         `The share is one of another key (${share.version}), not of ${custody.version}, the key this vault is sealed under; it does not count.`,
       );
+    }
     const x = share.payload[32];
-    if (this.entered.has(x) || [...this.entered.values()].some((s) => s.index === share.index))
+    if (this.entered.has(x) || [...this.entered.values()].some((s) => s.index === share.index)) {
+      await this.records.note(
+        custody.version,
+        'refuse',
+        `Share ${share.index} entered at unseal was refused: entered already`,
+      );
       throw refused('already entered', `Share ${share.index} was entered already; it counts once.`);
+    }
     this.entered.set(x, share);
-    this.logger.log(
-      `share ${share.index} of key ${custody.version} entered (${this.entered.size} of ${custody.threshold})`,
-    );
+    const progress = `share ${share.index} of key ${custody.version} entered (${this.entered.size} of ${custody.threshold})`;
+    this.logger.log(progress);
+    await this.records.note(custody.version, 'use', `Unseal: ${progress}`);
     if (this.entered.size >= custody.threshold!) await this.open(custody);
     return this.status();
   }
 
   /** Forgets every share entered (`vault unseal --reset`). */
   async reset(): Promise<SealStatus> {
+    const forgotten = this.entered.size;
     this.entered.clear();
+    if (this.ring.sealed)
+      await this.records.note(null, 'update', `Unseal reset: ${forgotten} share(s) entered forgotten`);
     return this.status();
   }
 
   private async open(custody: MasterKeyCheck): Promise<void> {
+    const indexes = [...this.entered.values()].map((s) => s.index).sort((a, b) => a - b);
     const shares = [...this.entered.values()].map((s) => new Uint8Array(s.payload));
     this.entered.clear();
     let key: Buffer;
@@ -123,12 +144,18 @@ export class SealService {
     } catch {
       key = Buffer.alloc(0);
     }
-    if (key.length !== 32 || !timingSafeEqual(checkValue(key), custody.checkValue))
+    if (key.length !== 32 || !timingSafeEqual(checkValue(key), custody.checkValue)) {
+      await this.records.note(
+        custody.version,
+        'refuse',
+        `Unseal: shares ${indexes.join(', ')} did not open key ${custody.version}; every share entered was forgotten`,
+      );
       throw new ProblemException(
         422,
         `The ${shares.length} shares entered do not open key ${custody.version}: at least one of them is not a share of it. Every share entered was forgotten; enter them again.`,
         { code: 'shares_do_not_open_key' },
       );
+    }
     const opened = [{ version: custody.version, key }];
     const ring = new MasterKeyRing(opened, 'KEY_PROVIDER=split');
     try {
@@ -139,6 +166,11 @@ export class SealService {
     }
     this.ring.unseal(opened);
     this.logger.log(`unsealed: key ${custody.version} opened by ${shares.length} custodians' shares`);
+    await this.records.note(
+      custody.version,
+      'use',
+      `Unsealed: key ${custody.version} opened by shares ${indexes.join(', ')}`,
+    );
   }
 
   /** The split key this database's ceremony recorded last (read once). */

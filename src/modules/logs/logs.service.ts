@@ -34,7 +34,8 @@ function logDto(row: LogRecord): LogDto {
     tenant_id: row.tenantId,
     actor_id: row.actorId,
     actor_type: row.actorType,
-    entity_type: row.entityType,
+    // `key` rows are the system tenant's only, whose log no request reads (docs/keys.md).
+    entity_type: row.entityType as LogDto['entity_type'],
     entity_id: row.entityId,
     operation: row.operation,
     message: row.message,

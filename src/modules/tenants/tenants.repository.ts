@@ -6,6 +6,7 @@ import {
   TenantWrappedKey,
   WrappedTenantKey,
 } from '../../common/crypto/tenant-key.store';
+import { SYSTEM_TENANT_ID } from '../../common/audit/system-tenant';
 import type { Change, Queryable } from '../../common/unit-of-work/change';
 import { LOCK_KEYS } from '../../database/data-source';
 import { GenerateSql } from '../../database/generate-sql';
@@ -13,6 +14,7 @@ import {
   columnsOf,
   entitiesOf,
   insertEntity,
+  insertSql,
   queryRows,
   rowsOf,
   type RowOf,
@@ -62,14 +64,24 @@ export class TenantsRepository implements TenantKeyStore {
     return tenant ?? null;
   }
 
-  /** How many tenants there are, as the change sees them (under the bootstrap lock). */
+  /** How many tenants there are, as the change sees them (under the bootstrap lock); not the system one. */
   @GenerateSql({ change: true, params: [], answers: [[{ tenants: 1 }]] })
   async count(change: Change): Promise<number> {
     const [{ tenants }] = await queryRows<{ tenants: number }>(
       change,
-      'SELECT count(*)::int AS tenants FROM tenants',
+      'SELECT count(*)::int AS tenants FROM tenants WHERE id <> $1',
+      [SYSTEM_TENANT_ID],
     );
     return tenants;
+  }
+
+  /** The system tenant's row (docs/keys.md), made once: no key, no application. */
+  @GenerateSql({ change: true, params: [] })
+  async ensureSystemTenant(change: Change): Promise<void> {
+    await change.query(
+      `${insertSql(TenantEntity, { id: '$1', name: '$2', created_at: 'clock_timestamp()' })} ON CONFLICT (id) DO NOTHING`,
+      [SYSTEM_TENANT_ID, 'system'],
+    );
   }
 
   /** `pg_advisory_xact_lock` of first-start bootstrap, held until the change ends. */

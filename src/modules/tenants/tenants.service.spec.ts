@@ -8,6 +8,8 @@ import { hashApiKey } from '../../common/auth/api-key';
 import { permissionsFor } from '../../common/auth/permissions';
 import { TenantsErrorCode } from './tenants.errors';
 import { TenantsService } from './tenants.service';
+import { TenantsRepository } from './tenants.repository';
+import { SYSTEM_TENANT_ID } from '../../common/audit/system-tenant';
 
 /**
  * Tenants on the real SQL: a tenant is created with its management application and first key in one
@@ -30,11 +32,21 @@ const count = async (table: string) =>
 describe('createFirstTenant', () => {
   it('creates the tenant once on an empty database, however many instances start together', async () => {
     expect(await count('tenants')).toBe(0);
+    // A key ceremony before the first start makes the system tenant (its log): it is not a first tenant.
+    await db.work.transaction({}, (change) =>
+      new TenantsRepository(db.dataSource).ensureSystemTenant(change),
+    );
+    await db.work.transaction({}, (change) =>
+      new TenantsRepository(db.dataSource).ensureSystemTenant(change),
+    );
+    expect(await db.rows('SELECT id, name, wrapped_key FROM tenants')).toEqual([
+      { id: SYSTEM_TENANT_ID, name: 'system', wrapped_key: null },
+    ]);
     // Each takes the bootstrap lock in its change and counts the tenants there: the later ones find one.
     const results = await Promise.all([1, 2, 3].map(() => service.createFirstTenant('default')));
     const created = results.filter((r) => r !== undefined);
     expect(created).toHaveLength(1);
-    expect(await db.rows('SELECT id, name FROM tenants')).toEqual([
+    expect(await db.rows('SELECT id, name FROM tenants WHERE id <> $1', [SYSTEM_TENANT_ID])).toEqual([
       { id: created[0].tenant_id, name: 'default' },
     ]);
     expect(await count('applications')).toBe(1);

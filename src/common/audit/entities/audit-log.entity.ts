@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { EntityType, Operation } from '../audit.types';
+import type { EntityType, Operation, SystemEntityType } from '../audit.types';
 
 /** Who acted on an audit log row's entity. */
 export type ActorType = 'application' | 'buyer' | 'anonymous' | 'system';
@@ -25,7 +25,7 @@ export class AuditLogEntity {
   actorType: ActorType;
 
   @Column({ name: 'entity_type', type: 'varchar', length: 40 })
-  entityType: EntityType;
+  entityType: EntityType | SystemEntityType;
 
   @Column({ name: 'entity_id', type: 'text', nullable: true })
   entityId: string | null;

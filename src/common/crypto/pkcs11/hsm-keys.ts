@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../../unit-of-work/unit-of-work';
+import { KeyRecords } from '../key-records';
 import { MasterKeyChecksRepository } from '../master-key-checks.repository';
 import { MasterKeyRing } from '../master-keys';
 
@@ -23,20 +23,22 @@ export class NotInHsmError extends Error {}
 export class HsmKeys {
   constructor(
     private readonly ring: MasterKeyRing,
-    private readonly work: UnitOfWork,
+    private readonly records: KeyRecords,
     private readonly checks: MasterKeyChecksRepository,
   ) {}
 
   async generate(): Promise<GeneratedKey> {
     const device = this.ring.device;
     if (!device) throw new NotInHsmError();
-    return this.work.transaction({}, async (change) => {
+    return this.records.transaction(async (change, record) => {
       await this.checks.lock(change);
       const recorded = (await this.checks.all(change)).map((check) => check.version);
       const version = device.generate(recorded);
       const check = device.key(version).checkValue();
       await this.checks.record(change, { version, checkValue: check, provider: 'pkcs11' });
-      return { version, provider: 'pkcs11', kcv: check.toString('hex').toUpperCase() };
+      const kcv = check.toString('hex').toUpperCase();
+      record(version, 'create', `Key-encrypting key ${version} made in the HSM (pkcs11, KCV ${kcv})`);
+      return { version, provider: 'pkcs11' as const, kcv };
     });
   }
 }

@@ -63,6 +63,9 @@ export class Pkcs11Device {
   readonly counts: DeviceCounts = { wrap: 0, unwrap: 0, failed: 0, opened: 0 };
   /** The last failure's PKCS#11 return value name (`CKR_PIN_INCORRECT`), for messages; never data. */
   lastFailure: string | undefined;
+  /** Told when the device stops answering (with the failure) and when it answers again: once each way. */
+  onChange: ((available: boolean, failure: string | undefined) => void) | undefined;
+  private available = true;
 
   private static readonly devices = new Map<string, Pkcs11Device>();
 
@@ -281,6 +284,10 @@ export class Pkcs11Device {
     });
     this.counts.opened++;
     this.opened = opened;
+    if (!this.available) {
+      this.available = true;
+      this.onChange?.(true, undefined);
+    }
     return opened;
   }
 
@@ -341,6 +348,10 @@ export class Pkcs11Device {
       this.counts.failed++;
       this.lastFailure =
         error instanceof TokenMissing ? error.message : (error as Error).message.split('\n')[0];
+      if (this.available) {
+        this.available = false;
+        this.onChange?.(false, this.lastFailure);
+      }
       this.close();
       throw new KeyProviderUnavailableError();
     }
