@@ -63,7 +63,8 @@ export class AdminClient {
       throw error;
     }
     try {
-      return await context.get(AdminOperations).run(request);
+      // A long operation's progress (a rotation's batches) on standard error, one line each.
+      return await context.get(AdminOperations).run(request, (line) => process.stderr.write(`${line}\n`));
     } catch (error) {
       if (error instanceof AdminRefusal) throw new CliError(error.message);
       throw error;

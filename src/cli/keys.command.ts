@@ -98,6 +98,17 @@ export class KeysRotateCommand extends CommandRunner {
     super();
   }
 
+  @Option({
+    flags: '--batch <n>',
+    description:
+      'Tenant keys re-wrapped per committed batch (default 100); an interrupted rotation goes on from its last batch',
+  })
+  parseBatch(value: string): number {
+    if (!/^\d{1,5}$/.test(value) || Number(value) < 1)
+      throw new CliError('--batch must be a whole number from 1 to 99999');
+    return Number(value);
+  }
+
   @Option({ flags: '--to <provider>', description: 'split or pkcs11: change provider (servers stopped)' })
   parseTo(value: string): 'split' | 'pkcs11' {
     if (value !== 'split' && value !== 'pkcs11') throw new CliError('--to must be split or pkcs11');
@@ -124,7 +135,13 @@ export class KeysRotateCommand extends CommandRunner {
 
   async run(
     _args: string[],
-    options: { to?: 'split' | 'pkcs11'; shares?: number; threshold?: number; out?: string } = {},
+    options: {
+      to?: 'split' | 'pkcs11';
+      shares?: number;
+      threshold?: number;
+      out?: string;
+      batch?: number;
+    } = {},
   ): Promise<void> {
     if (options.to) {
       const changed = (await this.admin.run({
@@ -142,7 +159,11 @@ export class KeysRotateCommand extends CommandRunner {
     }
     // With the embedded database and a server running, the server rotates under its own keys: it
     // refuses when they are not the ones this command was given.
-    const request = { op: 'keys.rotate' as const, active: this.config.activeKeyVersion };
+    const request = {
+      op: 'keys.rotate' as const,
+      active: this.config.activeKeyVersion,
+      batch: options.batch,
+    };
     process.stdout.write(`${JSON.stringify(await this.admin.run(request))}\n`);
   }
 }

@@ -24,8 +24,12 @@ SELECT key_version, wrapped_key FROM tenants WHERE id = $1;
 UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)
   WHERE id = $1 RETURNING key_version, wrapped_key;
 
--- TenantsRepository.lockWrappedUnderOther
+-- TenantsRepository.lockWrappedUnderOther (lockWrappedUnderOther)
 SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1 FOR UPDATE;
+
+-- TenantsRepository.lockWrappedUnderOther (lockWrappedUnderOtherBatch)
+SELECT id, key_version, wrapped_key FROM tenants WHERE key_version <> $1
+  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED;
 
 -- TenantsRepository.replace
 UPDATE tenants SET key_version = $2, wrapped_key = $3 WHERE id = $1;

@@ -20,7 +20,7 @@ export interface KeyStatus {
     threshold?: number;
     shares?: number;
   }[];
-  /** A rotation in progress (none is ever left running: `keys rotate` re-wraps in one transaction). */
+  /** Tenant keys under the active version of all, while some are not (a rotation pending or interrupted). */
   rotation: { done: number; total: number } | null;
 }
 
@@ -60,7 +60,14 @@ export class KeyStatusReader {
         wraps: wrapped.find((row) => row.keyVersion === check.version)?.tenants ?? 0,
         ...(check.provider === 'split' ? { threshold: check.threshold!, shares: check.shares! } : {}),
       })),
-      rotation: null,
+      // Pending or interrupted: some tenant key is not yet under the active version (`vault keys rotate`).
+      rotation:
+        active !== undefined && wrapped.some((row) => row.keyVersion !== active)
+          ? {
+              done: wrapped.find((row) => row.keyVersion === active)?.tenants ?? 0,
+              total: wrapped.reduce((n, row) => n + row.tenants, 0),
+            }
+          : null,
     };
   }
 }

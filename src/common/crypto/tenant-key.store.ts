@@ -31,8 +31,15 @@ export abstract class TenantKeyStore {
   /** Stores `key` for a tenant that has none (once, whoever races); returns the key the tenant has now. */
   abstract setIfUnset(change: Change, tenantId: string, key: WrappedTenantKey): Promise<WrappedTenantKey>;
 
-  /** Every tenant whose key is wrapped under a version other than `keyVersion`, locked until the change ends. */
-  abstract lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]>;
+  /**
+   * Every tenant whose key is wrapped under a version other than `keyVersion`, locked until the change
+   * ends; with `limit`, at most that many, skipping those another change holds (a rotation's batch).
+   */
+  abstract lockWrappedUnderOther(
+    change: Change,
+    keyVersion: string,
+    limit?: number,
+  ): Promise<TenantWrappedKey[]>;
 
   /** Replaces a tenant's key (re-wrapped under another master key). */
   abstract replace(change: Change, tenantId: string, key: WrappedTenantKey): Promise<void>;

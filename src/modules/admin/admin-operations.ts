@@ -24,7 +24,7 @@ import {
 export type AdminRequest =
   | { op: 'tenant.create'; name: string }
   /** `active`: the version the caller means to wrap under (its ENCRYPTION_KEYS), checked by the server. */
-  | { op: 'keys.rotate'; active?: string }
+  | { op: 'keys.rotate'; active?: string; batch?: number }
   /** A change of provider, every server stopped (docs/keys.md). */
   | ({ op: 'keys.rotate-to' } & ProviderChangeRequest)
   /**
@@ -55,6 +55,9 @@ export type AdminResult =
   | ProviderChanged
   | SystemLogLine[];
 
+/** Tenant keys re-wrapped per committed batch by `vault keys rotate`. */
+export const ROTATION_BATCH = 100;
+
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
 
@@ -78,26 +81,28 @@ export class AdminOperations {
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
-  async run(request: AdminRequest): Promise<AdminResult> {
+  /** `progress`: lines telling how far a long operation is (a rotation's batches), where one listens. */
+  async run(request: AdminRequest, progress?: (line: string) => void): Promise<AdminResult> {
     switch (request.op) {
       case 'tenant.create':
         return this.tenants.createTenant(request.name);
       case 'keys.rotate': {
         await this.checkRotation(request.active);
-        // One change, on record in the system log: every tenant key and (sealed under the master key
-        // too) the audit log's signing keys under the active version.
+        // On record in the system log, its start in a change of its own (there even if it then fails).
         const active = this.ring.active.version;
-        // The start in a change of its own: on record even if the rotation then fails.
         await this.records.note(active, 'update', `Key rotation to ${active} started`);
-        const result = await this.records.transaction(async (change, record) => {
-          const rotated = await this.tenantKeys.rotate(change);
+        // The tenant keys in batches, each committed (a crash loses the batch in flight; run it again),
+        // then the audit log's signing keys (sealed under the master key too) and the end on record.
+        const result = await this.tenantKeys.rotateInBatches(request.batch ?? ROTATION_BATCH, (done, total) =>
+          progress?.(`re-wrapped: ${done} of ${total} tenant keys under ${active}`),
+        );
+        await this.records.transaction(async (change, record) => {
           const resealed = await this.signingKeys.reseal(change);
           record(
             active,
             'update',
-            `Key rotation to ${active} finished: ${rotated.rewrapped} tenant keys and ${resealed} signing keys re-wrapped`,
+            `Key rotation to ${active} finished: ${result.rewrapped} tenant keys and ${resealed} signing keys re-wrapped`,
           );
-          return rotated;
         });
         return { active_version: result.active, rewrapped_tenants: result.rewrapped };
       }

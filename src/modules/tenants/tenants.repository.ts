@@ -116,12 +116,23 @@ export class TenantsRepository implements TenantKeyStore {
     return { keyVersion: rows[0].key_version, wrappedKey: rows[0].wrapped_key };
   }
 
-  @GenerateSql({ change: true, params: ['v2'] })
-  async lockWrappedUnderOther(change: Change, keyVersion: string): Promise<TenantWrappedKey[]> {
+  @GenerateSql(
+    { name: 'lockWrappedUnderOther', change: true, params: ['v2'] },
+    { name: 'lockWrappedUnderOtherBatch', change: true, params: ['v2', 100] },
+  )
+  async lockWrappedUnderOther(
+    change: Change,
+    keyVersion: string,
+    limit?: number,
+  ): Promise<TenantWrappedKey[]> {
+    // A batch (`limit`) takes the next tenants no other rotation holds; without one, every tenant.
     const rows = await queryRows<Pick<TenantRow, 'id'> & KeyColumns>(
       change,
-      `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1 FOR UPDATE`,
-      [keyVersion],
+      limit === undefined
+        ? `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1 FOR UPDATE`
+        : `SELECT ${columnsOf(TenantEntity, undefined, { only: ['id', ...KEY] })} FROM tenants WHERE key_version <> $1
+            ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      limit === undefined ? [keyVersion] : [keyVersion, limit],
     );
     return rows.map((row) => ({
       tenantId: row.id,
