@@ -1,4 +1,5 @@
-import { databaseTarget, type AppConfig } from './config/app-config';
+import { type AppConfig } from './config/app-config';
+import { databaseTarget } from './config/config-values';
 import { ConfigError } from './config/load-config';
 import { EmbeddedDatabaseInUse } from './database/embedded-lock';
 

@@ -14,24 +14,11 @@ import {
   ValidateBy,
 } from 'class-validator';
 import { availableParallelism } from 'node:os';
+import { databaseTarget, emptyToUndefined, toBoolean, toInteger } from './config-values';
 import { invalidTrustProxyEntries, TRUST_PROXY_FORMAT } from './trusted-proxies';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-const toBoolean = ({ value }: { value: unknown }): unknown => {
-  if (value === undefined || value === '') return undefined;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  return value;
-};
-const toInteger = ({ value }: { value: unknown }): unknown =>
-  value === undefined || value === ''
-    ? undefined
-    : typeof value === 'string' && /^-?\d+$/.test(value)
-      ? Number(value)
-      : value;
-const emptyToUndefined = ({ value }: { value: unknown }): unknown => (value === '' ? undefined : value);
 
 /**
  * Every setting the service reads from its environment. Validated once at start;
@@ -399,15 +386,5 @@ export class AppConfig {
   /** The version new wrappings use under ENCRYPTION_KEYS (the last one); undefined without it. */
   get activeKeyVersion(): string | undefined {
     return this.ENCRYPTION_KEYS?.split(',').at(-1)?.split(':')[0];
-  }
-}
-
-/** Where a PostgreSQL URL points, without its credentials: `host:port/database`. */
-export function databaseTarget(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return 'the server in DATABASE_URL';
   }
 }
