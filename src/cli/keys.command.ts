@@ -109,6 +109,15 @@ export class KeysRotateCommand extends CommandRunner {
     return Number(value);
   }
 
+  @Option({
+    flags: '--tenant-keys',
+    description:
+      "Rotate tenants' data keys instead: a new one for every tenant, every token and CVC sealed again under it in committed batches (default 500), writes going on; an interrupted run goes on where it stopped",
+  })
+  parseTenantKeys(): boolean {
+    return true;
+  }
+
   @Option({ flags: '--to <provider>', description: 'split or pkcs11: change provider (servers stopped)' })
   parseTo(value: string): 'split' | 'pkcs11' {
     if (value !== 'split' && value !== 'pkcs11') throw new CliError('--to must be split or pkcs11');
@@ -141,8 +150,16 @@ export class KeysRotateCommand extends CommandRunner {
       threshold?: number;
       out?: string;
       batch?: number;
+      tenantKeys?: boolean;
     } = {},
   ): Promise<void> {
+    if (options.tenantKeys) {
+      if (options.to)
+        throw new CliError('--tenant-keys and --to are separate rotations: run one, then the other');
+      const rotated = await this.admin.run({ op: 'keys.rotate-tenant-keys', batch: options.batch });
+      process.stdout.write(`${JSON.stringify(rotated)}\n`);
+      return;
+    }
     if (options.to) {
       const changed = (await this.admin.run({
         op: 'keys.rotate-to',

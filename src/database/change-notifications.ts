@@ -7,7 +7,7 @@ import { ChangeNotificationsRepository } from './change-notifications.repository
 export const CHANGES_CHANNEL = 'vault_changes';
 
 /** A table whose changes are announced, or undefined for "anything may have changed" (listening resumed or lost). */
-export type ChangedTable = 'api_keys' | 'applications' | 'flow_rules' | undefined;
+export type ChangedTable = 'api_keys' | 'applications' | 'flow_rules' | 'tenant_data_keys' | undefined;
 
 /**
  * One dedicated connection LISTENing for change notifications, so that every instance drops what it

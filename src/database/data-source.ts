@@ -13,6 +13,7 @@ export const LOCK_KEYS = {
   migrations: 72_001,
   bootstrap: 72_002,
   masterKeyChecks: 72_003,
+  dataKeyRotation: 72_004,
   jobExpiredTokens: 72_101,
   jobCvcRetention: 72_102,
   jobExpiredSessions: 72_103,

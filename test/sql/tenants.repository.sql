@@ -18,7 +18,20 @@ INSERT INTO tenants (id, name, created_at)
 SELECT pg_advisory_xact_lock($1);
 
 -- TenantsRepository.find
-SELECT key_version, wrapped_key FROM tenants WHERE id = $1;
+SELECT t.key_version, t.wrapped_key,
+    ARRAY(SELECT generation FROM tenant_data_keys d WHERE d.tenant_id = t.id ORDER BY generation) AS generations,
+    ARRAY(SELECT encode(sealed_key, 'base64') FROM tenant_data_keys d WHERE d.tenant_id = t.id
+           ORDER BY generation) AS sealed_keys
+  FROM tenants t WHERE id = $1;
+
+-- TenantsRepository.lastDataKeys
+SELECT t.id, COALESCE(max(d.generation), 0)::int AS generation
+   FROM tenants t LEFT JOIN tenant_data_keys d ON d.tenant_id = t.id
+  WHERE t.wrapped_key IS NOT NULL AND t.id <> $1 GROUP BY t.id ORDER BY t.id;
+
+-- TenantsRepository.addDataKeys
+INSERT INTO tenant_data_keys (tenant_id, generation, sealed_key)
+  SELECT id, g, decode(k, 'base64') FROM unnest($1::uuid[], $2::int[], $3::text[]) AS v(id, g, k);
 
 -- TenantsRepository.setIfUnset
 UPDATE tenants SET key_version = COALESCE(key_version, $2), wrapped_key = COALESCE(wrapped_key, $3)

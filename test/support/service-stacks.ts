@@ -1,5 +1,6 @@
 import type { TenantKeyStore } from '../../src/common/crypto/tenant-key.store';
-import type { Clock } from '../../src/common/jobs/clock';
+import { Clock as SystemClock, type Clock } from '../../src/common/jobs/clock';
+import { KeyRecords } from '../../src/common/crypto/key-records';
 import { MasterKeyRing, type MasterKey } from '../../src/common/crypto/master-keys';
 import { TenantKeysService } from '../../src/common/crypto/tenant-keys.service';
 import type { Metrics } from '../../src/common/metrics/metrics';
@@ -16,6 +17,8 @@ import {
   DEFAULT_LIMITS,
   ExpressionEvaluator,
 } from '../../src/modules/tokens/expressions/expression-evaluator';
+import { DataKeyRotation } from '../../src/modules/tokens/rotation/data-key-rotation.service';
+import { DataKeyRotationRepository } from '../../src/modules/tokens/rotation/data-key-rotation.repository';
 import { TokenReads } from '../../src/modules/tokens/token-reads';
 import { PublicTokenizeLimit } from '../../src/modules/tokens/tokenize/public-tokenize-limit';
 import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
@@ -55,6 +58,21 @@ export function tenantKeysUnder(db: ServiceDatabase, keys: MasterKey[]): TenantK
 /** Where the tenants' wrapped keys are kept (the tenants table), for services of other modules. */
 export function tenantKeyStore(db: ServiceDatabase): TenantKeyStore {
   return new TenantsRepository(db.dataSource);
+}
+
+/** `vault keys rotate --tenant-keys` (the tokens module's) on the spec's database. */
+export function dataKeyRotationOn(
+  db: ServiceDatabase,
+  tenantKeys: TenantKeysService = db.tenantKeys,
+  clock: Clock = new SystemClock(),
+): DataKeyRotation {
+  return new DataKeyRotation(
+    db.work,
+    new DataKeyRotationRepository(),
+    tenantKeys,
+    new KeyRecords(db.work, new TenantsRepository(db.dataSource)),
+    clock,
+  );
 }
 
 /** The tokens module's services: tokenize, tokens, their reads and the card enumeration guard. */

@@ -81,9 +81,13 @@ export function useTokenizeDatabase(): () => ServiceDatabase {
 
 /** The tokens as the database holds them. */
 export const tokens = () =>
-  db.rows<{ id: string; tenant_id: string; data: Buffer; fingerprint_groups: Buffer[] | null }>(
-    'SELECT id, tenant_id, data, fingerprint_groups FROM tokens ORDER BY created_at, id',
-  );
+  db.rows<{
+    id: string;
+    tenant_id: string;
+    data: Buffer;
+    data_key: number;
+    fingerprint_groups: Buffer[] | null;
+  }>('SELECT id, tenant_id, data, data_key, fingerprint_groups FROM tokens ORDER BY created_at, id');
 export const audit = () =>
   db.rows<{ entity_type: string; entity_id: string; operation: string; message: string; token_type: string }>(
     'SELECT entity_type, entity_id, operation, message, token_type FROM audit_logs ORDER BY created_at, ctid',

@@ -10,10 +10,20 @@ export interface TenantWrappedKey extends WrappedTenantKey {
   tenantId: string;
 }
 
-/** A tenant's key as stored: both null for a tenant created before envelope encryption. */
+/** A generation of a tenant's data key (`vault keys rotate --tenant-keys`), sealed under its root key. */
+export interface SealedDataKey {
+  generation: number;
+  sealedKey: Buffer;
+}
+
+/**
+ * A tenant's key as stored: both null for a tenant created before envelope encryption; with the
+ * generations of its data key made by rotations (none before the first: generation 0 is derived).
+ */
 export interface StoredTenantKey {
   keyVersion: string | null;
   wrappedKey: Buffer | null;
+  dataKeys: SealedDataKey[];
 }
 
 /**
@@ -49,6 +59,12 @@ export abstract class TenantKeyStore {
 
   /** Some tenant's key wrapped under `keyVersion`, to try a master key on; undefined when none is. */
   abstract sample(change: Change, keyVersion: string): Promise<TenantWrappedKey | undefined>;
+
+  /** Every tenant with a root key (not the system tenant), with the last generation of its data key (0: none made). */
+  abstract lastDataKeys(change: Change): Promise<{ tenantId: string; generation: number }[]>;
+
+  /** Adds generations of tenants' data keys (a rotation's start), in the change. */
+  abstract addDataKeys(change: Change, keys: (SealedDataKey & { tenantId: string })[]): Promise<void>;
 
   /** Makes the system tenant's row (no key, no application) unless it exists; in the change. */
   abstract ensureSystemTenant(change: Change): Promise<void>;

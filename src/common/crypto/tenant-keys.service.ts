@@ -1,15 +1,30 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { ChangeNotifications } from '../../database/change-notifications';
 import { BASE62 } from '../auth/api-key';
+import { open, seal } from './aead';
 import type { Change } from '../unit-of-work/change';
 import { UnitOfWork } from '../unit-of-work/unit-of-work';
 import { MasterKeyRing } from './master-keys';
 import { TenantKeyStore, WrappedTenantKey } from './tenant-key.store';
 
-/** The keys a tenant's data is protected with, all derived from its one wrapped root key. */
+/** A generation of a tenant's data key: what token data and CVCs are sealed under. */
+export interface DataKey {
+  generation: number;
+  key: Buffer;
+}
+
+/** The keys a tenant's data is protected with, all derived from (or sealed under) its one wrapped root key. */
 export interface TenantKeys {
-  /** AES-256-GCM key for token data and CVCs. */
+  /** AES-256-GCM key for connection secrets, webhook secrets, approval links, idempotency records. */
   encryption: Buffer;
+  /** The data key new token data and CVCs are sealed under (its last generation). */
+  data: DataKey;
+  /**
+   * Every generation of its data key still kept, by number: 0 is `encryption` (before any rotation),
+   * later ones random keys sealed under the root key (`vault keys rotate --tenant-keys`).
+   */
+  dataKeys: ReadonlyMap<number, Buffer>;
   /** HMAC key for fingerprints. */
   fingerprint: Buffer;
   /** HMAC key for search index digests. */
@@ -30,6 +45,14 @@ function derive(root: Buffer, purpose: string): Buffer {
 }
 
 export const wrapAad = (tenantId: string): string => `tenant-key:${tenantId}`;
+const dataKeyAad = (tenantId: string, generation: number): string => `data-key:${tenantId}:${generation}`;
+
+/** A token sealed under a generation of its tenant's data key that no longer exists (or not yet here). */
+export class UnknownDataKeyError extends Error {
+  constructor(tenantId: string, generation: number) {
+    super(`generation ${generation} of the data key of tenant ${tenantId} is not known`);
+  }
+}
 
 export class UnknownMasterKeyError extends Error {
   constructor(version: string) {
@@ -58,13 +81,25 @@ export class KeysInsideChangeError extends Error {
  */
 @Injectable()
 export class TenantKeysService {
-  private readonly cache = new Map<string, { keys: TenantKeys; at: number }>();
+  /** `sealing`: the key generations of the data key are sealed under (derived from the root key). */
+  private readonly cache = new Map<string, { keys: TenantKeys; sealing: Buffer; at: number }>();
 
   constructor(
     private readonly ring: MasterKeyRing,
     private readonly store: TenantKeyStore,
     private readonly work: UnitOfWork,
-  ) {}
+    @Optional() changes?: ChangeNotifications,
+  ) {
+    // A new generation of a data key (a rotation's start on any instance): seal under it from now on.
+    changes?.onChange((table) => {
+      if (table === undefined || table === 'tenant_data_keys') this.cache.clear();
+    });
+  }
+
+  /** Forgets every cached key: a rotation in this process made new generations. */
+  forget(): void {
+    this.cache.clear();
+  }
 
   /**
    * Runs `run` once the master keys are there: at once, or, on a sealed server (KEY_PROVIDER=split),
@@ -93,9 +128,49 @@ export class TenantKeysService {
    * of a transaction change not passed fails (`KeysInsideChangeError`) rather than wait for ever.
    */
   async keysFor(tenantId: string, within?: Change): Promise<TenantKeys> {
+    return (await this.entry(tenantId, within)).keys;
+  }
+
+  /**
+   * The tenant's keys holding every generation of its data key named (those its tokens are sealed
+   * under): a generation not cached (made by a rotation on another instance a moment ago) reads the
+   * keys again once; one still unknown throws `UnknownDataKeyError`.
+   */
+  async keysWith(tenantId: string, generations: Iterable<number>, within?: Change): Promise<TenantKeys> {
+    const wanted = [...new Set(generations)];
+    let keys = await this.keysFor(tenantId, within);
+    if (wanted.every((g) => keys.dataKeys.has(g))) return keys;
+    this.cache.delete(tenantId);
+    keys = await this.keysFor(tenantId, within);
+    const missing = wanted.find((g) => !keys.dataKeys.has(g));
+    if (missing !== undefined) throw new UnknownDataKeyError(tenantId, missing);
+    return keys;
+  }
+
+  /**
+   * A new generation of every tenant's data key (the system tenant has none), sealed under its root key
+   * and stored in `change` (`vault keys rotate --tenant-keys`): from its commit, new token data and CVCs
+   * are sealed under it (on other instances once their change notification arrives). Answers how many.
+   */
+  async makeDataKeys(change: Change): Promise<number> {
+    const made = [];
+    for (const { tenantId, generation } of await this.store.lastDataKeys(change)) {
+      const { sealing } = await this.entry(tenantId, change);
+      const next = generation + 1;
+      made.push({
+        tenantId,
+        generation: next,
+        sealedKey: seal(sealing, randomBytes(32), dataKeyAad(tenantId, next)),
+      });
+    }
+    await this.store.addDataKeys(change, made);
+    this.cache.clear();
+    return made.length;
+  }
+
+  private async entry(tenantId: string, within?: Change) {
     const cached = this.cache.get(tenantId);
-    if (cached && (this.ring.provider !== 'pkcs11' || Date.now() - cached.at < HSM_CACHE_MS))
-      return cached.keys;
+    if (cached && (this.ring.provider !== 'pkcs11' || Date.now() - cached.at < HSM_CACHE_MS)) return cached;
     const transaction = within?.mode === 'transaction' ? within : undefined;
     if (!transaction && this.work.holding) throw new KeysInsideChangeError(tenantId);
     const stored = await this.store.find(transaction ?? this.work.reader, tenantId);
@@ -110,16 +185,25 @@ export class TenantKeysService {
         : await this.work.transaction({}, (change) => this.store.setIfUnset(change, tenantId, fresh)));
     }
     const root = this.unwrap(tenantId, version, wrapped);
+    const encryption = derive(root, 'encryption');
+    const sealing = derive(root, 'data-keys');
+    const dataKeys = new Map<number, Buffer>([[0, encryption]]);
+    for (const { generation, sealedKey } of stored.dataKeys)
+      dataKeys.set(generation, open(sealing, sealedKey, dataKeyAad(tenantId, generation)));
+    const last = Math.max(...dataKeys.keys());
     const keys: TenantKeys = {
-      encryption: derive(root, 'encryption'),
+      encryption,
+      data: { generation: last, key: dataKeys.get(last)! },
+      dataKeys,
       fingerprint: derive(root, 'fingerprint'),
       searchIndex: derive(root, 'search-index'),
       idempotency: derive(root, 'idempotency'),
     };
+    const entry = { keys, sealing, at: Date.now() };
     this.cache.delete(tenantId);
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(tenantId, { keys, at: Date.now() });
-    return keys;
+    this.cache.set(tenantId, entry);
+    return entry;
   }
 
   /**

@@ -32,6 +32,7 @@ import { Buyers1795000000031 } from './1795000000031-Buyers';
 import { AllowedOrigins1795000000032 } from './1795000000032-AllowedOrigins';
 import { CardEnumerationGroups1795000000033 } from './1795000000033-CardEnumerationGroups';
 import { KeyCustody1795000000034 } from './1795000000034-KeyCustody';
+import { TenantDataKeys1795000000035 } from './1795000000035-TenantDataKeys';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -69,4 +70,5 @@ export const MIGRATIONS = [
   AllowedOrigins1795000000032,
   CardEnumerationGroups1795000000033,
   KeyCustody1795000000034,
+  TenantDataKeys1795000000035,
 ];

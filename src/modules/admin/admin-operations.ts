@@ -10,6 +10,11 @@ import { KeyRecords } from '../../common/crypto/key-records';
 import { KeyStatus, KeyStatusReader } from '../../common/crypto/key-status';
 import { GeneratedKey, HsmKeys, NotInHsmError } from '../../common/crypto/pkcs11/hsm-keys';
 import type { CreatedTenantDto } from '../tenants/dto/tenant.dto';
+import {
+  DataKeyRotation,
+  type DataKeyRotationStatus,
+  type DataKeysRotated,
+} from '../tokens/rotation/data-key-rotation.service';
 import { TenantsService } from '../tenants/tenants.service';
 import { InstanceHeartbeatService, LIVE_SECONDS } from './instance-heartbeat.service';
 import { InstancesRepository } from './instances.repository';
@@ -25,6 +30,8 @@ export type AdminRequest =
   | { op: 'tenant.create'; name: string }
   /** `active`: the version the caller means to wrap under (its ENCRYPTION_KEYS), checked by the server. */
   | { op: 'keys.rotate'; active?: string; batch?: number }
+  /** Tenants' data keys: a new generation each, and every token sealed again under it (docs/keys.md). */
+  | { op: 'keys.rotate-tenant-keys'; batch?: number }
   /** A change of provider, every server stopped (docs/keys.md). */
   | ({ op: 'keys.rotate-to' } & ProviderChangeRequest)
   /**
@@ -50,13 +57,17 @@ export type AdminResult =
   | RotatedKeys
   | AuditReport
   | CeremonyResult
-  | KeyStatus
+  | (KeyStatus & { data_keys: { rotation: DataKeyRotationStatus | null } })
+  | DataKeysRotated
   | GeneratedKey
   | ProviderChanged
   | SystemLogLine[];
 
 /** Tenant keys re-wrapped per committed batch by `vault keys rotate`. */
 export const ROTATION_BATCH = 100;
+
+/** Tokens sealed again per committed batch by `vault keys rotate --tenant-keys`. */
+export const DATA_KEY_BATCH = 500;
 
 /** An operation refused for a reason the operator can fix (shown as one line, nothing changed). */
 export class AdminRefusal extends Error {}
@@ -78,6 +89,7 @@ export class AdminOperations {
     private readonly providerChange: ProviderChange,
     private readonly records: KeyRecords,
     private readonly systemLog: SystemLog,
+    private readonly dataKeys: DataKeyRotation,
     @Optional() private readonly heartbeat?: InstanceHeartbeatService,
   ) {}
 
@@ -113,7 +125,11 @@ export class AdminOperations {
       case 'logs.system':
         return this.systemLog.read();
       case 'keys.status':
-        return this.keyStatus.read();
+        return { ...(await this.keyStatus.read()), data_keys: { rotation: await this.dataKeys.status() } };
+      case 'keys.rotate-tenant-keys':
+        return this.dataKeys.run(request.batch ?? DATA_KEY_BATCH, (done, total) =>
+          progress?.(`sealed again: ${done} of ${total} tokens under their tenant's new data key`),
+        );
       case 'keys.rotate-to': {
         const live = (await this.instances.live(LIVE_SECONDS)).filter(
           (instance) => instance.id !== this.heartbeat?.self.id,

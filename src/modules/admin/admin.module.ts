@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DatabaseModule } from '../../database/database.module';
 import { TenantsModule } from '../tenants/tenants.module';
+import { DataKeyRotationModule } from '../tokens/rotation/data-key-rotation.module';
 import { AdminOperations } from './admin-operations';
 import { ProviderChange } from './provider-change';
 import { ControlSocketService } from './control-socket.service';
@@ -18,7 +19,7 @@ export class AdminModule {
   static forRoot(options: { controlSocket: boolean; heartbeat: boolean }): DynamicModule {
     return {
       module: AdminModule,
-      imports: [TenantsModule],
+      imports: [TenantsModule, DataKeyRotationModule],
       providers: [
         AdminOperations,
         ProviderChange,

@@ -6,7 +6,12 @@ import { dirname } from 'node:path';
 import { duplexPair } from 'node:stream';
 import type { DataSource } from 'typeorm';
 import { auditStack } from '../../../test/support/audit-stack';
-import { tenantKeysUnder, tenantKeyStore, tenantsOn } from '../../../test/support/service-stacks';
+import {
+  dataKeyRotationOn,
+  tenantKeysUnder,
+  tenantKeyStore,
+  tenantsOn,
+} from '../../../test/support/service-stacks';
 import { openServiceDatabase, type ServiceDatabase } from '../../../test/support/service-database';
 import { MasterKeyRing, type MasterKey } from '../../common/crypto/master-keys';
 import { KeyCeremony } from '../../common/crypto/key-ceremony';
@@ -67,6 +72,7 @@ function operations(keys: MasterKey[]): AdminOperations {
     ),
     new KeyRecords(db.work, tenantKeyStore(db)),
     new SystemLog(new AuditLogReadsRepository(db.dataSource)),
+    dataKeyRotationOn(db, tenantKeys),
     { self: { id: SELF } } as InstanceHeartbeatService,
   );
 }

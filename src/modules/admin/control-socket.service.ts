@@ -9,7 +9,15 @@ import { AdminOperations, AdminRefusal, AdminRequest } from './admin-operations'
 
 const MAX_REQUEST_BYTES = 64 * 1024;
 // keys.rotate-to is listed to be refused by name (a change of provider is made with every server stopped).
-const OPS = new Set(['tenant.create', 'keys.rotate', 'logs.verify', 'keys.rotate-to', 'logs.system']);
+const OPS = new Set([
+  'tenant.create',
+  'keys.rotate',
+  'keys.rotate-tenant-keys',
+  'keys.status',
+  'logs.verify',
+  'keys.rotate-to',
+  'logs.system',
+]);
 
 /**
  * With the embedded database, the server owns it alone (embedded-lock.ts), so the CLI cannot open it

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TenantKeyStore } from '../../common/crypto/tenant-key.store';
 import { DatabaseModule } from '../../database/database.module';
+import { TenantDataKeyEntity } from './tenant-data-key.entity';
 import { TenantEntity } from './tenant.entity';
 import { TenantsRepository } from './tenants.repository';
 
@@ -9,7 +10,7 @@ import { TenantsRepository } from './tenants.repository';
  * tenants' root keys) and TenantsModule share one repository without importing each other.
  */
 @Module({
-  imports: [DatabaseModule.forFeature([TenantEntity])],
+  imports: [DatabaseModule.forFeature([TenantEntity, TenantDataKeyEntity])],
   providers: [TenantsRepository, { provide: TenantKeyStore, useExisting: TenantsRepository }],
   exports: [TenantsRepository, TenantKeyStore],
 })

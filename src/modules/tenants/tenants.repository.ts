@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
+  SealedDataKey,
   StoredTenantKey,
   TenantKeyStore,
   TenantWrappedKey,
@@ -20,6 +21,7 @@ import {
   type RowOf,
   select,
 } from '../../database/table';
+import { TenantDataKeyEntity } from './tenant-data-key.entity';
 import { TenantEntity } from './tenant.entity';
 
 /** A tenant as raw SQL answers it, and its wrapped key's columns. */
@@ -92,13 +94,56 @@ export class TenantsRepository implements TenantKeyStore {
 
   @GenerateSql({ change: true, params: [EXAMPLE_TENANT] })
   async find(db: Queryable, tenantId: string): Promise<StoredTenantKey | undefined> {
-    const [tenant] = await select(
+    // The generations of its data key with it, in the same round trip (a cache miss, once per tenant).
+    const [tenant] = await queryRows<
+      Pick<TenantRow, (typeof KEY)[number]> & { generations: number[]; sealed_keys: string[] }
+    >(
       db,
-      rowsOf(TenantEntity, { only: KEY }),
-      (columns) => `SELECT ${columns} FROM tenants WHERE id = $1`,
+      `SELECT ${columnsOf(TenantEntity, 't', { only: KEY })},
+          ARRAY(SELECT generation FROM tenant_data_keys d WHERE d.tenant_id = t.id ORDER BY generation) AS generations,
+          ARRAY(SELECT encode(sealed_key, 'base64') FROM tenant_data_keys d WHERE d.tenant_id = t.id
+                 ORDER BY generation) AS sealed_keys
+        FROM tenants t WHERE id = $1`,
       [tenantId],
     );
-    return tenant ? { keyVersion: tenant.key_version, wrappedKey: tenant.wrapped_key } : undefined;
+    if (!tenant) return undefined;
+    return {
+      keyVersion: tenant.key_version,
+      wrappedKey: tenant.wrapped_key,
+      dataKeys: tenant.generations.map((generation, i) => ({
+        generation,
+        sealedKey: Buffer.from(tenant.sealed_keys[i], 'base64'),
+      })),
+    };
+  }
+
+  @GenerateSql({ change: true, params: [] })
+  async lastDataKeys(change: Change): Promise<{ tenantId: string; generation: number }[]> {
+    const rows = await queryRows<{ id: string; generation: number }>(
+      change,
+      `SELECT t.id, COALESCE(max(d.generation), 0)::int AS generation
+         FROM tenants t LEFT JOIN tenant_data_keys d ON d.tenant_id = t.id
+        WHERE t.wrapped_key IS NOT NULL AND t.id <> $1 GROUP BY t.id ORDER BY t.id`,
+      [SYSTEM_TENANT_ID],
+    );
+    return rows.map((row) => ({ tenantId: row.id, generation: row.generation }));
+  }
+
+  @GenerateSql({
+    change: true,
+    params: [[{ tenantId: EXAMPLE_TENANT, generation: 1, sealedKey: Buffer.alloc(60, 7) }]],
+  })
+  async addDataKeys(change: Change, keys: (SealedDataKey & { tenantId: string })[]): Promise<void> {
+    if (!keys.length) return;
+    await change.query(
+      `INSERT INTO tenant_data_keys (${columnsOf(TenantDataKeyEntity, undefined, { only: ['tenant_id', 'generation', 'sealed_key'] })})
+        SELECT id, g, decode(k, 'base64') FROM unnest($1::uuid[], $2::int[], $3::text[]) AS v(id, g, k)`,
+      [
+        keys.map((k) => k.tenantId),
+        keys.map((k) => k.generation),
+        keys.map((k) => k.sealedKey.toString('base64')),
+      ],
+    );
   }
 
   @GenerateSql({

@@ -47,7 +47,7 @@ export class TokenReads {
     // A token deleted since the page was read has no data left: it is shown masked, and not audited.
     const opened = wanted.flatMap((row) => {
       const data = sealed.get(row.id);
-      return data ? [{ ...row, data }] : [];
+      return data ? [{ ...row, ...data }] : [];
     });
     const revealed = await this.reveal(who, opened);
     const readable = rows.filter((row, i) =>
@@ -68,7 +68,10 @@ export class TokenReads {
   async reveal(who: Principal, rows: SealedToken[]): Promise<Map<string, unknown>> {
     const revealed = new Map<string, unknown>();
     if (!rows.length) return revealed;
-    const keys = await this.tenantKeys.keysFor(who.tenantId);
+    const keys = await this.tenantKeys.keysWith(
+      who.tenantId,
+      rows.map((row) => row.data_key),
+    );
     for (const row of rows) revealed.set(row.id, revealedData(row.type, openData(keys, row)));
     return revealed;
   }

@@ -1,8 +1,8 @@
 import type { RowOf } from '../../database/table';
 import type { TokenEntity } from './entities/token.entity';
 
-/** A token as stored, without its sealed data. */
-export type TokenRow = Omit<RowOf<TokenEntity>, 'data'>;
+/** A token as stored, without its sealed data (nor the generation of the data key that seals it). */
+export type TokenRow = Omit<RowOf<TokenEntity>, 'data' | 'data_key'>;
 
 /** A token with its data sealed (`aead.seal`), as written and as read for use or update. */
 export type SealedToken = RowOf<TokenEntity>;
@@ -27,11 +27,12 @@ export interface SearchIndexDigest {
   digest: Buffer;
 }
 
-/** A card's CVC, sealed, and when it must be gone. */
+/** A card's CVC, sealed (under generation `dataKey` of the tenant's data key), and when it must be gone. */
 export interface SealedCvc {
   tenantId: string;
   tokenId: string;
   cvc: Buffer;
+  dataKey: number;
   expiresAt: Date;
 }
 

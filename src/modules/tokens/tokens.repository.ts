@@ -38,7 +38,7 @@ export type {
 
 /** A token with its sealed data; every column but the sealed data. */
 const SEALED = rowsOf(TokenEntity);
-const WITHOUT_DATA = rowsOf(TokenEntity, { except: ['data'] });
+const WITHOUT_DATA = rowsOf(TokenEntity, { except: ['data', 'data_key'] });
 
 /** The columns of `tokens`, in the order `insert` gives their values. */
 const TOKEN_COLUMNS = columnsOf(TokenEntity);
@@ -104,17 +104,20 @@ export class TokensRepository {
     return token;
   }
 
-  /** The sealed data of those of these tokens the tenant still has, by id (reads through a reveal rule). */
+  /** The sealed data (and its data key's generation) of those of these tokens the tenant still has, by id. */
   @GenerateSql({ params: [EXAMPLE_TENANT, [EXAMPLE_TOKEN]] })
-  async findSealedData(tenantId: string, ids: string[]): Promise<Map<string, Buffer>> {
+  async findSealedData(
+    tenantId: string,
+    ids: string[],
+  ): Promise<Map<string, { data: Buffer; data_key: number }>> {
     if (!ids.length) return new Map();
     const tokens = await select(
       this.dataSource,
-      rowsOf(TokenEntity, { only: ['id', 'data'] }),
+      rowsOf(TokenEntity, { only: ['id', 'data', 'data_key'] }),
       (columns) => `SELECT ${columns} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::varchar[])`,
       [tenantId, ids],
     );
-    return new Map(tokens.map((token) => [token.id, token.data]));
+    return new Map(tokens.map((token) => [token.id, { data: token.data, data_key: token.data_key }]));
   }
 
   /**
@@ -230,6 +233,7 @@ export class TokensRepository {
                 token_id: cvc.tokenId,
                 tenant_id: cvc.tenantId,
                 cvc: bytea(cvc.cvc),
+                data_key: cvc.dataKey,
                 expires_at: cvc.expiresAt,
               })),
             ),
@@ -333,15 +337,19 @@ export class TokensRepository {
 
   /** The token's sealed CVC, if still retained (a read outside any change). */
   @GenerateSql({ params: [EXAMPLE_TENANT, EXAMPLE_TOKEN, EXAMPLE_NOW] })
-  async findLiveCvc(tenantId: string, tokenId: string, now: Date): Promise<Buffer | undefined> {
+  async findLiveCvc(
+    tenantId: string,
+    tokenId: string,
+    now: Date,
+  ): Promise<{ cvc: Buffer; dataKey: number } | undefined> {
     const [row] = await select(
       this.dataSource,
-      rowsOf(TokenCvcEntity, { only: ['cvc'] }),
+      rowsOf(TokenCvcEntity, { only: ['cvc', 'data_key'] }),
       (columns) =>
         `SELECT ${columns} FROM token_cvcs WHERE tenant_id = $1 AND token_id = $2 AND expires_at > $3`,
       [tenantId, tokenId, now],
     );
-    return row?.cvc;
+    return row && { cvc: row.cvc, dataKey: row.data_key };
   }
 
   /**

@@ -87,7 +87,7 @@ async function store(id: string, overrides: Partial<TokenRow> = {}, data: unknow
     new TokensRepository(db.dataSource).insert(
       change,
       {
-        tokens: [{ ...row, data: sealData(keys, row, data) }],
+        tokens: [{ ...row, data: sealData(keys, row, data), data_key: keys.data.generation }],
         digests: [],
         cvcs: cvc
           ? [
@@ -95,6 +95,7 @@ async function store(id: string, overrides: Partial<TokenRow> = {}, data: unknow
                 tenantId: row.tenant_id,
                 tokenId: id,
                 cvc: sealCvc(keys, row, cvc),
+                dataKey: keys.data.generation,
                 expiresAt: new Date(Date.now() + 3_600_000),
               },
             ]

@@ -177,7 +177,7 @@ export class TokensService {
           'Setting expires_at, or moving it earlier, needs token:delete on this token.',
         );
 
-      const { data: _sealed, ...stored } = row;
+      const { data: _sealed, data_key: _generation, ...stored } = row;
       const next: TokenRow = {
         ...stored,
         metadata,
@@ -191,7 +191,10 @@ export class TokensService {
         const [outcomes] = await this.expressions.evaluate(
           [
             expressionBatch({
-              validated: { data: openData(keys, row) },
+              // Cached before the change opened; a generation made since is read in the change.
+              validated: {
+                data: openData(await this.tenantKeys.keysWith(who.tenantId, [row.data_key], change), row),
+              },
               fingerprintExpression,
               searchIndexes: next.search_indexes,
             }),
@@ -239,10 +242,13 @@ export class TokensService {
     const accessible = await this.accessible(who, normalizeTokenId(id), 'token:use');
     if (!accessible) return undefined;
     const found = accessible.row;
-    const keys = await this.tenantKeys.keysFor(who.tenantId);
-    const data = openData(keys, found);
-    const { data: _sealed, ...row } = found;
+    const { data: _sealed, data_key: _generation, ...row } = found;
     const cvc = await this.tokens.findLiveCvc(row.tenant_id, row.id, this.clock.now());
+    const keys = await this.tenantKeys.keysWith(who.tenantId, [
+      found.data_key,
+      ...(cvc ? [cvc.dataKey] : []),
+    ]);
+    const data = openData(keys, found);
     return { ...row, data, cvc: cvc ? openCvc(keys, row, cvc) : undefined };
   }
 

@@ -13,6 +13,10 @@ export class TokenCvcEntity {
   @Column({ type: 'bytea' })
   cvc: Buffer;
 
+  /** The generation of the tenant's data key the CVC is sealed under. */
+  @Column({ name: 'data_key', type: 'integer', default: 0 })
+  dataKey: number;
+
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt: Date;
 }

@@ -18,6 +18,10 @@ export class TokenEntity {
   @Column({ type: 'bytea' })
   data: Buffer;
 
+  /** The generation of the tenant's data key `data` is sealed under (0: the one derived from its root key). */
+  @Column({ name: 'data_key', type: 'integer', default: 0 })
+  dataKey: number;
+
   @Column({ type: 'jsonb', nullable: true })
   mask: TokenMask | null;
 

@@ -339,6 +339,7 @@ export class TokenizeService {
       tokens: fresh.map(({ row, element }) => ({
         ...row,
         data: sealData(keys, row, element.validated.data),
+        data_key: keys.data.generation,
       })),
       digests: fresh.flatMap(({ row, element }) =>
         [...new Set(element.indexValues)].map((value) => ({
@@ -354,6 +355,7 @@ export class TokenizeService {
                 tenantId: row.tenant_id,
                 tokenId: row.id,
                 cvc: sealCvc(keys, row, element.validated.cvc),
+                dataKey: keys.data.generation,
                 expiresAt: new Date(now.getTime() + CVC_RETENTION_MS),
               },
             ]
