@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
@@ -159,5 +160,19 @@ describe('keys rotate --tenant-keys, killed and run again, writes going on', () 
     const done = cli(['keys', 'status']);
     await done.exited;
     expect(JSON.parse(done.stdout()).data_keys.rotation).toBeNull();
+
+    // Every generation of every data key, and the data sealed under them, are nowhere in the clear.
+    const dump = execFileSync('pg_dump', ['--data-only', db.url], {
+      maxBuffer: 256 * 1024 * 1024,
+    }).toString();
+    const keys = t.app.get(TenantKeysService);
+    const tenants = [...new Set(rows.map((row) => row.tenant_id))];
+    const secrets = (await Promise.all(tenants.map((id) => keys.keysWith(id, [0, 1])))).flatMap((k) =>
+      [...k.dataKeys.values()].flatMap((key) => [key.toString('hex'), key.toString('base64')]),
+    );
+    expect(secrets).toHaveLength(tenants.length * 4);
+    const output = [dump, t.logs.join('\n'), last.stdout(), last.stderr()].join('\n');
+    for (const secret of [...secrets, 'written meanwhile', 'first 3 7', '4242424242424242'])
+      expect(output).not.toContain(secret);
   }, 180_000);
 });
