@@ -8,6 +8,7 @@ import { combine } from 'shamir-secret-sharing';
 import { parseShare, shareLine } from '../src/common/crypto/shares';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { spawnJs } from './support/processes';
+import { initToken, SOFTHSM_MODULE } from './support/softhsm';
 import { ADMIN_URL, createDatabase, dropDatabase } from './support/test-database';
 
 /** KEY_PROVIDER=split as its operator and custodians meet it, with `vault` as they run it. */
@@ -254,4 +255,74 @@ describe('KEY_PROVIDER=split: the CLI reads shares, and the KEK rotates online',
     const withoutCeremonies = output.split(v1.join('\n')).join('').split(v2.join('\n')).join('');
     for (const secret of secrets) expect(withoutCeremonies).not.toContain(secret);
   });
+});
+
+describe('a change of provider away from split: vault keys rotate --to pkcs11, every server stopped', () => {
+  it("reads the split key's shares first, makes the key in the token, re-wraps; the server then starts under pkcs11 and reads", async () => {
+    const moved = await createDatabase('vault_test_split_to_pkcs11');
+    const dir = mkdtempSync(join(tmpdir(), 'vault-split-to-pkcs11-'));
+    const pin = '3141-5926';
+    initToken('vault-from-split', pin);
+    const hsm = { PKCS11_MODULE: SOFTHSM_MODULE, PKCS11_TOKEN_LABEL: 'vault-from-split', PKCS11_PIN: pin };
+    const apps: TestApp[] = [];
+    try {
+      const made = await cli({ DATABASE_URL: moved.url }, [
+        'keys',
+        'ceremony',
+        '--shares',
+        '2',
+        '--threshold',
+        '2',
+      ]);
+      const shares = made.stdout.split('\n');
+      const before = await startApp({ DATABASE_URL: moved.url, ...SPLIT });
+      apps.push(before);
+      for (const share of shares) await request(before.http).post('/sys/unseal').send({ share }).expect(200);
+      const tenant = await newTenant(before, 'moving');
+      const key = (
+        await newApplication(before, tenant.managementKey, {
+          type: 'private',
+          permissions: ['token:create', 'token:read'],
+        })
+      ).key;
+      const token = await request(before.http)
+        .post('/tokens')
+        .set('BT-API-KEY', key)
+        .send({ type: 'card', data: CARD })
+        .expect(201);
+      await before.close();
+      apps.pop();
+
+      const env = { DATABASE_URL: moved.url, ...hsm };
+      const sealed = await cli(env, ['keys', 'rotate', '--to', 'pkcs11'], lines(shares[0]));
+      expect(sealed.code).toBe(1);
+      expect(sealed.stderr).toMatch(/not enough shares to open key v1 \(1 counted, 2 needed\)/);
+      shares.forEach((line, i) => writeFileSync(join(dir, `share-${i + 1}.txt`), `${line}\n`));
+      const run = await cli(env, ['keys', 'rotate', '--to', 'pkcs11', '--shares-from', dir]);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({
+        from: 'split',
+        to: 'pkcs11',
+        active_version: 'v2',
+        rewrapped_tenants: 1,
+        check: expect.stringMatching(/^[0-9A-F]{6}$/),
+      });
+      expect(`${run.stdout}${run.stderr}`).not.toContain(pin);
+
+      const after = await startApp({
+        ...env,
+        KEY_PROVIDER: 'pkcs11',
+        ENCRYPTION_KEYS: '',
+        JOBS_ENABLED: 'false',
+      });
+      apps.push(after);
+      await request(after.http).get(`/tokens/${token.body.id}`).set('BT-API-KEY', key).expect(200);
+      const logs = after.logs.join('\n');
+      for (const share of shares) expect(logs).not.toContain(share.split(':')[4]);
+    } finally {
+      for (const t of apps) await t.close();
+      rmSync(dir, { recursive: true, force: true });
+      await dropDatabase(moved.name);
+    }
+  }, 180_000);
 });
