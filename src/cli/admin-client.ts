@@ -4,9 +4,10 @@ import { checkMasterKeys } from '../common/crypto/master-keys';
 import { AppConfig } from '../config/app-config';
 import { EmbeddedDatabaseInUse, lockOwner } from '../database/embedded-lock';
 import type { AdminRequest, AdminResult } from '../modules/admin/admin-operations';
+import { CliError } from './cli-error';
 
-/** A refusal to show the operator as it is (one line, no stack). */
-export class CliError extends Error {}
+// Where the commands have always found it (src/cli/cli-error.ts, for cli-shares.ts without a cycle).
+export { CliError };
 
 /** How the CLI opens the key-encrypting key under KEY_PROVIDER=split. */
 export interface RunOptions {

@@ -11,7 +11,7 @@ import { TenantKeyStore } from '../common/crypto/tenant-key.store';
 import { UnitOfWork } from '../common/unit-of-work/unit-of-work';
 import { ConfigError } from '../config/load-config';
 import type { AdminRequest } from '../modules/admin/admin-operations';
-import { CliError } from './admin-client';
+import { CliError } from './cli-error';
 
 /** The operations that use the key-encrypting keys in the CLI's own process. */
 export const NEEDS_KEK: ReadonlySet<AdminRequest['op']> = new Set([
