@@ -4,9 +4,16 @@ import { checkMasterKeys } from '../common/crypto/master-keys';
 import { AppConfig } from '../config/app-config';
 import { EmbeddedDatabaseInUse, lockOwner } from '../database/embedded-lock';
 import type { AdminRequest, AdminResult } from '../modules/admin/admin-operations';
+import { CliError } from './cli-error';
 
-/** A refusal to show the operator as it is (one line, no stack). */
-export class CliError extends Error {}
+// Where the commands have always found it (src/cli/cli-error.ts, for cli-shares.ts without a cycle).
+export { CliError };
+
+/** How the CLI opens the key-encrypting key under KEY_PROVIDER=split. */
+export interface RunOptions {
+  /** A directory whose `*.txt` files each hold a share line; without it, standard input. */
+  sharesFrom?: string;
+}
 
 /**
  * Runs an operator request where the database is. With DATABASE_URL, or with the embedded database
@@ -18,7 +25,11 @@ export class CliError extends Error {}
 export class AdminClient {
   constructor(private readonly config: AppConfig) {}
 
-  async run(request: AdminRequest): Promise<AdminResult> {
+  /**
+   * Under KEY_PROVIDER=split, an operation that needs the key-encrypting key in this process reads the
+   * custodians' shares first (`unsealForCli`); through a running server, the server's keys are used.
+   */
+  async run(request: AdminRequest, options: RunOptions = {}): Promise<AdminResult> {
     if (this.config.embedded) {
       const owner = lockOwner(this.config.DATA_DIR);
       if (owner?.control) {
@@ -37,17 +48,19 @@ export class AdminClient {
     // Before the database is opened (and migrated): missing master keys are one line, and change nothing.
     checkMasterKeys(this.config);
     process.stderr.write(`Using ${this.config.databaseDescription}.\n`);
-    return this.local(request);
+    return this.local(request, options);
   }
 
-  private async local(request: AdminRequest): Promise<AdminResult> {
+  private async local(request: AdminRequest, options: RunOptions): Promise<AdminResult> {
     // Loaded here, not at the top: the modules behind it (database, crypto, services) are what makes a
     // command slow to start, and `--help` needs none of them.
-    const [{ NestFactory }, { CliCoreModule }, { AdminOperations, AdminRefusal }] = await Promise.all([
-      import('@nestjs/core'),
-      import('./cli-core.module'),
-      import('../modules/admin/admin-operations'),
-    ]);
+    const [{ NestFactory }, { CliCoreModule }, { AdminOperations, AdminRefusal }, { unsealForCli }] =
+      await Promise.all([
+        import('@nestjs/core'),
+        import('./cli-core.module'),
+        import('../modules/admin/admin-operations'),
+        import('./cli-shares'),
+      ]);
     let context;
     try {
       context = await NestFactory.createApplicationContext(CliCoreModule.forRoot(this.config), {
@@ -63,6 +76,7 @@ export class AdminClient {
       throw error;
     }
     try {
+      await unsealForCli(context, request.op, options.sharesFrom);
       // A long operation's progress (a rotation's batches) on standard error, one line each.
       return await context.get(AdminOperations).run(request, (line) => process.stderr.write(`${line}\n`));
     } catch (error) {

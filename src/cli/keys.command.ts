@@ -88,7 +88,7 @@ export class KeysCeremonyCommand extends CommandRunner {
 @SubCommand({
   name: 'rotate',
   description:
-    'Re-wrap every tenant data key under the active (last) master key; refused while a running server lacks it. With --to split|pkcs11 (every server stopped): move the key-encrypting key to another provider',
+    'Re-wrap every tenant data key under the active (last) master key; refused while a running server lacks it. With --to split|pkcs11|env (every server stopped): move the key-encrypting key to another provider. Under KEY_PROVIDER=split it reads the shares of every key version it needs first',
 })
 export class KeysRotateCommand extends CommandRunner {
   constructor(
@@ -118,9 +118,13 @@ export class KeysRotateCommand extends CommandRunner {
     return true;
   }
 
-  @Option({ flags: '--to <provider>', description: 'split or pkcs11: change provider (servers stopped)' })
-  parseTo(value: string): 'split' | 'pkcs11' {
-    if (value !== 'split' && value !== 'pkcs11') throw new CliError('--to must be split or pkcs11');
+  @Option({
+    flags: '--to <provider>',
+    description: 'split, pkcs11 or env: change provider (servers stopped)',
+  })
+  parseTo(value: string): 'split' | 'pkcs11' | 'env' {
+    if (value !== 'split' && value !== 'pkcs11' && value !== 'env')
+      throw new CliError('--to must be split, pkcs11 or env');
     return value;
   }
 
@@ -135,41 +139,60 @@ export class KeysRotateCommand extends CommandRunner {
   }
 
   @Option({
-    flags: '--out <dir>',
-    description: '--to split: write each share to DIR/share-<index>.txt (0600)',
+    flags: '--out <path>',
+    description:
+      '--to split: write each share to DIR/share-<index>.txt (0600); --to env: write the ENCRYPTION_KEYS value to FILE (0600, a new file)',
   })
   parseOut(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--shares-from <dir>',
+    description:
+      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
+  })
+  parseSharesFrom(value: string): string {
     return value;
   }
 
   async run(
     _args: string[],
     options: {
-      to?: 'split' | 'pkcs11';
+      to?: 'split' | 'pkcs11' | 'env';
       shares?: number;
       threshold?: number;
       out?: string;
       batch?: number;
       tenantKeys?: boolean;
+      sharesFrom?: string;
     } = {},
   ): Promise<void> {
+    const shares = { sharesFrom: options.sharesFrom };
     if (options.tenantKeys) {
       if (options.to)
         throw new CliError('--tenant-keys and --to are separate rotations: run one, then the other');
-      const rotated = await this.admin.run({ op: 'keys.rotate-tenant-keys', batch: options.batch });
+      const rotated = await this.admin.run({ op: 'keys.rotate-tenant-keys', batch: options.batch }, shares);
       process.stdout.write(`${JSON.stringify(rotated)}\n`);
       return;
     }
     if (options.to) {
-      const changed = (await this.admin.run({
-        op: 'keys.rotate-to',
-        to: options.to,
-        shares: options.shares,
-        threshold: options.threshold,
-        out: options.out,
-      })) as ProviderChanged;
+      const changed = (await this.admin.run(
+        {
+          op: 'keys.rotate-to',
+          to: options.to,
+          shares: options.shares,
+          threshold: options.threshold,
+          out: options.out,
+        },
+        shares,
+      )) as ProviderChanged;
+      const settings =
+        changed.to === 'env'
+          ? `KEY_PROVIDER=env and ENCRYPTION_KEYS set to the line of ${options.out}`
+          : `KEY_PROVIDER=${changed.to}`;
       process.stderr.write(
-        `Keys moved from ${changed.from} to ${changed.to}: ${changed.rewrapped_tenants} tenant keys under ${changed.active_version}. Start the servers with KEY_PROVIDER=${changed.to}.\n`,
+        `Keys moved from ${changed.from} to ${changed.to}: ${changed.rewrapped_tenants} tenant keys under ${changed.active_version}. Start the servers with ${settings}.\n`,
       );
       process.stdout.write(`${JSON.stringify(changed)}\n`);
       return;
@@ -181,7 +204,7 @@ export class KeysRotateCommand extends CommandRunner {
       active: this.config.activeKeyVersion,
       batch: options.batch,
     };
-    process.stdout.write(`${JSON.stringify(await this.admin.run(request))}\n`);
+    process.stdout.write(`${JSON.stringify(await this.admin.run(request, shares))}\n`);
   }
 }
 

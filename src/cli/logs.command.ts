@@ -32,16 +32,28 @@ export class LogsVerifyCommand extends CommandRunner {
     return false;
   }
 
+  @Option({
+    flags: '--shares-from <dir>',
+    description:
+      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
+  })
+  parseSharesFrom(value: string): string {
+    return value;
+  }
+
   async run(
     _args: string[],
-    options: { tenant?: string; seal?: boolean; checkpoint?: string },
+    options: { tenant?: string; seal?: boolean; checkpoint?: string; sharesFrom?: string },
   ): Promise<void> {
-    const report = (await this.admin.run({
-      op: 'logs.verify',
-      tenant: options.tenant,
-      seal: options.seal !== false,
-      ...(options.checkpoint !== undefined ? { checkpoint: readFileSync(options.checkpoint, 'utf8') } : {}),
-    })) as AuditReport;
+    const report = (await this.admin.run(
+      {
+        op: 'logs.verify',
+        tenant: options.tenant,
+        seal: options.seal !== false,
+        ...(options.checkpoint !== undefined ? { checkpoint: readFileSync(options.checkpoint, 'utf8') } : {}),
+      },
+      { sharesFrom: options.sharesFrom },
+    )) as AuditReport;
     process.stdout.write(`${JSON.stringify(report)}\n`);
     if (report.problems.length) process.exitCode = 1;
   }

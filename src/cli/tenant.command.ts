@@ -3,6 +3,7 @@ import { AdminClient } from './admin-client';
 
 interface CreateOptions {
   name: string;
+  sharesFrom?: string;
 }
 
 @SubCommand({
@@ -21,8 +22,20 @@ export class TenantCreateCommand extends CommandRunner {
     return name;
   }
 
+  @Option({
+    flags: '--shares-from <dir>',
+    description:
+      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
+  })
+  parseSharesFrom(value: string): string {
+    return value;
+  }
+
   async run(_params: string[], options: CreateOptions): Promise<void> {
-    const created = await this.admin.run({ op: 'tenant.create', name: options.name });
+    const created = await this.admin.run(
+      { op: 'tenant.create', name: options.name },
+      { sharesFrom: options.sharesFrom },
+    );
     process.stdout.write(`${JSON.stringify(created)}\n`);
   }
 }

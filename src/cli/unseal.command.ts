@@ -19,7 +19,7 @@ async function readStdin(): Promise<string> {
 @Command({
   name: 'unseal',
   description:
-    "Enter one custodian's share (read from standard input) into a sealed server (KEY_PROVIDER=split); prints `<k> of <M>` or `unsealed`",
+    "Enter one custodian's share (read from standard input) into a sealed server (KEY_PROVIDER=split), or into an unsealed one a share of a newer ceremony's key (rotation); prints `<k> of <M>` or `unsealed`",
 })
 export class UnsealCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
@@ -53,6 +53,8 @@ export class UnsealCommand extends CommandRunner {
       sealed?: boolean;
       progress?: number;
       threshold?: number;
+      kek_version?: string;
+      adopting?: string;
       code?: string;
       detail?: string;
     };
@@ -62,6 +64,17 @@ export class UnsealCommand extends CommandRunner {
         why ? `refused: ${why}. ${answer.detail ?? ''}`.trim() : (answer.detail ?? `HTTP ${res.status}`),
       );
     }
-    process.stdout.write(answer.sealed ? `${answer.progress} of ${answer.threshold}\n` : 'unsealed\n');
+    // The count on standard output; which key it is about on standard error.
+    if (answer.sealed || answer.adopting) {
+      process.stdout.write(`${answer.progress} of ${answer.threshold}\n`);
+      process.stderr.write(
+        answer.sealed
+          ? `Shares of key ${answer.kek_version}.\n`
+          : `Shares of key ${answer.adopting}, made after ${answer.kek_version}, which the server serves under: at ${answer.threshold} it adopts it.\n`,
+      );
+      return;
+    }
+    process.stdout.write('unsealed\n');
+    process.stderr.write(`The server serves under key ${answer.kek_version}.\n`);
   }
 }

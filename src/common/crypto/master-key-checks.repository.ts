@@ -47,6 +47,16 @@ export class MasterKeyChecksRepository {
     }));
   }
 
+  /** The versions the audit log's signing keys are sealed under (they too need their KEK). */
+  @GenerateSql({ change: true, params: [] })
+  async signingKeyVersions(change: Change): Promise<string[]> {
+    const rows = await queryRows<{ master_key_version: string }>(
+      change,
+      `SELECT DISTINCT master_key_version FROM audit_signing_keys WHERE master_key_version IS NOT NULL`,
+    );
+    return rows.map((row) => row.master_key_version);
+  }
+
   /** Records a version's check value (and custody) unless one is recorded already; true when recorded now. */
   @GenerateSql({ change: true, params: [{ version: 'v1', checkValue: Buffer.alloc(32, 7) }] })
   async record(change: Change, check: MasterKeyCheck): Promise<boolean> {

@@ -51,6 +51,7 @@ function hold(given: (MasterKey | KeyEncryptionKey)[]): Held {
 export class MasterKeyRing {
   private held: Held | undefined;
   private readonly waiting: (() => void)[] = [];
+  private readonly listeners: (() => void)[] = [];
 
   constructor(
     keys: (MasterKey | KeyEncryptionKey)[] | 'sealed',
@@ -85,12 +86,13 @@ export class MasterKeyRing {
   /**
    * Adds a key that becomes the active one, in this process only: a change of provider (`vault keys
    * rotate --to`, servers stopped) re-wraps everything under the new provider's key while the old ones
-   * are still there to unwrap.
+   * are still there to unwrap; a split server adopts a newer ceremony's key its custodians opened.
    */
   adopt(key: KeyEncryptionKey): void {
     const held = this.holding();
     if (held.byVersion.has(key.version)) throw new Error(`the ring already holds ${key.version}`);
     this.held = hold([...held.keys, key]);
+    for (const run of this.listeners) run();
   }
 
   /** Gives a sealed ring its keys, then runs what waited for them (`whenUnsealed`), in order. */
@@ -98,6 +100,12 @@ export class MasterKeyRing {
     if (!this.sealed) throw new Error('the master key ring is not sealed');
     this.held = hold(keys);
     for (const run of this.waiting.splice(0)) run();
+    for (const run of this.listeners) run();
+  }
+
+  /** Runs `run` each time the keys held change (unsealed, a key adopted): the heartbeat tells at once. */
+  onChange(run: () => void): void {
+    this.listeners.push(run);
   }
 
   /** Runs `run` once the ring holds its keys: now, or when it is unsealed. */

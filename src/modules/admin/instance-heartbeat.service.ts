@@ -36,6 +36,8 @@ export class InstanceHeartbeatService implements OnApplicationBootstrap, BeforeA
   async onApplicationBootstrap(): Promise<void> {
     await this.instances.beat(this.self);
     await this.instances.prune(86_400);
+    // Unsealed, or a newer key adopted: `keys rotate` sees the versions held now, not at the next beat.
+    this.ring.onChange(() => void this.instances.beat(this.self).catch(() => undefined));
     this.timer = setInterval(() => {
       this.instances.beat(this.self).catch((error: unknown) => {
         this.logger.warn(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -17,20 +17,23 @@ import { ConfigError } from '../../config/load-config';
 
 /** `vault keys rotate --to`: where the key-encrypting key goes, and for `split` how it is shared. */
 export interface ProviderChangeRequest {
-  to: 'split' | 'pkcs11';
+  to: 'split' | 'pkcs11' | 'env';
   shares?: number;
   threshold?: number;
-  /** `split`: the directory the shares are written to (one file each, mode 0600) before anything changes. */
+  /**
+   * `split`: the directory the shares are written to (one file each, mode 0600); `env`: the file the
+   * `ENCRYPTION_KEYS` value is written to (mode 0600, a new file); either before anything changes.
+   */
   out?: string;
 }
 
 export interface ProviderChanged {
   from: string;
-  to: 'split' | 'pkcs11';
+  to: 'split' | 'pkcs11' | 'env';
   active_version: string;
   rewrapped_tenants: number;
   resealed_signing_keys: number;
-  /** `pkcs11`: the new key's check value; `split`: the shares' check label. */
+  /** `pkcs11`: the new key's check value; `split`, `env`: its check label. */
   check: string;
   /** `split`: the files written, one per custodian. */
   share_files?: string[];
@@ -40,9 +43,9 @@ export interface ProviderChanged {
 export class ProviderChangeRefusal extends Error {}
 
 /**
- * `vault keys rotate --to split|pkcs11`, run with every server stopped: a new key-encrypting key under the
- * new provider (made in the HSM, or made here and split among custodians, its shares written before
- * anything else changes), then, in one change, its version recorded, every tenant data key re-wrapped
+ * `vault keys rotate --to split|pkcs11|env`, run with every server stopped: a new key-encrypting key under
+ * the new provider (made in the HSM, or made here and split among custodians or written to a file as an
+ * `ENCRYPTION_KEYS` value, before anything else changes), then, in one change, its version recorded, every tenant data key re-wrapped
  * under it and the audit log's signing seeds sealed again. The servers then start with the new
  * provider's settings. A failure before the change commits leaves the database as it was (a key made in
  * the token stays there unused; share files written are void and say so).
@@ -60,10 +63,9 @@ export class ProviderChange {
   ) {}
 
   async run(request: ProviderChangeRequest): Promise<ProviderChanged> {
+    // Under split the CLI opened the key from its custodians' shares first (cli-shares.ts).
     if (this.ring.sealed)
-      throw new ProviderChangeRefusal(
-        'keys rotate --to refused: this process holds no key to re-wrap from (a change from split is not built yet)',
-      );
+      throw new ProviderChangeRefusal('keys rotate --to refused: this process holds no key to re-wrap from');
     if (request.to === this.ring.provider)
       throw new ProviderChangeRefusal(
         `keys rotate --to refused: the keys are under ${request.to} already; \`vault keys rotate\` rotates within it`,
@@ -71,7 +73,11 @@ export class ProviderChange {
     const recorded = await this.work.transaction({}, (change) => this.checks.all(change));
     const next = `v${Math.max(0, ...recorded.map((c) => Number(c.version.slice(1)))) + 1}`;
     const made =
-      request.to === 'pkcs11' ? this.inHsm(recorded.map((c) => c.version)) : await this.split(next, request);
+      request.to === 'pkcs11'
+        ? this.inHsm(recorded.map((c) => c.version))
+        : request.to === 'env'
+          ? this.inEnv(next, request.out)
+          : await this.split(next, request);
     this.ring.adopt(made.kek);
     const from = this.ring.provider;
     // The attempt on record even if what follows fails.
@@ -123,6 +129,36 @@ export class ProviderChange {
       kek,
       check: kcv.toString('hex').toUpperCase(),
       record: { version, checkValue: kcv, provider: 'pkcs11' as const },
+      files: undefined,
+    };
+  }
+
+  /**
+   * A new key written as the one line of an `ENCRYPTION_KEYS` value (`v<N>:<base64>`) to `out`, a new
+   * file of mode 0600, before anything else changes; the servers then start with it.
+   */
+  private inEnv(version: string, out: string | undefined) {
+    if (out === undefined)
+      throw new ProviderChangeRefusal(
+        'keys rotate --to env refused: --out FILE is required (the new ENCRYPTION_KEYS value is written there)',
+      );
+    const key = randomBytes(32);
+    const kek: KeyEncryptionKey = new MemoryKek(version, Buffer.from(key));
+    const check = checkValue(key);
+    try {
+      writeFileSync(out, `${version}:${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new ProviderChangeRefusal(
+        `keys rotate --to env refused: ${out} cannot be written (${code === 'EEXIST' ? 'it exists already' : code}); nothing was changed`,
+      );
+    } finally {
+      key.fill(0);
+    }
+    return {
+      kek,
+      check: checkLabel(check),
+      record: { version, checkValue: check, provider: 'env' as const },
       files: undefined,
     };
   }

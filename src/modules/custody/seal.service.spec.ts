@@ -121,3 +121,68 @@ describe('SealService', () => {
     expect((await service.enter(shares[0], 'elsewhere')).progress).toBe(1);
   });
 });
+
+describe('SealService with a newer ceremony (rotation under split)', () => {
+  let newer: string[];
+  const signingKey = `INSERT INTO audit_signing_keys (id, name, key_id, public_key, sealed_seed, master_key_version, created_at)
+    VALUES ('00000000-0000-4000-8000-0000000000a1', 'spec/audit', '0a0b0c0d', $1, $2, 'v1', now())`;
+
+  it('an unsealed server takes the shares of the newer version, refuses the old, and adopts it as active', async () => {
+    const { ring, service } = sealedService();
+    await service.enter(shares[0], 'a');
+    await service.enter(shares[1], 'a');
+    const changed: string[] = [];
+    ring.onChange(() => changed.push(ring.active.version));
+    expect(await service.status()).toEqual({ sealed: false, progress: 0, threshold: 2, kek_version: 'v1' });
+    ({ shares: newer } = await new KeyCeremony(records(), new MasterKeyChecksRepository()).run(3, 2));
+    expect(await service.status()).toEqual({
+      sealed: false,
+      progress: 0,
+      threshold: 2,
+      kek_version: 'v1',
+      adopting: 'v2',
+    });
+    expect(await service.enter(shares[2], 'a').catch(codeOf)).toBe('share_of_another_key');
+    expect((await service.enter(newer[2], 'a')).progress).toBe(1);
+    expect(ring.active.version).toBe('v1');
+    expect(await service.enter(newer[0], 'a')).toEqual({
+      sealed: false,
+      progress: 0,
+      threshold: 2,
+      kek_version: 'v2',
+    });
+    expect(ring.keys.map((k) => k.version)).toEqual(['v1', 'v2']);
+    expect(changed).toEqual(['v2']);
+    // Nothing newer: a share is ignored as before.
+    expect((await service.enter(newer[1], 'a')).kek_version).toBe('v2');
+  });
+
+  it('sealed, it collects every version still wrapping a key, one after the other, then unseals holding both', async () => {
+    await db.rows(signingKey, [Buffer.alloc(32, 1), Buffer.alloc(60, 2)]);
+    const { ring, service } = sealedService();
+    expect(await service.status()).toEqual({ sealed: true, progress: 0, threshold: 2, kek_version: 'v1' });
+    // A share of the later version counts meanwhile.
+    expect((await service.enter(newer[1], 'a')).progress).toBe(0);
+    await service.enter(shares[0], 'a');
+    expect(await service.enter(shares[2], 'a')).toEqual({
+      sealed: true,
+      progress: 1,
+      threshold: 2,
+      kek_version: 'v2',
+    });
+    expect(await service.enter(shares[1], 'a').catch(codeOf)).toBe('share_already_entered');
+    expect((await service.enter(newer[2], 'a')).sealed).toBe(false);
+    expect(ring.keys.map((k) => k.version)).toEqual(['v1', 'v2']);
+    expect(ring.active.version).toBe('v2');
+  });
+
+  it('once nothing is under the old version, only the newer one is asked for', async () => {
+    await db.rows(`DELETE FROM audit_signing_keys WHERE master_key_version = 'v1'`);
+    const { ring, service } = sealedService();
+    expect(await service.status()).toEqual({ sealed: true, progress: 0, threshold: 2, kek_version: 'v2' });
+    expect(await service.enter(shares[0], 'a').catch(codeOf)).toBe('share_of_another_key');
+    await service.enter(newer[0], 'a');
+    await service.enter(newer[1], 'a');
+    expect(ring.keys.map((k) => k.version)).toEqual(['v2']);
+  });
+});
