@@ -206,6 +206,17 @@ describe('KEY_PROVIDER=split: the CLI reads shares, and the KEK rotates online',
     expect(JSON.parse(verified.stdout).problems).toEqual([]);
   }, 120_000);
 
+  it('vault keys rotate --tenant-keys under split reads the shares from standard input; the tokens then read under the new data key', async () => {
+    const rotated = await local(['keys', 'rotate', '--tenant-keys'], `${v2[1]}\n${v2[2]}\n`);
+    expect(rotated.code).toBe(0);
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ resumed: false, tokens: expect.any(Number) });
+    const t = await start();
+    await enter(t, v2[0]).expect(200);
+    await enter(t, v2[2]).expect(200);
+    await request(t.http).get(`/tokens/${token.id}`).set('BT-API-KEY', token.key).expect(200);
+    await stop(t);
+  }, 120_000);
+
   it('vault keys rotate --to env --out FILE, from split: the key written first (0600), the server then starts under env and reads', async () => {
     const out = join(dir, 'encryption-keys');
     const noOut = await local(['keys', 'rotate', '--to', 'env'], lines(v2[0], v2[1]));
