@@ -212,6 +212,7 @@ describe('keys under custody: KEY_PROVIDER=split', () => {
       provider: 'split',
       versions: [{ version: 'v1', provider: 'split', active: true, wraps: 1, threshold: 2, shares: 3 }],
       rotation: null,
+      data_keys: { rotation: null },
     });
   }, 120_000);
 
