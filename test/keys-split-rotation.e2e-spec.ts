@@ -6,14 +6,13 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { combine } from 'shamir-secret-sharing';
 import { parseShare, shareLine } from '../src/common/crypto/shares';
-import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { newTenant, startApp, tenantWithCard, TestApp } from './support/app';
 import { spawnJs } from './support/processes';
 import { initToken, SOFTHSM_MODULE } from './support/softhsm';
 import { ADMIN_URL, createDatabase, dropDatabase } from './support/test-database';
 
 /** KEY_PROVIDER=split as its operator and custodians meet it, with `vault` as they run it. */
 const SPLIT = { KEY_PROVIDER: 'split', ENCRYPTION_KEYS: '', JOBS_ENABLED: 'false' };
-const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 };
 
 /** Everything the CLI printed in this file, scanned for secrets at the end. */
 const printed: string[] = [];
@@ -110,21 +109,11 @@ describe('KEY_PROVIDER=split: the CLI reads shares, and the KEK rotates online',
     const a = await start();
     await enter(a, v1[0]).expect(200);
     expect((await enter(a, v1[1]).expect(200)).body).toMatchObject({ sealed: false, kek_version: 'v1' });
-    const tenant = await newTenant(a, 'before');
-    const key = (
-      await newApplication(a, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
-    const made = await request(a.http)
-      .post('/tokens')
-      .set('BT-API-KEY', key)
-      .send({ type: 'card', data: CARD });
-    token = { id: made.body.id, key };
+    const { key, tokenId } = await tenantWithCard(a, 'before');
+    token = { id: tokenId, key };
 
     const ceremony = await local(['keys', 'ceremony', '--shares', '3', '--threshold', '2']);
-    expect(ceremony.code).toBe(0);
+    expect({ code: ceremony.code, stderr: ceremony.stderr }).toMatchObject({ code: 0 });
     v2 = ceremony.stdout.split('\n');
     expect(v2[0]).toMatch(/^vault-share-v1:v2:/);
     expect(await status(a)).toEqual({
@@ -289,18 +278,7 @@ describe('a change of provider away from split: vault keys rotate --to pkcs11, e
       const before = await startApp({ DATABASE_URL: moved.url, ...SPLIT });
       apps.push(before);
       for (const share of shares) await request(before.http).post('/sys/unseal').send({ share }).expect(200);
-      const tenant = await newTenant(before, 'moving');
-      const key = (
-        await newApplication(before, tenant.managementKey, {
-          type: 'private',
-          permissions: ['token:create', 'token:read'],
-        })
-      ).key;
-      const token = await request(before.http)
-        .post('/tokens')
-        .set('BT-API-KEY', key)
-        .send({ type: 'card', data: CARD })
-        .expect(201);
+      const { key, tokenId } = await tenantWithCard(before, 'moving');
       await before.close();
       apps.pop();
 
@@ -327,7 +305,7 @@ describe('a change of provider away from split: vault keys rotate --to pkcs11, e
         JOBS_ENABLED: 'false',
       });
       apps.push(after);
-      await request(after.http).get(`/tokens/${token.body.id}`).set('BT-API-KEY', key).expect(200);
+      await request(after.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(200);
       const logs = after.logs.join('\n');
       for (const share of shares) expect(logs).not.toContain(share.split(':')[4]);
     } finally {

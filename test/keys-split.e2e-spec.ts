@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { combine } from 'shamir-secret-sharing';
 import { parseShare, shareLine } from '../src/common/crypto/shares';
-import { newApplication, newTenant, startApp, TestApp } from './support/app';
+import { newTenant, startApp, tenantWithCard, TestApp } from './support/app';
 import { spawnJs } from './support/processes';
 import { ADMIN_URL, createDatabase, dropDatabase } from './support/test-database';
 
@@ -171,37 +171,20 @@ describe('keys under custody: KEY_PROVIDER=split', () => {
 
   it('tokenizes and reads once unsealed; a second instance is sealed on its own; a restart is sealed again and reads what was written', async () => {
     const [a] = apps;
-    const tenant = await newTenant(a, 'split');
-    const key = (
-      await newApplication(a, tenant.managementKey, {
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
-    ).key;
-    const made = await request(a.http)
-      .post('/tokens')
-      .set('BT-API-KEY', key)
-      .send({
-        type: 'card',
-        data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 },
-      })
-      .expect(201);
+    const { key, tokenId } = await tenantWithCard(a, 'split');
 
     const b = await start();
-    await request(b.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+    await request(b.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(503);
     await enter(b, shares[1]).expect(200);
     expect((await enter(b, shares[2]).expect(200)).body.sealed).toBe(false);
-    await request(b.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(200);
+    await request(b.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(200);
 
     await stop(a);
     const restarted = await start();
-    await request(restarted.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+    await request(restarted.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(503);
     await enter(restarted, shares[0]).expect(200);
     await enter(restarted, shares[2]).expect(200);
-    const read = await request(restarted.http)
-      .get(`/tokens/${made.body.id}`)
-      .set('BT-API-KEY', key)
-      .expect(200);
+    const read = await request(restarted.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(200);
     expect(read.body.data).toBeUndefined();
     expect(read.body.enrichments.card_details.last4).toBe('4242');
 
@@ -289,21 +272,7 @@ describe('a change of provider: vault keys rotate --to split, every server stopp
       };
       const before = await startApp(asEnv);
       apps.push(before);
-      const tenant = await newTenant(before, 'moving');
-      const key = (
-        await newApplication(before, tenant.managementKey, {
-          type: 'private',
-          permissions: ['token:create', 'token:read'],
-        })
-      ).key;
-      const made = await request(before.http)
-        .post('/tokens')
-        .set('BT-API-KEY', key)
-        .send({
-          type: 'card',
-          data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2031 },
-        })
-        .expect(201);
+      const { key, tokenId } = await tenantWithCard(before, 'moving');
       await before.close();
       apps.pop();
 
@@ -334,10 +303,10 @@ describe('a change of provider: vault keys rotate --to split, every server stopp
 
       const after = await startApp({ DATABASE_URL: moved.url, ...SPLIT });
       apps.push(after);
-      await request(after.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(503);
+      await request(after.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(503);
       await request(after.http).post('/sys/unseal').send({ share: lines[2] }).expect(200);
       await request(after.http).post('/sys/unseal').send({ share: lines[0] }).expect(200);
-      await request(after.http).get(`/tokens/${made.body.id}`).set('BT-API-KEY', key).expect(200);
+      await request(after.http).get(`/tokens/${tokenId}`).set('BT-API-KEY', key).expect(200);
       await request(after.http)
         .post('/tokens')
         .set('BT-API-KEY', key)

@@ -6,6 +6,7 @@ import type { GeneratedKey } from '../common/crypto/pkcs11/hsm-keys';
 import type { ProviderChanged } from '../modules/admin/provider-change';
 import { AppConfig } from '../config/app-config';
 import { AdminClient, CliError } from './admin-client';
+import { SHARES_FROM } from './shares-option';
 
 const whole =
   (name: string) =>
@@ -147,11 +148,7 @@ export class KeysRotateCommand extends CommandRunner {
     return value;
   }
 
-  @Option({
-    flags: '--shares-from <dir>',
-    description:
-      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
-  })
+  @Option(SHARES_FROM)
   parseSharesFrom(value: string): string {
     return value;
   }

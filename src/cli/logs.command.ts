@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { AuditReport } from '../common/audit/audit-verifier.service';
 import type { SystemLogLine } from '../common/audit/system-log';
 import { AdminClient } from './admin-client';
+import { SHARES_FROM } from './shares-option';
 
 @SubCommand({
   name: 'verify',
@@ -32,11 +33,7 @@ export class LogsVerifyCommand extends CommandRunner {
     return false;
   }
 
-  @Option({
-    flags: '--shares-from <dir>',
-    description:
-      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
-  })
+  @Option(SHARES_FROM)
   parseSharesFrom(value: string): string {
     return value;
   }

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { AdminClient } from './admin-client';
+import { SHARES_FROM } from './shares-option';
 
 interface CreateOptions {
   name: string;
@@ -22,11 +23,7 @@ export class TenantCreateCommand extends CommandRunner {
     return name;
   }
 
-  @Option({
-    flags: '--shares-from <dir>',
-    description:
-      "KEY_PROVIDER=split: the custodians' shares, each the first line of a *.txt file in DIR (default: standard input, one line each)",
-  })
+  @Option(SHARES_FROM)
   parseSharesFrom(value: string): string {
     return value;
   }

@@ -85,6 +85,28 @@ export function expectProblem(res: request.Response, status: number): void {
   expect(typeof res.body.detail).toBe('string');
 }
 
+/**
+ * A new tenant with a private application that creates and reads tokens, and one card tokenized with it
+ * (`number`, else 4242...): the start of every test that then reads a card back through some change.
+ */
+export async function tenantWithCard(
+  t: TestApp,
+  name: string,
+  number = '4242424242424242',
+): Promise<{ tenant: TestTenant; key: string; tokenId: string }> {
+  const tenant = await newTenant(t, name);
+  const { key } = await newApplication(t, tenant.managementKey, {
+    type: 'private',
+    permissions: ['token:create', 'token:read'],
+  });
+  const made = await request(t.http)
+    .post('/tokens')
+    .set('BT-API-KEY', key)
+    .send({ type: 'card', data: { number, expiration_month: 12, expiration_year: 2031 } })
+    .expect(201);
+  return { tenant, key, tokenId: made.body.id };
+}
+
 /** A private-application principal, for calling services directly (as a handler would). */
 export function privatePrincipal(tenantId: string, permissions: string[] = ['token:use']): Principal {
   return {
