@@ -12,7 +12,6 @@ import type {
   ProcessorPort,
   RefundRequest,
   ThreeDSecureData,
-  VendorHooks,
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
@@ -83,7 +82,7 @@ type SearchPayload<T> = { search?: Record<string, { edges?: ({ node?: T | null }
  * attempt is never sent twice. Captures, voids and refunds answer synchronously. Card data, CVCs and
  * keys never leave this class except in the requests to Braintree.
  */
-export class BraintreeProcessor implements ProcessorPort, VendorHooks {
+export class BraintreeProcessor implements ProcessorPort {
   static readonly formula = 'braintree-card';
   readonly formulaId = BraintreeProcessor.formula;
   /** How long a call may take (tests shorten it). */
