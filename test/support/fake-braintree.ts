@@ -7,6 +7,7 @@ import {
   execute,
   GraphQLError,
   GraphQLSchema,
+  Kind,
   NoDeprecatedCustomRule,
   parse,
   specifiedRules,
@@ -146,7 +147,7 @@ export class FakeBraintree {
         errors: [{ message: (error as Error).message, extensions: { errorClass: 'VALIDATION' } }],
       });
     }
-    const operation = document.definitions.find((d) => d.kind === 'OperationDefinition');
+    const operation = document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);
     const operationName = operation && 'name' in operation ? (operation.name?.value ?? null) : null;
     this.requests.push({ operationName, query, variables, headers: req.headers });
     if (!this.authenticated(req.headers.authorization))

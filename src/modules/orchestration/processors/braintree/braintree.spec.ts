@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildSchema, NoDeprecatedCustomRule, parse, specifiedRules, validate } from 'graphql';
+import { buildSchema, Kind, NoDeprecatedCustomRule, parse, specifiedRules, validate } from 'graphql';
 import { basicAuthorization, braintreeUrl, refusalCode } from './braintree-api';
 import { BRAINTREE_OPERATIONS } from './braintree-operations';
 import {
@@ -23,7 +23,7 @@ describe('braintree-card operations against Braintree’s schema', () => {
     (name, document) => {
       const parsed = parse(document);
       expect(validate(schema, parsed, [...specifiedRules, NoDeprecatedCustomRule])).toEqual([]);
-      const operations = parsed.definitions.filter((d) => d.kind === 'OperationDefinition');
+      const operations = parsed.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
       expect(operations.map((o) => ('name' in o ? o.name?.value : undefined))).toEqual([name]);
     },
   );
