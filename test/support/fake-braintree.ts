@@ -72,6 +72,8 @@ export class FakeBraintree {
   failNext = 0;
   failAfterNext = 0;
   hangNext = 0;
+  /** Runs after an operation was performed and before its answer is sent (a crash test kills the server here). */
+  beforeAnswer?: (operationName: string | null) => Promise<void> | void;
   private server!: Server;
 
   get baseUrl(): string {
@@ -82,10 +84,11 @@ export class FakeBraintree {
     return this.ledger.transactions;
   }
 
-  async start(): Promise<this> {
+  /** Listens on `port` (0: any free one); after close(), start(port) brings the same fake back there. */
+  async start(port = 0): Promise<this> {
     braintreeSchema();
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     return this;
   }
 
@@ -175,6 +178,7 @@ export class FakeBraintree {
     // Variables the schema could not coerce: a request error (no data at all).
     if (result.errors && result.data === undefined)
       this.invalid.push({ operationName, errors: result.errors.map((e) => e.message) });
+    if (this.beforeAnswer) await this.beforeAnswer(operationName);
     if (fault === 'failAfter') return problem(500, 'INTERNAL', 'Internal error');
     if (fault === 'hang') return; // done, never answered
     send(200, {
