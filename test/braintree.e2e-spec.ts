@@ -249,6 +249,8 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
     [BRAINTREE_CARDS.visa, 500100, 'authorization_declined', 'gateway_rejected_application_incomplete', null],
     [BRAINTREE_CARDS.visa, 500101, 'authorization_declined', 'fraudulent', null],
     [BRAINTREE_CARDS.invalid, 1299, 'authorization_declined', 'invalid_card_number', null],
+    // No zero-amount check without vaulting the card at Braintree: refused before any call.
+    [BRAINTREE_CARDS.visa, 0, 'authorization_failed', 'zero_amount_unsupported', null],
   ])(
     'card %s, amount %d: %s with %s (legacy code %s)',
     async (card, amount, status, errorCode, legacyCode) => {

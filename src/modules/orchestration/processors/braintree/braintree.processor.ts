@@ -135,6 +135,9 @@ export class BraintreeProcessor implements ProcessorPort {
       errorCode,
       threeDSecure: null,
     });
+    // Braintree verifies a card (a zero-amount check) only once it is vaulted there, which this adapter
+    // never does: an amount of 0 is refused before any call.
+    if (request.amount === 0) return failed('zero_amount_unsupported');
     let tokenized: BraintreeAnswer<{
       tokenizeCreditCard?: { paymentMethod?: { id?: string } | null } | null;
     }>;
