@@ -248,7 +248,6 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
     [BRAINTREE_CARDS.visa, 300000, 'authorization_failed', 'service_error', null],
     [BRAINTREE_CARDS.visa, 500100, 'authorization_declined', 'gateway_rejected_application_incomplete', null],
     [BRAINTREE_CARDS.visa, 500101, 'authorization_declined', 'fraudulent', null],
-    [BRAINTREE_CARDS.invalid, 1299, 'authorization_declined', 'invalid_card_number', null],
     // No zero-amount check without vaulting the card at Braintree: refused before any call.
     [BRAINTREE_CARDS.visa, 0, 'authorization_failed', 'zero_amount_unsupported', null],
   ])(
@@ -258,6 +257,27 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
       expect(tx).toMatchObject({ status, error_code: errorCode, auth_response_code: legacyCode });
     },
   );
+
+  it('a number Braintree refuses to tokenize (81715) is a hard invalid_card_number; nothing is authorized', async () => {
+    const result = await processor().authorize({
+      credentials: Object.fromEntries(FIELDS.map((f) => [f.key, f.value])),
+      reconciliationId: 'invalidNumber1',
+      attempt: 1,
+      amount: 100,
+      currency: 'USD',
+      country: null,
+      intent: 'authorize',
+      card: { number: BRAINTREE_CARDS.invalid, expiration_month: 3, expiration_year: 2030 },
+      paymentSource: 'ecommerce',
+      merchantInitiated: false,
+      isSubsequentPayment: false,
+      previousSchemeTransactionId: null,
+      threeDSessionId: null,
+      threeDSecureEnabled: false,
+    });
+    expect(result).toMatchObject({ outcome: 'declined', errorCode: 'invalid_card_number' });
+    expect(fake.calls('AuthorizePaymentMethod')).toHaveLength(0);
+  });
 
   describe('no idempotency key at Braintree: a lost answer is resolved by searching the orderId', () => {
     it('a 5xx after Braintree authorized: found by its orderId at once; one transaction', async () => {
