@@ -195,9 +195,11 @@ export class BraintreeProcessor implements ProcessorPort {
     } catch (error) {
       if (error instanceof ProcessorUnreachable || !(error instanceof ProcessorUnavailable)) throw error;
       // The outcome is unknown: what Braintree holds under the attempt's order id decides, else settlement.
-      const found = await this.findByOrderId(request.credentials, orderId, deadline - Date.now()).catch(
-        () => undefined,
-      );
+      const found = await this.findByOrderId(
+        request.credentials,
+        orderId,
+        Math.min(this.timeoutMs, deadline - Date.now()),
+      ).catch(() => undefined);
       if (!found) throw error;
       return transactionResult(found, cvcSent);
     }
