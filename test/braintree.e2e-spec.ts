@@ -193,23 +193,24 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
   });
 
   it('merchant-initiated payments carry paymentInitiator RECURRING or UNSCHEDULED, without the CVC', async () => {
+    let first: Tx | undefined;
     const initiator = async (extra: Record<string, unknown>) => {
       const tx = await pay(BRAINTREE_CARDS.visa, extra);
       expect(tx.status).toBe('authorization_succeeded');
+      first ??= tx;
       const input = sent('AuthorizePaymentMethod');
       return [input.transaction.paymentInitiator, sent('TokenizeCreditCard').creditCard.cvv];
     };
     expect(await initiator({ payment_source: 'recurring' })).toEqual(['RECURRING_FIRST', '123']);
-    expect(
-      await initiator({ payment_source: 'recurring', merchant_initiated: true, is_subsequent_payment: true }),
-    ).toEqual(['RECURRING', undefined]);
-    expect(
-      await initiator({
-        payment_source: 'card_on_file',
-        merchant_initiated: true,
-        is_subsequent_payment: true,
-      }),
-    ).toEqual(['UNSCHEDULED', undefined]);
+    // The first payment's network transaction id, as Braintree gave it, is what later ones refer to.
+    const later = {
+      merchant_initiated: true,
+      is_subsequent_payment: true,
+      previous_scheme_transaction_id: first!.scheme_transaction_id as string,
+    };
+    expect(first!.scheme_transaction_id).toMatch(/^[0-9]{15}$/);
+    expect(await initiator({ payment_source: 'recurring', ...later })).toEqual(['RECURRING', undefined]);
+    expect(await initiator({ payment_source: 'card_on_file', ...later })).toEqual(['UNSCHEDULED', undefined]);
     expect(await initiator({})).toEqual([undefined, '123']);
   });
 
