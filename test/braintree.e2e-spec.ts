@@ -112,13 +112,14 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
     expect(fake.invalid).toEqual([]);
   });
 
-  it('verifies the keys with an authenticated viewer query; refused keys or another merchant fail the connection', async () => {
+  it('verifies the keys with an authenticated viewer query; refused keys, another merchant or an unknown merchant account fail the connection', async () => {
     const bad = await createConnection(key, [
       ...FIELDS.slice(0, 3),
       { key: 'private_key', value: 'wrong' },
     ]).expect(201);
     expect(await waitForConnection(t, key, bad.body.id)).toBe('failed');
-    const check = fake.calls('Viewer').at(-1)!;
+    const check = fake.calls('ViewerWithAccount').at(-1)!;
+    expect(check.variables).toEqual({ merchantAccountId: 'usd_account' });
     expect(check.headers.authorization).toBe(
       `Basic ${Buffer.from(`${PUBLIC_KEY}:wrong`).toString('base64')}`,
     );
@@ -128,6 +129,17 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
       ...FIELDS.slice(1),
     ]);
     expect(await waitForConnection(t, key, other.body.id)).toBe('failed');
+    const noAccount = await createConnection(key, [
+      ...FIELDS.filter((f) => f.key !== 'merchant_account_id'),
+      { key: 'merchant_account_id', value: 'gbp_account' },
+    ]);
+    expect(await waitForConnection(t, key, noAccount.body.id)).toBe('failed');
+    const without = await createConnection(
+      key,
+      FIELDS.filter((f) => f.key !== 'merchant_account_id'),
+    );
+    expect(await waitForConnection(t, key, without.body.id)).toBe('available');
+    expect(fake.calls('Viewer')).toHaveLength(1);
     const shown = await request(t.http)
       .get(`/orchestration/connections/${other.body.id}`)
       .set('BT-API-KEY', key);

@@ -322,7 +322,22 @@ export class FakeBraintreeLedger {
   /** The root value graphql-js executes the schema's operations against. */
   readonly root: Json = {
     ping: () => 'pong',
-    viewer: () => ({ merchant: { id: this.merchantId } }),
+    viewer: () => ({
+      merchant: {
+        id: this.merchantId,
+        merchantAccounts: ({ input, first }: Json) => {
+          const is = ((input as Json | undefined)?.id as Json | undefined)?.is as string | undefined;
+          const accounts = [...this.merchantAccounts].filter(([id]) => is === undefined || id === is);
+          return {
+            edges: accounts.slice(0, first ?? 50).map(([id, currencyCode], i) => ({
+              cursor: id,
+              node: { id, currencyCode, isDefault: i === 0 && is === undefined, status: 'ACTIVE' },
+            })),
+            pageInfo: { hasNextPage: false, hasPreviousPage: false },
+          };
+        },
+      },
+    }),
     node: ({ id }: Json) => this.transactions.get(id) ?? this.refunds.get(id) ?? null,
     search: () => ({
       transactions: ({ input, first }: Json) => this.search([...this.transactions.values()], input, first),

@@ -70,6 +70,24 @@ query Viewer {
   }
 }`;
 
+/** The credentials check of a connection that names its merchant account: the account must exist. */
+export const VIEWER_WITH_ACCOUNT = `
+query ViewerWithAccount($merchantAccountId: String!) {
+  viewer {
+    merchant {
+      id
+      merchantAccounts(input: { id: { is: $merchantAccountId } }, first: 1) {
+        edges {
+          node {
+            id
+            currencyCode
+          }
+        }
+      }
+    }
+  }
+}`;
+
 /** The card, as a single-use payment method (never vaulted at Braintree). */
 export const TOKENIZE_CREDIT_CARD = `
 mutation TokenizeCreditCard($input: TokenizeCreditCardInput!) {
@@ -181,6 +199,7 @@ ${REFUND_FIELDS}`;
 /** Every document, by operation name (the unit spec validates them all). */
 export const BRAINTREE_OPERATIONS = {
   Viewer: VIEWER,
+  ViewerWithAccount: VIEWER_WITH_ACCOUNT,
   TokenizeCreditCard: TOKENIZE_CREDIT_CARD,
   AuthorizePaymentMethod: AUTHORIZE_PAYMENT_METHOD,
   ChargePaymentMethod: CHARGE_PAYMENT_METHOD,

@@ -69,6 +69,10 @@ function passThrough(data: ThreeDSecureData): Record<string, string> {
 export const braintreeRefundOrderId = (reconciliationId: string, refundId: string): string =>
   `${reconciliationId}.${toReconciliationId(refundId)}`;
 
+interface ViewedMerchant {
+  id?: string;
+  merchantAccounts?: { edges?: ({ node?: { id?: string } | null } | null)[] | null } | null;
+}
 type TransactionPayload = Record<string, { transaction?: BraintreeTransaction | null } | null>;
 type SearchPayload<T> = { search?: Record<string, { edges?: ({ node?: T | null } | null)[] } | null> | null };
 
@@ -104,10 +108,11 @@ export class BraintreeProcessor implements ProcessorPort {
   }
 
   async verifyCredentials(credentials: Credentials): Promise<VerificationResult> {
-    const answer = await this.call<{ viewer?: { merchant?: { id?: string } | null } | null }>(
+    const account = credentials.merchant_account_id;
+    const answer = await this.call<{ viewer?: { merchant?: ViewedMerchant | null } | null }>(
       credentials,
-      'Viewer',
-      {},
+      account ? 'ViewerWithAccount' : 'Viewer',
+      account ? { merchantAccountId: account } : {},
     );
     if (!answer.ok) {
       if (answer.status === 401 || answer.errorClass === 'AUTHENTICATION')
@@ -116,9 +121,12 @@ export class BraintreeProcessor implements ProcessorPort {
         return { ok: false, reason: 'the keys may not read the merchant (403)' };
       return { ok: false, reason: `Braintree refused the credentials check (${refusalCode(answer)})` };
     }
-    const merchant = answer.data.viewer?.merchant?.id;
-    if (credentials.merchant_id && merchant && merchant !== credentials.merchant_id)
+    const merchant = answer.data.viewer?.merchant;
+    if (credentials.merchant_id && merchant?.id && merchant.id !== credentials.merchant_id)
       return { ok: false, reason: 'the keys belong to another Braintree merchant than merchant_id' };
+    const accounts = merchant?.merchantAccounts?.edges ?? [];
+    if (account && !accounts.some((edge) => edge?.node?.id === account))
+      return { ok: false, reason: 'the merchant has no merchant account merchant_account_id' };
     return { ok: true };
   }
 
