@@ -764,11 +764,11 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
     expect(JSON.stringify(res.body)).not.toContain('not-a-hex-key');
     const other = await createConnection(
       key,
-      { connection_formula_id: 'braintree-card', accepted_currencies: ['USD'] },
+      { connection_formula_id: 'nuvei-card', accepted_currencies: ['USD'] },
       [
         { key: 'merchant_id', value: 'm' },
-        { key: 'public_key', value: 'p' },
-        { key: 'private_key', value: 'k' },
+        { key: 'merchant_site_id', value: 's' },
+        { key: 'secret_key', value: 'k' },
       ],
     );
     expectProblem(other, 400);

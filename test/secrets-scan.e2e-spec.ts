@@ -11,6 +11,7 @@ import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
 import { FakeAdyen, signNotification } from './support/fake-adyen';
+import { FakeBraintree } from './support/fake-braintree';
 import { ignoreTimeout, waitFor } from './support/wait';
 
 /**
@@ -64,6 +65,8 @@ const ADYEN_HMAC_KEY = `44782DEF547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_HMAC_KEY_2 = `99182ABC547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_VENDOR_API_KEY = `AQEvendor${tag}adyenApiKey`;
 const ADYEN_VENDOR_HMAC_KEY = randomBytes(32).toString('hex').toUpperCase();
+const BRAINTREE_PUBLIC_KEY = `bt_public_${tag}`;
+const BRAINTREE_PRIVATE_KEY = `bt_private_${tag}_Dd4`;
 
 /** Headers whose values are counts, lengths or seconds: a 3-digit value there is no CVC. */
 const NUMERIC_HEADERS = /^(content-length|x-ratelimit-.*|ratelimit.*|retry-after)$/;
@@ -109,6 +112,7 @@ describe('secrets scan', () => {
   let receiver: Receiver;
   let fakeStripe: FakeStripe;
   let fakeAdyen: FakeAdyen;
+  let fakeBraintree: FakeBraintree;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
   /**
@@ -132,6 +136,8 @@ describe('secrets scan', () => {
     fakeStripe.keys.add(STRIPE_VENDOR_SECRET);
     fakeAdyen = await new FakeAdyen().start();
     fakeAdyen.apiKeys.add(ADYEN_VENDOR_API_KEY);
+    fakeBraintree = await new FakeBraintree().start();
+    fakeBraintree.keys.set(BRAINTREE_PUBLIC_KEY, BRAINTREE_PRIVATE_KEY);
     // A database of its own, so this app's webhook delivery worker sends this scenario's events only.
     t = await startApp({
       DATABASE_URL: db.url,
@@ -139,7 +145,7 @@ describe('secrets scan', () => {
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_DELIVERY_ENABLED: 'true',
       WEBHOOK_POLL_MS: '100',
-      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl},adyen-card=${fakeAdyen.baseUrl}`,
+      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl},adyen-card=${fakeAdyen.baseUrl},braintree-card=${fakeBraintree.baseUrl}`,
     });
     tenant = await newTenant(t, `secrets scan ${tag}`);
   });
@@ -149,6 +155,7 @@ describe('secrets scan', () => {
     await receiver?.stop();
     await fakeStripe?.close();
     await fakeAdyen?.close();
+    await fakeBraintree?.close();
     if (db) await dropDatabase(db.name);
   });
 
@@ -265,6 +272,7 @@ describe('secrets scan', () => {
     plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
     plant('connection secret (adyen api_key, test environment)', ADYEN_VENDOR_API_KEY);
     plant('connection secret (adyen hmac_key, test environment)', ADYEN_VENDOR_HMAC_KEY);
+    plant('connection secret (braintree private_key, test environment)', BRAINTREE_PRIVATE_KEY);
     plant('management key', tenant.managementKey);
     const mgt = tenant.managementKey;
 
@@ -749,6 +757,38 @@ describe('secrets scan', () => {
     expect((await pay('amex', { intent: 'capture' }, adyenVendor)).status).toBe('capture_succeeded');
     expect(fakeAdyen.posts(/^\/payments$/)).toHaveLength(2);
 
+    // Braintree's sandbox (a fake Braintree): the card and the keys leave for Braintree, nothing else.
+    const braintreeVendor = (
+      await call('post', '/orchestration/connections', 201, {
+        key: pvt.key,
+        body: {
+          connection_formula_id: 'braintree-card',
+          method: 'card',
+          display_name: 'Braintree test',
+          environment: 'test',
+          fields: [
+            { key: 'merchant_id', value: fakeBraintree.ledger.merchantId },
+            { key: 'public_key', value: BRAINTREE_PUBLIC_KEY },
+            { key: 'private_key', value: BRAINTREE_PRIVATE_KEY },
+          ],
+          accepted_countries: ['US'],
+          accepted_currencies: ['USD'],
+        },
+      })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, braintreeVendor)).status).toBe('available');
+    const atBraintree = await pay('visa', {}, braintreeVendor);
+    expect(atBraintree.status).toBe('authorization_succeeded');
+    await op(atBraintree.id, 'capture', 200, { amount: 1000 });
+    const atBraintreeRow = await call('get', `/orchestration/transactions/${atBraintree.id}`, 200, {
+      key: pvt.key,
+    });
+    fakeBraintree.settle(atBraintreeRow.body.connection_transaction_id as string);
+    await op(atBraintree.id, 'refunds', 201, { amount: 400 });
+    expect((await pay('amex', { intent: 'capture' }, braintreeVendor)).status).toBe('capture_succeeded');
+    expect(fakeBraintree.calls('TokenizeCreditCard')).toHaveLength(2);
+    expect(fakeBraintree.invalid).toEqual([]);
+
     await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
@@ -858,6 +898,20 @@ describe('secrets scan', () => {
       text = text.split(`Bearer ${STRIPE_VENDOR_SECRET}`).join('Bearer [sent]');
       responses.push({
         route: `vendor request ${sent.method} ${sent.path}`,
+        body: text,
+        headers: {},
+        traceId: '',
+        logged: false,
+      });
+    }
+    for (const sent of fakeBraintree.requests) {
+      let text = JSON.stringify({ variables: sent.variables, headers: sent.headers });
+      for (const card of [CARDS.visa, CARDS.amex])
+        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
+      const basic = `Basic ${Buffer.from(`${BRAINTREE_PUBLIC_KEY}:${BRAINTREE_PRIVATE_KEY}`).toString('base64')}`;
+      text = text.split(basic).join('Basic [sent]');
+      responses.push({
+        route: `vendor request ${sent.operationName ?? 'graphql'}`,
         body: text,
         headers: {},
         traceId: '',

@@ -134,11 +134,11 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
 
   it('test and live exist only for formulas with a vendor adapter; sandbox is the default', async () => {
     const res = await createConnection({
-      connection_formula_id: 'braintree-card',
+      connection_formula_id: 'nuvei-card',
       fields: [
         { key: 'merchant_id', value: 'm' },
-        { key: 'public_key', value: 'p' },
-        { key: 'private_key', value: 'k' },
+        { key: 'merchant_site_id', value: 's' },
+        { key: 'secret_key', value: 'k' },
       ],
       accepted_currencies: ['USD'],
     });
