@@ -4,6 +4,7 @@ import type { ConnectionEnvironment } from '../formulas/environments';
 import type { Processor, ProcessorPort, VendorHooks, VendorSettings } from './processor.port';
 import { SANDBOX_PROCESSORS } from './sandbox-vendors';
 import { AdyenProcessor } from './adyen/adyen.processor';
+import { CheckoutProcessor } from './checkout/checkout.processor';
 import { StripeProcessor } from './stripe/stripe.processor';
 
 /**
@@ -14,7 +15,7 @@ import { StripeProcessor } from './stripe/stripe.processor';
 export const VENDOR_PROCESSORS: {
   readonly formula: string;
   new (settings: VendorSettings): ProcessorPort & VendorHooks;
-}[] = [StripeProcessor, AdyenProcessor];
+}[] = [StripeProcessor, AdyenProcessor, CheckoutProcessor];
 
 const VENDOR_ENVIRONMENTS = ['test', 'live'] as const;
 
