@@ -2,6 +2,8 @@ import Ajv, { ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
 /**
  * The fake Checkout.com's outcomes (test/support/fake-checkout.ts), its own table rather than Checkout.com's
  * sandbox cards:
@@ -61,4 +63,83 @@ export function sourceViolations(source: unknown): string[] {
   if (!validate) return [`source.type ${JSON.stringify(type)} is not one the document maps`];
   if (validate(source)) return [];
   return (validate.errors ?? []).map((e) => `source${e.instancePath} ${e.message ?? ''}`.trim());
+}
+
+/** One action on a payment (`PaymentAction`); `visible` once Checkout.com has processed it. */
+export interface FakeAction {
+  id: string;
+  type: 'Authorization' | 'Capture' | 'Void' | 'Refund';
+  amount: number;
+  approved: boolean;
+  response_code: string;
+  reference?: string;
+  processed_on: string;
+  visible: boolean;
+}
+
+export interface FakeCheckoutPayment {
+  id: string;
+  reference: string;
+  amount: number;
+  currency: string;
+  request: Json;
+  status: string;
+  approved: boolean;
+  responseCode: string;
+  schemeId: string;
+  actions: FakeAction[];
+  captured: number;
+  refunded: number;
+  /** The 3-D Secure session, while the buyer has not finished it. */
+  sessionId?: string;
+}
+
+function cardSource(p: FakeCheckoutPayment): Json {
+  const s = p.request.source;
+  return {
+    type: 'card',
+    expiry_month: s.expiry_month,
+    expiry_year: s.expiry_year,
+    last4: String(s.number).slice(-4),
+    bin: String(s.number).slice(0, 6),
+    fingerprint: `fp${String(s.number).slice(-4)}`,
+    scheme: String(s.number).startsWith('4') ? 'Visa' : 'Mastercard',
+    ...(s.cvv ? { cvv_check: s.cvv === '000' ? 'N' : 'Y' } : {}),
+  };
+}
+
+/** `PaymentResponse` (201). */
+export function paymentAnswer(p: FakeCheckoutPayment, links: Json): Json {
+  const auth = p.actions.find((a) => a.type === 'Authorization')!;
+  return {
+    id: p.id,
+    action_id: auth.id,
+    amount: p.amount,
+    currency: p.currency,
+    approved: p.approved,
+    status: p.status === 'Captured' ? 'Authorized' : p.status,
+    response_code: p.responseCode,
+    processed_on: auth.processed_on,
+    reference: p.reference,
+    ...(p.approved ? { scheme_id: p.schemeId } : {}),
+    source: cardSource(p),
+    _links: links,
+  };
+}
+
+/** `PaymentDetails` (`GET /payments/{id}`). */
+export function paymentDetails(p: FakeCheckoutPayment, links: Json): Json {
+  return {
+    id: p.id,
+    requested_on: p.actions.at(-1)?.processed_on ?? new Date().toISOString(),
+    amount: p.amount,
+    currency: p.currency,
+    payment_type: p.request.payment_type ?? 'Regular',
+    reference: p.reference,
+    approved: p.approved,
+    status: p.status,
+    ...(p.approved ? { scheme_id: p.schemeId } : {}),
+    source: cardSource(p),
+    _links: links,
+  };
 }

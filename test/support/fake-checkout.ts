@@ -1,9 +1,18 @@
 import { createHmac, randomInt } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CHECKOUT_CARDS, DECLINE_AMOUNTS, sourceViolations } from './fake-checkout-cards';
+import {
+  CHECKOUT_CARDS,
+  DECLINE_AMOUNTS,
+  FakeAction,
+  FakeCheckoutPayment,
+  paymentAnswer,
+  paymentDetails,
+  sourceViolations,
+} from './fake-checkout-cards';
 
 export { CHECKOUT_CARDS, DECLINE_AMOUNTS } from './fake-checkout-cards';
+export type { FakeAction, FakeCheckoutPayment } from './fake-checkout-cards';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -12,35 +21,6 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: Json;
-}
-
-/** One action on a payment (`PaymentAction`); `visible` once Checkout.com has processed it. */
-export interface FakeAction {
-  id: string;
-  type: 'Authorization' | 'Capture' | 'Void' | 'Refund';
-  amount: number;
-  approved: boolean;
-  response_code: string;
-  reference?: string;
-  processed_on: string;
-  visible: boolean;
-}
-
-export interface FakeCheckoutPayment {
-  id: string;
-  reference: string;
-  amount: number;
-  currency: string;
-  request: Json;
-  status: string;
-  approved: boolean;
-  responseCode: string;
-  schemeId: string;
-  actions: FakeAction[];
-  captured: number;
-  refunded: number;
-  /** The 3-D Secure session, while the buyer has not finished it. */
-  sessionId?: string;
 }
 
 /** A Checkout.com webhook event as sent: `{id, type, created_on, data: {id, action_id, reference, ...}}`. */
@@ -230,7 +210,7 @@ export class FakeCheckout {
     const m = /^\/payments\/(pay_\w{26})(?:\/(captures|voids|refunds|actions))?$/.exec(r.path);
     const p = m ? this.payments.get(m[1]) : undefined;
     if (!m || !p) return [404, undefined];
-    if (r.method === 'GET' && !m[2]) return [200, this.details(p)];
+    if (r.method === 'GET' && !m[2]) return [200, paymentDetails(p, this.links(p))];
     if (r.method === 'GET' && m[2] === 'actions')
       return [200, p.actions.filter((a) => a.visible).map(({ visible, ...a }) => (void visible, a))];
     if (r.method !== 'POST' || !m[2] || m[2] === 'actions') return [404, undefined];
@@ -272,7 +252,7 @@ export class FakeCheckout {
         ? '20087'
         : '10000';
     this.decide(p, declined);
-    return [201, this.response(p)];
+    return [201, paymentAnswer(p, this.links(p))];
   }
 
   /** Authorizes (and captures, when asked) or declines a payment, queueing its webhooks. */
@@ -368,54 +348,6 @@ export class FakeCheckout {
       ...(redirect
         ? { redirect: { href: `${this.baseUrl}/3ds/${p.id}` } }
         : { actions: { href: `${this.href(p)}/actions` } }),
-    };
-  }
-
-  private source(p: FakeCheckoutPayment): Json {
-    const s = p.request.source;
-    return {
-      type: 'card',
-      expiry_month: s.expiry_month,
-      expiry_year: s.expiry_year,
-      last4: String(s.number).slice(-4),
-      bin: String(s.number).slice(0, 6),
-      fingerprint: `fp${String(s.number).slice(-4)}`,
-      scheme: String(s.number).startsWith('4') ? 'Visa' : 'Mastercard',
-      ...(s.cvv ? { cvv_check: s.cvv === '000' ? 'N' : 'Y' } : {}),
-    };
-  }
-
-  private response(p: FakeCheckoutPayment): Json {
-    const auth = p.actions.find((a) => a.type === 'Authorization')!;
-    return {
-      id: p.id,
-      action_id: auth.id,
-      amount: p.amount,
-      currency: p.currency,
-      approved: p.approved,
-      status: p.status === 'Captured' ? 'Authorized' : p.status,
-      response_code: p.responseCode,
-      processed_on: auth.processed_on,
-      reference: p.reference,
-      ...(p.approved ? { scheme_id: p.schemeId } : {}),
-      source: this.source(p),
-      _links: this.links(p),
-    };
-  }
-
-  private details(p: FakeCheckoutPayment): Json {
-    return {
-      id: p.id,
-      requested_on: p.actions.at(-1)?.processed_on ?? new Date().toISOString(),
-      amount: p.amount,
-      currency: p.currency,
-      payment_type: p.request.payment_type ?? 'Regular',
-      reference: p.reference,
-      approved: p.approved,
-      status: p.status,
-      ...(p.approved ? { scheme_id: p.schemeId } : {}),
-      source: this.source(p),
-      _links: this.links(p),
     };
   }
 }

@@ -76,5 +76,5 @@ export async function checkoutCall<T>(
     parsed = {};
   }
   if (status >= 200 && status < 300) return { ok: true, status, body: parsed as T };
-  return { ok: false, status, error: (parsed ?? {}) as CheckoutError };
+  return { ok: false, status, error: parsed ?? {} };
 }
