@@ -93,26 +93,36 @@ describe('checkout-card webhooks, unknown outcomes and retries (fake Checkout.co
   });
 
   describe('unknown outcomes and retries never charge twice', () => {
-    it('an answer lost (time-out, 502 after receipt): processing, then payment_approved settles it', async () => {
-      for (const fault of ['hang', '502'] as const) {
-        r.fake.queued.length = 0;
-        r.processor().timeoutMs = 400;
-        if (fault === 'hang') r.fake.hangNext = 1;
-        else r.fake.failAfterNext = 1;
-        const tx = await r
-          .pay(CHECKOUT_CARDS.visa, { intent: 'capture' })
-          .finally(() => (r.processor().timeoutMs = 20_000));
-        expect(tx.status).toBe('processing');
-        const payment = r.fake.payment(tx.reconciliation_id)!;
-        await r.webhooks();
-        expect(await r.get(tx.id)).toMatchObject({
-          status: 'capture_succeeded',
-          connection_transaction_id: payment.id,
-        });
-        expect(
-          r.fake.posts(/^\/payments$/).filter((p) => p.body.reference === tx.reconciliation_id),
-        ).toHaveLength(1);
-      }
+    it('an answer lost to a time-out: processing, then payment_approved settles it; one payment', async () => {
+      r.processor().timeoutMs = 400;
+      r.fake.hangNext = 1;
+      const tx = await r
+        .pay(CHECKOUT_CARDS.visa, { intent: 'capture' })
+        .finally(() => (r.processor().timeoutMs = 20_000));
+      expect(tx.status).toBe('processing');
+      const payment = r.fake.payment(tx.reconciliation_id)!;
+      expect(await r.webhooks()).toEqual([200, 200]);
+      expect(await r.get(tx.id)).toMatchObject({
+        status: 'capture_succeeded',
+        captured_amount: 1299,
+        connection_transaction_id: payment.id,
+      });
+      expect(r.fake.posts(/^\/payments$/)).toHaveLength(1);
+    });
+
+    it('a 502 after receipt: the same call again with the same Cko-Idempotency-Key answers it; one payment', async () => {
+      r.fake.failAfterNext = 1;
+      const tx = await r.pay(CHECKOUT_CARDS.visa);
+      const payment = r.fake.payment(tx.reconciliation_id)!;
+      expect(tx).toMatchObject({ status: 'authorization_succeeded', connection_transaction_id: payment.id });
+      const posts = r.fake.posts(/^\/payments$/);
+      expect(posts.map((p) => p.headers['cko-idempotency-key'])).toEqual([
+        `${tx.reconciliation_id}:authorize`,
+        `${tx.reconciliation_id}:authorize`,
+      ]);
+      expect([...r.fake.payments.values()].filter((p) => p.reference === tx.reconciliation_id)).toHaveLength(
+        1,
+      );
     });
 
     it('a lost answer with no webhook is settled when the settlement job reaches it (never retried)', async () => {

@@ -144,6 +144,12 @@ export class CheckoutNotificationsService {
     if (row.connection_transaction_id && target.paymentId !== row.connection_transaction_id) return;
     switch (target.type) {
       case 'payment_approved':
+        // Its answer was lost and no webhook came before the settlement job counted it as never made.
+        if (row.status === 'authorization_failed' && row.error_code === 'processor_timeout')
+          return this.attention(
+            target,
+            `Checkout.com approved payment ${target.paymentId ?? ''} after it was counted as failed: void or refund it at Checkout.com`,
+          );
         return this.settle(target, ['authorize'], {
           status: 'succeeded',
           ...(target.paymentId ? { vendorId: target.paymentId } : {}),

@@ -20,6 +20,14 @@ export interface CheckoutError {
 export type CheckoutAnswer<T> =
   { ok: true; status: number; body: T } | { ok: false; status: number; error: CheckoutError };
 
+/** Checkout.com answered 5xx: it may or may not have acted (an unknown outcome, as a time-out is). */
+export class ProcessorAnswered5xx extends ProcessorUnavailable {
+  constructor(status: number) {
+    super(`Checkout.com answered ${status}`);
+    this.name = 'ProcessorAnswered5xx';
+  }
+}
+
 /** Where a connection's calls go: VENDOR_BASE_URLS when set, else Checkout.com's sandbox or production. */
 export function checkoutBaseUrl(override: string | undefined, environment: 'test' | 'live'): string {
   if (override) return override;
@@ -68,7 +76,7 @@ export async function checkoutCall<T>(
   }
   // A 429 is refused unprocessed; a 5xx may or may not have been acted on.
   if (status === 429) throw new ProcessorUnreachable('Checkout.com answered 429');
-  if (status >= 500) throw new ProcessorUnavailable(`Checkout.com answered ${status}`);
+  if (status >= 500) throw new ProcessorAnswered5xx(status);
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : {};

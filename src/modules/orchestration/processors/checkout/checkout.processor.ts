@@ -21,7 +21,13 @@ import {
   cardholderPresent,
   vendorReturnUrl,
 } from '../processor.port';
-import { CHECKOUT_TIMEOUT_MS, CheckoutAnswer, checkoutBaseUrl, checkoutCall } from './checkout-api';
+import {
+  CHECKOUT_TIMEOUT_MS,
+  CheckoutAnswer,
+  checkoutBaseUrl,
+  checkoutCall,
+  ProcessorAnswered5xx,
+} from './checkout-api';
 import {
   authorizeRefused,
   authorizeResult,
@@ -140,10 +146,21 @@ export class CheckoutProcessor implements ProcessorPort, VendorHooks {
       failure_url: returnUrl,
       processing_channel_id: request.credentials.processing_channel_id ?? '',
     };
-    const answer = await this.call<CheckoutPayment>(request.credentials, 'POST', '/payments', {
-      body,
-      idempotencyKey: authorizeIdempotencyKey(request),
-    });
+    const send = () =>
+      this.call<CheckoutPayment>(request.credentials, 'POST', '/payments', {
+        body,
+        idempotencyKey: authorizeIdempotencyKey(request),
+      });
+    let answer: CheckoutAnswer<CheckoutPayment>;
+    try {
+      answer = await send();
+    } catch (error) {
+      // A 5xx answer: the same call again, with the same Cko-Idempotency-Key, is answered from the first
+      // run when Checkout.com made the payment, and makes it once when it did not. Once only; a time-out
+      // or a second failure is left to the webhook and the settlement job.
+      if (!(error instanceof ProcessorAnswered5xx)) throw error;
+      answer = await send();
+    }
     if (!answer.ok) return authorizeRefused(answer.status, answer.error, cvcSent);
     return authorizeResult(answer.body, { cvcSent, capture: request.intent === 'capture' });
   }
