@@ -125,8 +125,9 @@ describe('checkout-card webhooks, unknown outcomes and retries (fake Checkout.co
       );
     });
 
-    it('a lost answer with no webhook is settled when the settlement job reaches it (never retried)', async () => {
-      r.fake.failNext = 1;
+    it('an unknown outcome with no webhook is settled when the settlement job reaches it (no new attempt)', async () => {
+      // Both the call and its repetition answered 502 without Checkout.com doing anything.
+      r.fake.failNext = 2;
       const tx = await r.pay(CHECKOUT_CARDS.visa);
       expect(tx.status).toBe('processing');
       await r.settleAfter(61);
