@@ -12,7 +12,7 @@ const WEBHOOK_SECRET = 'whsec_checkout_faults';
 const fields = [
   { key: 'secret_key', value: 'sk_sbox_fake_checkout_key' },
   { key: 'public_key', value: 'pk_sbox_fake_checkout_public' },
-  { key: 'processing_channel_id', value: 'pc_fakechannel0000000000000001' },
+  { key: 'processing_channel_id', value: 'pc_fakechannel000000000000001' },
   { key: 'webhook_secret', value: WEBHOOK_SECRET },
 ];
 

@@ -10,7 +10,7 @@ import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './orchestration';
 import { CHECKOUT_SPEC, PrismProxy, startPrismProxy } from './prism';
 
 export const SECRET_KEY = 'sk_sbox_fake_checkout_key';
-export const CHANNEL = 'pc_fakechannel0000000000000001';
+export const CHANNEL = 'pc_fakechannel000000000000001';
 export const WEBHOOK_SECRET = 'whsec_checkout_rail_test_secret';
 
 export type Tx = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -50,7 +50,7 @@ export class FakeCheckout {
   readonly requests: RecordedRequest[] = [];
   readonly payments = new Map<string, FakeCheckoutPayment>();
   readonly secretKeys = new Set<string>(['sk_sbox_fake_checkout_key']);
-  readonly processingChannels = new Set<string>(['pc_fakechannel0000000000000001']);
+  readonly processingChannels = new Set<string>(['pc_fakechannel000000000000001']);
   readonly queued: FakeEvent[] = [];
   /** Every `source` that broke its discriminated schema (Prism does not check it): expected empty. */
   readonly sourceViolations: string[] = [];
