@@ -243,20 +243,18 @@ export class CheckoutProcessor implements ProcessorPort, VendorHooks {
   async pollStatus(request: PollRequest): Promise<OperationResult | { status: 'not_found' }> {
     const id = paymentId(request.connectionTransactionId);
     if (!id || (request.operation === 'refund' && !request.refundId)) return { status: 'not_found' };
-    const payment = await this.call<CheckoutPayment>(request.credentials, 'GET', `/payments/${id}`);
-    if (!payment.ok) {
-      if (payment.status === 404) return { status: 'not_found' };
-      return { status: 'failed', errorCode: errorCodeOf(payment.status, payment.error) };
-    }
-    const status = payment.body.status;
+    // A refusal other than 404 (a key revoked meanwhile) says nothing of the payment: asked again later.
     if (request.operation === 'authorize') {
+      const payment = await this.call<CheckoutPayment>(request.credentials, 'GET', `/payments/${id}`);
+      if (!payment.ok) return payment.status === 404 ? { status: 'not_found' } : { status: 'pending' };
+      const status = payment.body.status;
       if (status === 'Pending') return { status: 'pending' };
       return wasAuthorized(status)
         ? { status: 'succeeded', vendorId: id }
         : { status: 'failed', errorCode: 'declined' };
     }
     const actions = await this.call<CheckoutAction[]>(request.credentials, 'GET', `/payments/${id}/actions`);
-    if (!actions.ok) return { status: 'pending' };
+    if (!actions.ok) return actions.status === 404 ? { status: 'not_found' } : { status: 'pending' };
     const wanted = this.actionOf(request);
     const found = (Array.isArray(actions.body) ? actions.body : []).find(
       (a) => a.type === wanted.type && a.reference === wanted.reference,
