@@ -56,11 +56,11 @@ export class FakeCheckout {
   readonly sourceViolations: string[] = [];
   /** The next N POSTs are performed but never answered. */
   hangNext = 0;
-  /** The next N requests answer 502 without doing anything. */
+  /** The next N POSTs answer 502 without doing anything. */
   failNext = 0;
   /** The next N POSTs are performed, then answered 502 (a 5xx after receipt). */
   failAfterNext = 0;
-  /** The next N requests answer 429 without doing anything. */
+  /** The next N POSTs answer 429 without doing anything. */
   throttleNext = 0;
   /** Process captures, voids and refunds as they are asked (visible to look-ups at once). */
   actionsAtOnce = false;
@@ -183,11 +183,11 @@ export class FakeCheckout {
       const first = this.idempotent.get(stored)!;
       return send(first.status, first.body);
     }
-    if (this.throttleNext > 0) {
+    if (r.method === 'POST' && this.throttleNext > 0) {
       this.throttleNext--;
       return send(429, { error_type: 'too_many_requests', error_codes: ['too_many_requests'] });
     }
-    if (this.failNext > 0) {
+    if (r.method === 'POST' && this.failNext > 0) {
       this.failNext--;
       return send(502);
     }
