@@ -191,7 +191,14 @@ export class FakeCheckout {
       this.failNext--;
       return send(502);
     }
-    const [status, answer] = this.route(r);
+    let status: number;
+    let answer: Json | undefined;
+    try {
+      [status, answer] = this.route(r);
+    } catch {
+      // A body Prism would have refused (the fake called directly): a validation error rather than a hang.
+      [status, answer] = [422, { error_type: 'request_invalid', error_codes: ['request_invalid'] }];
+    }
     if (stored && status < 500) this.idempotent.set(stored, { status, body: answer });
     if (r.method !== 'POST') return send(status, answer);
     if (this.hangNext > 0) {
@@ -236,7 +243,7 @@ export class FakeCheckout {
       status: 'Pending',
       approved: false,
       responseCode: '',
-      schemeId: String(randomInt(1e14, 1e15)),
+      schemeId: `${randomInt(1e5, 1e6)}${String(randomInt(1e9)).padStart(9, '0')}`,
       actions: [],
       captured: 0,
       refunded: 0,
