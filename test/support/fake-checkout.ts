@@ -104,8 +104,9 @@ export class FakeCheckout {
   completeChallenge(reference: string, authenticated: boolean): string {
     const p = this.payment(reference);
     if (!p?.sessionId) throw new Error(`FakeCheckout: no 3-D Secure payment ${reference}`);
+    const session = p.sessionId;
     this.decide(p, authenticated ? '10000' : '20154');
-    return p.sessionId;
+    return session;
   }
 
   /** Makes pending actions visible and POSTs every queued event (or `events`) to `url`, signed with `secret`. */
