@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { unauthorized } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { systemOrigin } from '../../../common/unit-of-work/change';
@@ -7,6 +6,7 @@ import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { ConnectionsService, UsableConnection } from '../connections/connections.service';
 import { CheckoutProcessor } from '../processors/checkout/checkout.processor';
 import { paymentId } from '../processors/checkout/checkout-results';
+import { checkoutSignatureValid } from '../processors/checkout/checkout-signature';
 import { fromReconciliationId, toReconciliationId } from '../processors/reconciliation';
 import { RefundsRepository } from '../transactions/refunds.repository';
 import { TransactionJournal } from '../transactions/transaction-journal';
@@ -45,13 +45,6 @@ const EVENTS = new Set([
 
 /** Why an event is refused: a fixed reason, never a value from the request. */
 const REFUSED = 'The notification could not be verified.';
-
-/** Whether `signature` is the lowercase hex HMAC-SHA256 of `raw` under `secret`, compared in constant time. */
-export function checkoutSignatureValid(raw: Buffer, signature: unknown, secret: string): boolean {
-  if (!secret || typeof signature !== 'string' || !/^[0-9a-f]{64}$/.test(signature)) return false;
-  const expected = createHmac('sha256', secret).update(raw).digest();
-  return timingSafeEqual(expected, Buffer.from(signature, 'hex'));
-}
 
 /**
  * Checkout.com's webhooks at `POST /orchestration/notifications/checkout`. The event's `data.reference`

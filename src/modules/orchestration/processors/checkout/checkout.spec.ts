@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { checkoutSignatureValid } from '../../notifications/checkout-notifications.service';
+import { checkoutSignatureValid } from './checkout-signature';
 import { ProcessorUnavailable } from '../processor-calls';
 import {
   authorizeResult,
