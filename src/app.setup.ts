@@ -81,6 +81,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.use('/proxy', proxyAnswerHeaders);
   // The proxy forwards any body: read as bytes, its errors marked as the proxy's own.
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
+  // Checkout.com signs its webhooks' bytes: read as they came, for the signature check.
+  app.use('/orchestration/notifications/checkout', rawBodyParser());
   // The approval page's buttons are form posts whose (empty) bodies are never read.
   app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/)/));
   app.use(jsonBodyParser());

@@ -11,6 +11,7 @@ import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
 import { FakeAdyen, signNotification } from './support/fake-adyen';
+import { FakeCheckout, signWebhook } from './support/fake-checkout';
 import { FakeBraintree } from './support/fake-braintree';
 import { ignoreTimeout, waitFor } from './support/wait';
 
@@ -65,6 +66,8 @@ const ADYEN_HMAC_KEY = `44782DEF547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_HMAC_KEY_2 = `99182ABC547AAA06C910C43932B1EB0C${tag.toUpperCase()}`;
 const ADYEN_VENDOR_API_KEY = `AQEvendor${tag}adyenApiKey`;
 const ADYEN_VENDOR_HMAC_KEY = randomBytes(32).toString('hex').toUpperCase();
+const CHECKOUT_VENDOR_SECRET = `sk_sbox_vendor_${tag}_Dd4`;
+const CHECKOUT_WEBHOOK_SECRET = `whsec_checkout_${tag}_Ee5`;
 const BRAINTREE_PUBLIC_KEY = `bt_public_${tag}`;
 const BRAINTREE_PRIVATE_KEY = `bt_private_${tag}_Dd4`;
 
@@ -112,6 +115,7 @@ describe('secrets scan', () => {
   let receiver: Receiver;
   let fakeStripe: FakeStripe;
   let fakeAdyen: FakeAdyen;
+  let fakeCheckout: FakeCheckout;
   let fakeBraintree: FakeBraintree;
   const responses: Captured[] = [];
   const secrets: Secret[] = [];
@@ -136,6 +140,8 @@ describe('secrets scan', () => {
     fakeStripe.keys.add(STRIPE_VENDOR_SECRET);
     fakeAdyen = await new FakeAdyen().start();
     fakeAdyen.apiKeys.add(ADYEN_VENDOR_API_KEY);
+    fakeCheckout = await new FakeCheckout().start();
+    fakeCheckout.secretKeys.add(CHECKOUT_VENDOR_SECRET);
     fakeBraintree = await new FakeBraintree().start();
     fakeBraintree.keys.set(BRAINTREE_PUBLIC_KEY, BRAINTREE_PRIVATE_KEY);
     // A database of its own, so this app's webhook delivery worker sends this scenario's events only.
@@ -145,7 +151,7 @@ describe('secrets scan', () => {
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_DELIVERY_ENABLED: 'true',
       WEBHOOK_POLL_MS: '100',
-      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl},adyen-card=${fakeAdyen.baseUrl},braintree-card=${fakeBraintree.baseUrl}`,
+      VENDOR_BASE_URLS: `stripe-card=${fakeStripe.baseUrl},adyen-card=${fakeAdyen.baseUrl},braintree-card=${fakeBraintree.baseUrl},checkout-card=${fakeCheckout.baseUrl}`,
     });
     tenant = await newTenant(t, `secrets scan ${tag}`);
   });
@@ -155,6 +161,7 @@ describe('secrets scan', () => {
     await receiver?.stop();
     await fakeStripe?.close();
     await fakeAdyen?.close();
+    await fakeCheckout?.close();
     await fakeBraintree?.close();
     if (db) await dropDatabase(db.name);
   });
@@ -272,6 +279,8 @@ describe('secrets scan', () => {
     plant('connection secret (adyen hmac_key, updated)', ADYEN_HMAC_KEY_2);
     plant('connection secret (adyen api_key, test environment)', ADYEN_VENDOR_API_KEY);
     plant('connection secret (adyen hmac_key, test environment)', ADYEN_VENDOR_HMAC_KEY);
+    plant('connection secret (checkout secret_key, test environment)', CHECKOUT_VENDOR_SECRET);
+    plant('connection secret (checkout webhook_secret, test environment)', CHECKOUT_WEBHOOK_SECRET);
     plant('connection secret (braintree private_key, test environment)', BRAINTREE_PRIVATE_KEY);
     plant('management key', tenant.managementKey);
     const mgt = tenant.managementKey;
@@ -789,6 +798,50 @@ describe('secrets scan', () => {
     expect(fakeBraintree.calls('TokenizeCreditCard')).toHaveLength(2);
     expect(fakeBraintree.invalid).toEqual([]);
 
+    // Checkout.com's sandbox (a fake Checkout.com): the card and the secret key leave for it, and nothing
+    // else does; its webhooks come back signed with the connection's webhook secret.
+    const checkoutVendor = (
+      await call('post', '/orchestration/connections', 201, {
+        key: pvt.key,
+        body: {
+          connection_formula_id: 'checkout-card',
+          method: 'card',
+          display_name: 'Checkout.com test',
+          environment: 'test',
+          fields: [
+            { key: 'secret_key', value: CHECKOUT_VENDOR_SECRET },
+            { key: 'public_key', value: 'pk_sbox_scan' },
+            { key: 'processing_channel_id', value: [...fakeCheckout.processingChannels][0] },
+            { key: 'webhook_secret', value: CHECKOUT_WEBHOOK_SECRET },
+          ],
+          accepted_countries: ['US'],
+          accepted_currencies: ['USD'],
+        },
+      })
+    ).body.id as string;
+    expect((await waitForConnection(pvt.key, checkoutVendor)).status).toBe('available');
+    const atCheckout = await pay('visa', {}, checkoutVendor);
+    expect(atCheckout.status).toBe('authorization_succeeded');
+    const notifyCheckout = async () => {
+      for (const event of fakeCheckout.queued.splice(0)) {
+        const raw = JSON.stringify(event);
+        await call('post', '/orchestration/notifications/checkout', 200, {
+          raw,
+          headers: { 'Cko-Signature': signWebhook(raw, CHECKOUT_WEBHOOK_SECRET) },
+        });
+      }
+    };
+    await op(atCheckout.id, 'capture', 200, { amount: 1000 });
+    await notifyCheckout();
+    await op(atCheckout.id, 'refunds', 201, { amount: 400 });
+    await notifyCheckout();
+    const settledAtCheckout = await call('get', `/orchestration/transactions/${atCheckout.id}`, 200, {
+      key: pvt.key,
+    });
+    expect(settledAtCheckout.body).toMatchObject({ status: 'capture_succeeded', refunded_amount: 400 });
+    expect((await pay('amex', { intent: 'capture' }, checkoutVendor)).status).toBe('capture_succeeded');
+    expect(fakeCheckout.posts(/^\/payments$/)).toHaveLength(2);
+
     await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
@@ -896,6 +949,19 @@ describe('secrets scan', () => {
       for (const card of [CARDS.visa, CARDS.amex])
         text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
       text = text.split(`Bearer ${STRIPE_VENDOR_SECRET}`).join('Bearer [sent]');
+      responses.push({
+        route: `vendor request ${sent.method} ${sent.path}`,
+        body: text,
+        headers: {},
+        traceId: '',
+        logged: false,
+      });
+    }
+    for (const sent of fakeCheckout.requests) {
+      let text = JSON.stringify({ body: sent.body, headers: sent.headers });
+      for (const card of [CARDS.visa, CARDS.amex])
+        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
+      text = text.split(`Bearer ${CHECKOUT_VENDOR_SECRET}`).join('Bearer [sent]');
       responses.push({
         route: `vendor request ${sent.method} ${sent.path}`,
         body: text,

@@ -7,6 +7,8 @@ import { freePort } from './processes';
 const ROOT = join(__dirname, '..', '..');
 const PRISM = join(ROOT, 'node_modules', '.bin', 'prism');
 const ADYEN_SPEC = join(ROOT, 'test', 'vendor-specs', 'adyen-checkout-v71.json');
+/** Checkout.com's NAS API reference (test/vendor-specs/README.md). */
+export const CHECKOUT_SPEC = join(ROOT, 'test', 'vendor-specs', 'checkout-nas.json');
 /** Prism answers its own errors (invalid request, invalid response with --errors, no route...) with these types. */
 const PRISM_ERROR = 'https://stoplight.io/prism/errors#';
 
@@ -35,7 +37,7 @@ export interface Seen {
 type LogKey = string;
 
 /**
- * Runs `prism proxy` with Adyen's Checkout v71 document in front of `upstreamBaseUrl`, with `--errors`: a request
+ * Runs `prism proxy` with a vendor's OpenAPI document (`spec`: Adyen's Checkout v71 unless given) in front of `upstreamBaseUrl`, with `--errors`: a request
  * that breaks the document is answered 422 by Prism and not forwarded; an answer of the upstream that breaks it
  * (an error in Prism's terms) is replaced by a 500; a warning (a status code the document does not list for a 4xx,
  * for one) passes with an `sl-violations` header. Violations are collected from two places:
@@ -46,7 +48,7 @@ type LogKey = string;
  *   (a request whose client went away before Prism answered, a request sent to `prismUrl` directly). A log line
  *   about an exchange the hop already reported is not counted twice, whichever of the two arrives first.
  */
-export async function startPrismProxy(upstreamBaseUrl: string): Promise<PrismProxy> {
+export async function startPrismProxy(upstreamBaseUrl: string, spec = ADYEN_SPEC): Promise<PrismProxy> {
   const fromAnswers: Seen[] = [];
   /** Log lines that no exchange seen by the hop accounts for (yet). */
   const fromLog: (Seen & { key: LogKey })[] = [];
@@ -73,7 +75,7 @@ export async function startPrismProxy(upstreamBaseUrl: string): Promise<PrismPro
   for (let attempt = 1; !child; attempt++) {
     port = await freePort();
     try {
-      child = await spawnPrism(upstreamBaseUrl, port, onLog);
+      child = await spawnPrism(spec, upstreamBaseUrl, port, onLog);
     } catch (error) {
       // Another process may have taken the port between freePort() and Prism's listen: try another one.
       if (attempt >= 3 || !/EADDRINUSE/.test(String(error))) throw error;
@@ -115,18 +117,19 @@ export async function startPrismProxy(upstreamBaseUrl: string): Promise<PrismPro
 }
 
 /** Starts Prism in its own process group (so that close() ends it and anything it forked) and waits for it to listen. */
-function spawnPrism(upstream: string, port: number, onLine: (line: string) => void): Promise<ChildProcess> {
-  const child = spawn(
-    PRISM,
-    ['proxy', ADYEN_SPEC, upstream, '-p', String(port), '-h', '127.0.0.1', '--errors'],
-    {
-      cwd: ROOT,
-      // One process (no cluster worker), no colours in the log lines that are parsed.
-      env: { ...process.env, NODE_ENV: 'test', FORCE_COLOR: '0', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    },
-  );
+function spawnPrism(
+  spec: string,
+  upstream: string,
+  port: number,
+  onLine: (line: string) => void,
+): Promise<ChildProcess> {
+  const child = spawn(PRISM, ['proxy', spec, upstream, '-p', String(port), '-h', '127.0.0.1', '--errors'], {
+    cwd: ROOT,
+    // One process (no cluster worker), no colours in the log lines that are parsed.
+    env: { ...process.env, NODE_ENV: 'test', FORCE_COLOR: '0', NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -27,6 +27,8 @@ import { ConnectionsService } from './connections/connections.service';
 import { FormulasController } from './formulas/formulas.controller';
 import { AdyenNotificationsController } from './notifications/adyen-notifications.controller';
 import { AdyenNotificationsService } from './notifications/adyen-notifications.service';
+import { CheckoutNotificationsController } from './notifications/checkout-notifications.controller';
+import { CheckoutNotificationsService } from './notifications/checkout-notifications.service';
 import { PROCESSOR_PROVIDERS } from './processors/processor.registry';
 import { ApprovalLinks } from './transactions/approval-links';
 import { RefundsRepository } from './transactions/refunds.repository';
@@ -61,6 +63,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     BuyersController,
     ApprovalsController,
     AdyenNotificationsController,
+    CheckoutNotificationsController,
   ],
   providers: [
     ...PROCESSOR_PROVIDERS,
@@ -84,6 +87,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ApprovalsService,
     SettlementService,
     AdyenNotificationsService,
+    CheckoutNotificationsService,
   ],
 })
 export class OrchestrationModule {}

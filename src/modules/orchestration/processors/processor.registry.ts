@@ -5,6 +5,7 @@ import type { Processor, ProcessorPort, VendorHooks, VendorSettings } from './pr
 import { SANDBOX_PROCESSORS } from './sandbox-vendors';
 import { AdyenProcessor } from './adyen/adyen.processor';
 import { BraintreeProcessor } from './braintree/braintree.processor';
+import { CheckoutProcessor } from './checkout/checkout.processor';
 import { StripeProcessor } from './stripe/stripe.processor';
 
 /**
@@ -15,7 +16,7 @@ import { StripeProcessor } from './stripe/stripe.processor';
 export const VENDOR_PROCESSORS: {
   readonly formula: string;
   new (settings: VendorSettings): ProcessorPort & VendorHooks;
-}[] = [StripeProcessor, AdyenProcessor, BraintreeProcessor];
+}[] = [StripeProcessor, AdyenProcessor, CheckoutProcessor, BraintreeProcessor];
 
 const VENDOR_ENVIRONMENTS = ['test', 'live'] as const;
 
