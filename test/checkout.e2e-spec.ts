@@ -80,6 +80,14 @@ describe('checkout-card against a fake Checkout.com behind Prism (NAS document, 
     expect(tx.scheme_transaction_id).toBe(payment.schemeId);
   });
 
+  it('a zero-amount authorization is a card verification at Checkout.com (amount 0, Card Verified)', async () => {
+    const tx = await r.pay(CHECKOUT_CARDS.visa, { amount: 0 });
+    expect(tx).toMatchObject({ status: 'authorization_succeeded', authorized_amount: 0 });
+    const payment = r.fake.payment(tx.reconciliation_id)!;
+    expect(payment).toMatchObject({ amount: 0, status: 'Card Verified' });
+    expect(r.fake.posts(/^\/payments$/).at(-1)?.body).toMatchObject({ amount: 0, capture: false });
+  });
+
   it('capture (partial) and refund (partial) answer 202: pending until their webhooks settle them', async () => {
     const tx = await r.pay(CHECKOUT_CARDS.visa);
     r.fake.queued.length = 0;

@@ -89,6 +89,7 @@ export async function controllerApp(
   // The request pipeline of configureApp (src/app.setup.ts) that matters to a controller, in its order.
   app.use(traceIdMiddleware);
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
+  app.use('/orchestration/notifications/checkout', rawBodyParser());
   app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/)/));
   app.use(jsonBodyParser());
   app.useGlobalPipes(createValidationPipe());

@@ -268,10 +268,11 @@ export class FakeCheckout {
     delete p.sessionId;
     p.approved = code === '10000';
     p.responseCode = code;
-    p.status = p.approved ? 'Authorized' : 'Declined';
+    // Amount 0 is a card verification: `Card Verified`, nothing to capture.
+    p.status = !p.approved ? 'Declined' : p.amount === 0 ? 'Card Verified' : 'Authorized';
     const auth = this.action(p, 'Authorization', p.amount, p.approved, code, p.reference, true);
     this.queue(p.approved ? 'payment_approved' : 'payment_declined', p, auth);
-    if (p.approved && p.request.capture !== false) {
+    if (p.approved && p.amount > 0 && p.request.capture !== false) {
       p.captured = p.amount;
       p.status = 'Captured';
       this.queue(
