@@ -943,60 +943,41 @@ describe('secrets scan', () => {
         traceId: '',
         logged: false,
       });
-    // What Stripe received, but for what was sent to it deliberately: the cards paid there and the key.
-    for (const sent of fakeStripe.requests) {
-      let text = JSON.stringify({ body: sent.body, query: sent.query, headers: sent.headers });
+    // What each vendor received, but for what was sent to it deliberately: the cards paid there and its key.
+    const vendorReceived = (route: string, sent: unknown, credential: [string, string]) => {
+      let text = JSON.stringify(sent);
       for (const card of [CARDS.visa, CARDS.amex])
         text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
-      text = text.split(`Bearer ${STRIPE_VENDOR_SECRET}`).join('Bearer [sent]');
       responses.push({
-        route: `vendor request ${sent.method} ${sent.path}`,
-        body: text,
+        route: `vendor request ${route}`,
+        body: text.split(credential[0]).join(credential[1]),
         headers: {},
         traceId: '',
         logged: false,
       });
-    }
-    for (const sent of fakeCheckout.requests) {
-      let text = JSON.stringify({ body: sent.body, headers: sent.headers });
-      for (const card of [CARDS.visa, CARDS.amex])
-        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
-      text = text.split(`Bearer ${CHECKOUT_VENDOR_SECRET}`).join('Bearer [sent]');
-      responses.push({
-        route: `vendor request ${sent.method} ${sent.path}`,
-        body: text,
-        headers: {},
-        traceId: '',
-        logged: false,
-      });
-    }
-    for (const sent of fakeBraintree.requests) {
-      let text = JSON.stringify({ variables: sent.variables, headers: sent.headers });
-      for (const card of [CARDS.visa, CARDS.amex])
-        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
-      const basic = `Basic ${Buffer.from(`${BRAINTREE_PUBLIC_KEY}:${BRAINTREE_PRIVATE_KEY}`).toString('base64')}`;
-      text = text.split(basic).join('Basic [sent]');
-      responses.push({
-        route: `vendor request ${sent.operationName ?? 'graphql'}`,
-        body: text,
-        headers: {},
-        traceId: '',
-        logged: false,
-      });
-    }
-    for (const sent of fakeAdyen.requests) {
-      let text = JSON.stringify({ body: sent.body, headers: sent.headers });
-      for (const card of [CARDS.visa, CARDS.amex])
-        text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
-      text = text.split(`"x-api-key":"${ADYEN_VENDOR_API_KEY}"`).join('"x-api-key":"[sent]"');
-      responses.push({
-        route: `vendor request ${sent.method} ${sent.path}`,
-        body: text,
-        headers: {},
-        traceId: '',
-        logged: false,
-      });
-    }
+    };
+    for (const sent of fakeStripe.requests)
+      vendorReceived(
+        `${sent.method} ${sent.path}`,
+        { body: sent.body, query: sent.query, headers: sent.headers },
+        [`Bearer ${STRIPE_VENDOR_SECRET}`, 'Bearer [sent]'],
+      );
+    for (const sent of fakeCheckout.requests)
+      vendorReceived(`${sent.method} ${sent.path}`, { body: sent.body, headers: sent.headers }, [
+        `Bearer ${CHECKOUT_VENDOR_SECRET}`,
+        'Bearer [sent]',
+      ]);
+    const basic = `Basic ${Buffer.from(`${BRAINTREE_PUBLIC_KEY}:${BRAINTREE_PRIVATE_KEY}`).toString('base64')}`;
+    for (const sent of fakeBraintree.requests)
+      vendorReceived(sent.operationName ?? 'graphql', { variables: sent.variables, headers: sent.headers }, [
+        basic,
+        'Basic [sent]',
+      ]);
+    for (const sent of fakeAdyen.requests)
+      vendorReceived(`${sent.method} ${sent.path}`, { body: sent.body, headers: sent.headers }, [
+        `"x-api-key":"${ADYEN_VENDOR_API_KEY}"`,
+        '"x-api-key":"[sent]"',
+      ]);
     const logs = t.logs.join('');
 
     const responseTexts = responses.map(({ body, headers }, i) => {
