@@ -20,6 +20,9 @@
  * The proxy scenarios send through `/proxy` to a local destination (bench/destination.ts), against the
  * same destination called directly (the "floor" rows of those scenarios).
  *
+ * 5. `card import`: a file of BENCH_IMPORT_CARDS (default 200,000) cards imported by a fresh service
+ *    (bench/imports.ts): cards/s against the target of 5,000, CPU per card, resident memory growth.
+ *
  * BENCH_DURATION (seconds per run, default 10) and BENCH_CONNECTIONS (default 10) tune the load;
  * BENCH_ONLY (a part of scenario names, e.g. `proxy`, `tokenize` or `sustained`) runs only the scenarios
  * whose name contains it.
@@ -31,6 +34,7 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { LoadResult, LoadScenario, LoadWindow } from './load';
+import { benchImport } from './imports';
 import { api, CheckpointWait, insertAuditRows, runLoad, waitForCheckpoint } from './support';
 
 const ROOT = join(__dirname, '..');
@@ -58,6 +62,9 @@ const ROUTED = `create transaction (capture), routed by the last of ${ROUTE_RULE
 const CATCH_UP_MS = 600_000;
 /** How long the sustained scenario waits for its checkpoint lag to reach 0 (the target is 10 s). */
 const LAG_WAIT_MS = 120_000;
+
+const IMPORT = 'card import';
+const IMPORT_CARDS = Number(process.env.BENCH_IMPORT_CARDS ?? 200_000);
 
 const wants = (name: string): boolean => !ONLY || name.includes(ONLY);
 
@@ -971,6 +978,25 @@ async function main(): Promise<void> {
     printTargets(rows);
   }
   if (wants(SUSTAINED)) printSustained(await runSustained());
+  if (wants(IMPORT)) {
+    const m = await benchImport(ADMIN_URL, IMPORT_CARDS);
+    process.stdout.write(`\n${IMPORT}: ${fmt(m.cards)} cards\n\n`);
+    printMarkdown(
+      ['measure', 'measured', 'target', ''],
+      [
+        [
+          'cards/s (upload to completed)',
+          fmt(m.cardsPerSecond),
+          '>= 5,000',
+          verdict(m.cardsPerSecond >= 5000),
+        ],
+        ['seconds', fmt(m.seconds, 1), '', ''],
+        ['server CPU per card (us)', fmt(m.serverCpuUsPerCard, 1), '', ''],
+        ['PostgreSQL CPU per card (us)', fmt(m.postgresCpuUsPerCard, 1), '', ''],
+        ['server RSS growth (MiB)', fmt(m.rssGrowthMiB), '< 200', verdict(m.rssGrowthMiB < 200)],
+      ],
+    );
+  }
 }
 
 void main().catch((error: unknown) => {

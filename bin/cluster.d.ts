@@ -1,6 +1,11 @@
 /** The API of bin/cluster.js (`npm run cluster`), for the tests and the soak. */
 
 export interface ClusterOptions {
+  /**
+   * The database under Patroni (`--ha`): etcd and two PostgreSQL nodes in the run directory, reached
+   * through a HAProxy that follows the leader; `serverUrl` and `keepDatabase` then mean nothing.
+   */
+  ha?: boolean;
   /** Instances of the service behind HAProxy (2). */
   instances?: number;
   /** HAProxy's port (a free one by default). */
@@ -65,14 +70,52 @@ export interface ClusterInstance {
   kill(): Promise<void>;
 }
 
+/** One PostgreSQL node and its Patroni (bin/cluster-ha.js). */
+export interface HaNode {
+  name: string;
+  pgPort: number;
+  restPort: number;
+  /** Straight to this node's PostgreSQL. */
+  url: string;
+  /** Its Patroni's REST API. */
+  restUrl: string;
+  readonly patroniPid: number | undefined;
+  postgresPid(): number | undefined;
+  /** Starts its Patroni (again). */
+  start(): void;
+  /** `kill -9` of the postmaster; answers its pid. */
+  killPostgres(): number;
+  /** `kill -9` of Patroni (its PostgreSQL runs on); answers its pid. */
+  killPatroni(): Promise<number>;
+  /** Patroni's `/patroni` of this node. */
+  status(): Promise<{ role: string; state: string; timeline?: number } | undefined>;
+}
+
+/** The database of `--ha`. */
+export interface HaDatabase {
+  /** The leader, through the database's HAProxy. */
+  serverUrl: string;
+  etcd: { url: string; pid: number | undefined };
+  haproxy: { port: number; pid: number | undefined };
+  nodes: HaNode[];
+  /** The node whose Patroni answers 200 on `/primary`. */
+  leader(): Promise<HaNode | undefined>;
+  /** Patroni's `/cluster` members. */
+  members(): Promise<{ name: string; role: string; state: string; timeline?: number }[] | undefined>;
+  /** Until a leader answers through HAProxy and the other node is its streaming synchronous standby. */
+  healthy(timeoutMs?: number): Promise<void>;
+}
+
 export interface Cluster {
   /** HAProxy: where clients go. */
   url: string;
   database: string;
   /** Through PgBouncer (the instances' DATABASE_URL). */
   databaseUrl: string;
-  /** Straight to PostgreSQL (the instances' DATABASE_LISTEN_URL). */
+  /** Straight to PostgreSQL (the instances' DATABASE_LISTEN_URL); with `ha`, through the database's HAProxy. */
   directUrl: string;
+  /** With `ha`: etcd, the nodes and their HAProxy. */
+  ha: HaDatabase | undefined;
   encryptionKeys: string;
   /** The key of the tenant the first start made. */
   managementKey: string | undefined;

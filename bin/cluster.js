@@ -8,24 +8,25 @@
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) and dropped at the end. Ctrl-C or
  * SIGTERM stops everything. Tests and the soak use the same code: `startCluster()` (types in cluster.d.ts).
  */
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const {
-  accessSync,
-  chownSync,
-  constants,
-  createWriteStream,
-  mkdtempSync,
-  rmSync,
-  writeFileSync,
-} = require('node:fs');
-const { connect, createServer } = require('node:net');
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { connect } = require('node:net');
 const { tmpdir } = require('node:os');
-const { delimiter, join } = require('node:path');
-const { Client } = require('pg');
+const { join } = require('node:path');
 const { buildIfStale } = require('./build-if-stale');
+const { startDatabaseNodes } = require('./cluster-ha');
+const {
+  ROOT,
+  dropRoot,
+  findExecutable,
+  freePort,
+  launch,
+  query,
+  waitFor,
+  withDatabase,
+} = require('./cluster-parts');
 
-const ROOT = join(__dirname, '..');
 const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const INSTALL = {
   pgbouncer:
@@ -33,25 +34,6 @@ const INSTALL = {
   haproxy:
     'apt-get install haproxy (Debian, Ubuntu), dnf install haproxy (Fedora), brew install haproxy (macOS)',
 };
-/** How much of a child's output is kept in memory (all of it goes to its log file). */
-const TAIL_CHARS = 64 * 1024;
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The path of an executable on PATH or in the sbin directories daemons are installed to; undefined if none. */
-function findExecutable(name) {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
-  for (const dir of dirs.filter(Boolean)) {
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
 /** Both programs, or an error saying which is missing and how to install it. */
 function requireTools() {
   const found = { pgbouncer: findExecutable('pgbouncer'), haproxy: findExecutable('haproxy') };
@@ -63,75 +45,6 @@ function requireTools() {
         .join('\n'),
     );
   return found;
-}
-
-/**
- * A port for a daemon or an instance to listen on, taken below the ephemeral range (32768-60999 on Linux),
- * from which the system picks both `listen(0)` ports and the local ports of outgoing connections: a port
- * found free there can be taken by a connection to PgBouncer or PostgreSQL before the daemon meant for it
- * binds it (HAProxy once failed so). Chosen at random in 20000-32767, checked free by binding it, and never
- * handed out twice by this process.
- */
-const handedOut = new Set();
-
-function canBind(port) {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function freePort() {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12768);
-    if (!handedOut.has(port) && (await canBind(port))) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-}
-
-async function waitFor(check, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
-    await sleep(100);
-  }
-}
-
-/** A daemon or instance: its output appended to `logFile` (and the end of it kept), its exit a promise. */
-function launch(name, command, args, { env, logFile, detached = true }) {
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group: a Ctrl-C in the terminal reaches the cluster alone, which stops each in order.
-    detached,
-  });
-  const log = createWriteStream(logFile, { flags: 'a' });
-  let tail = '';
-  const keep = (chunk) => {
-    log.write(chunk);
-    tail = (tail + chunk.toString()).slice(-TAIL_CHARS);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  // `close`, not `exit`: its output has been read to the end by then.
-  const exited = new Promise((resolve) =>
-    child.once('close', (code, signal) => {
-      log.end();
-      resolve(code ?? (signal ? `${signal}` : null));
-    }),
-  );
-  return {
-    name,
-    child,
-    exited,
-    output: () => tail,
-    running: () => child.exitCode === null && child.signalCode === null,
-  };
 }
 
 /** Asks HAProxy's runtime API (its stats socket) one command; answers its text. */
@@ -165,22 +78,6 @@ async function backendStats(socketPath) {
     }));
 }
 
-async function query(url, sql) {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-function withDatabase(url, database) {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
 /** PgBouncer in transaction mode, for the one database; trust (or md5 with the URL's password) on 127.0.0.1 only. */
 function pgbouncerConfig({ dir, port, server, database }) {
   const password = decodeURIComponent(server.password);
@@ -202,6 +99,9 @@ function pgbouncerConfig({ dir, port, server, database }) {
       'max_client_conn = 1000',
       // A transaction waiting longer for a server connection fails instead of holding its request.
       'query_wait_timeout = 15',
+      // After PostgreSQL went away (a restart, a failover), it is asked again every second, not every 15.
+      'server_login_retry = 1',
+      'server_connect_timeout = 5',
       // Transaction mode runs no reset between clients (a session's state is not the service's to keep).
       'server_reset_query =',
       `logfile = ${join(dir, 'pgbouncer.log')}`,
@@ -211,6 +111,15 @@ function pgbouncerConfig({ dir, port, server, database }) {
     users: `"${decodeURIComponent(server.username)}" "${password.replace(/"/g, '""')}"\n`,
   };
 }
+
+/** What the balancer answers when no instance can take a request. */
+const BALANCER_UNAVAILABLE = {
+  type: 'about:blank',
+  title: 'Service Unavailable',
+  status: 503,
+  detail: 'No instance of the service can take the request now; retry shortly.',
+  code: 'service_unavailable',
+};
 
 /** HAProxy in front of the instances (docs/operations.md says why each setting). */
 function haproxyConfig({ dir, port, instances }) {
@@ -236,6 +145,9 @@ function haproxyConfig({ dir, port, instances }) {
     // Only a connection that failed before any byte of the request reached an instance is sent again:
     // never one an instance may have acted on (no empty-response, response-timeout or status retries).
     '  retry-on conn-failure',
+    // No instance ready (every one is waiting for the database, as during a failover): the service's own
+    // problem, with a hint to retry, rather than HAProxy's HTML page.
+    `  http-error status 503 content-type application/problem+json string '${JSON.stringify(BALANCER_UNAVAILABLE)}' hdr retry-after 1`,
     '',
     'frontend vault',
     `  bind 127.0.0.1:${port}`,
@@ -254,22 +166,6 @@ function haproxyConfig({ dir, port, instances }) {
 }
 
 /**
- * PgBouncer refuses to run as root: then it runs as `postgres` (or `nobody`), which is given `paths` (its
- * directory and files). Answers the arguments that make it switch user.
- */
-function dropRoot(paths) {
-  if (process.getuid?.() !== 0) return [];
-  for (const user of ['postgres', 'nobody']) {
-    const id = (flag) => Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout.trim());
-    const uid = id('-u');
-    if (!Number.isInteger(uid) || uid <= 0) continue;
-    for (const path of paths) chownSync(path, uid, id('-g'));
-    return ['-u', user];
-  }
-  throw new Error('PgBouncer does not run as root, and neither a postgres nor a nobody user was found');
-}
-
-/**
  * Starts the cluster and answers it once every instance is ready and HAProxy sends to all of them.
  * Options: instances (2), serverUrl (the PostgreSQL server, default DATABASE_URL or the local one),
  * databasePrefix ('vault_cluster'), env (more settings for every instance), logLevel ('info'),
@@ -280,9 +176,11 @@ async function startCluster(options = {}) {
   const log = options.log ?? (() => undefined);
   if (options.build !== false) buildIfStale('dist/main.js', 'the cluster');
   const dir = mkdtempSync(join(tmpdir(), 'vault-cluster-'));
-  const server = new URL(options.serverUrl ?? process.env.DATABASE_URL ?? DEFAULT_SERVER_URL);
+  let server = new URL(options.serverUrl ?? process.env.DATABASE_URL ?? DEFAULT_SERVER_URL);
   const database = `${options.databasePrefix ?? 'vault_cluster'}_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  const directUrl = withDatabase(server.toString(), database);
+  /** `--ha`: etcd, the Patroni nodes and the database's HAProxy (bin/cluster-ha.js); else the server above. */
+  let ha;
+  let directUrl = withDatabase(server.toString(), database);
   const daemons = [];
   const instances = [];
   let created = false;
@@ -295,7 +193,9 @@ async function startCluster(options = {}) {
         if (daemon.running()) daemon.child.kill('SIGTERM');
         await daemon.exited;
       }
-      if (created && !options.keepDatabase)
+      // The HA cluster's data directories go with the run directory.
+      await ha?.stop();
+      if (created && !ha && !options.keepDatabase)
         await query(server.toString(), `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch((error) =>
           log(`could not drop the database ${database}: ${error.message}`),
         );
@@ -304,11 +204,20 @@ async function startCluster(options = {}) {
       return codes;
     })());
   // Should this process end without stopping the cluster, nothing it started outlives it.
-  const killAll = () =>
-    [...daemons, ...instances.map((i) => i.process)].forEach((p) => p?.running() && p.child.kill('SIGKILL'));
+  const killAll = () => {
+    for (const p of [...daemons, ...instances.map((i) => i.process), ...(ha?.processes() ?? [])])
+      if (p?.running()) p.child.kill('SIGKILL');
+    // A PostgreSQL outlives its Patroni: each is killed by its pid file.
+    ha?.killPostgres();
+  };
   process.once('exit', killAll);
 
   try {
+    if (options.ha) {
+      ha = await startDatabaseNodes({ dir, haproxy: tools.haproxy, log });
+      server = new URL(ha.serverUrl);
+      directUrl = withDatabase(server.toString(), database);
+    }
     await query(server.toString(), `CREATE DATABASE "${database}"`);
     created = true;
     const pgbouncerPort = await freePort();
@@ -342,7 +251,13 @@ async function startCluster(options = {}) {
 
     const balancerPort = options.port ?? (await freePort());
     const url = `http://127.0.0.1:${balancerPort}`;
-    const keys = options.env?.ENCRYPTION_KEYS ?? `v1:${randomBytes(32).toString('base64')}`;
+    // The environment's key settings when it has them (ENCRYPTION_KEYS, or KEY_PROVIDER and its own), else
+    // a key made for this run (printed by `npm run cluster`).
+    const keyProvider = options.env?.KEY_PROVIDER ?? process.env.KEY_PROVIDER;
+    const keys =
+      options.env?.ENCRYPTION_KEYS ??
+      process.env.ENCRYPTION_KEYS ??
+      (keyProvider && keyProvider !== 'env' ? undefined : `v1:${randomBytes(32).toString('base64')}`);
     for (let n = 1; n <= (options.instances ?? 2); n++) {
       const port = await freePort();
       const env = {
@@ -357,7 +272,7 @@ async function startCluster(options = {}) {
         TRUST_PROXY: '127.0.0.1',
         LOG_LEVEL: options.logLevel ?? 'info',
         ...options.env,
-        ENCRYPTION_KEYS: keys,
+        ...(keys ? { ENCRYPTION_KEYS: keys } : {}),
       };
       instances.push(instanceOf(`i${n}`, port, env, dir, () => socketPath));
     }
@@ -392,6 +307,7 @@ async function startCluster(options = {}) {
       database,
       databaseUrl: pooledUrl.toString(),
       directUrl,
+      ha,
       encryptionKeys: keys,
       managementKey,
       dir,
@@ -503,17 +419,24 @@ async function main() {
   };
   if (args.includes('--help')) {
     process.stdout.write(
-      'Usage: npm run cluster [-- --instances N] [--port P] [--keep-database] [--keep-logs]\n' +
+      'Usage: npm run cluster [-- --ha] [--instances N] [--port P] [--keep-database] [--keep-logs]\n' +
         'PgBouncer (transaction mode), N instances of the service (2) and HAProxy in front of them.\n' +
-        'DATABASE_URL names the PostgreSQL server to create a database on (default the local one).\n',
+        'DATABASE_URL names the PostgreSQL server to create a database on (default the local one).\n' +
+        '--ha: instead, etcd and two PostgreSQL nodes under Patroni (synchronous replication) in the run\n' +
+        'directory, reached through a HAProxy that follows the leader (docs/operations.md).\n' +
+        'The instances use ENCRYPTION_KEYS (or KEY_PROVIDER and its settings) when set, else a new key.\n',
     );
     return;
   }
   const say = (line) => process.stdout.write(`${line}\n`);
-  say('Starting PgBouncer, the service instances and HAProxy...');
+  const ha = args.includes('--ha');
+  say(
+    `Starting ${ha ? 'etcd, two PostgreSQL nodes under Patroni, ' : ''}PgBouncer, the instances and HAProxy...`,
+  );
   let cluster;
   try {
     cluster = await startCluster({
+      ha,
       instances: Number(value('--instances') ?? 2),
       port: value('--port') ? Number(value('--port')) : undefined,
       keepDatabase: args.includes('--keep-database'),
@@ -524,15 +447,24 @@ async function main() {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
-  const pad = (label) => label.padEnd(16);
+  const pad = (label) => label.padEnd(18);
   say('');
   say(`${pad('balancer')}${cluster.url}  (HAProxy, checks /health/ready every second)`);
   for (const instance of cluster.instances)
     say(`${pad(`instance ${instance.name}`)}${instance.url}  (pid ${instance.pid})`);
   say(`${pad('pgbouncer')}${cluster.databaseUrl}  (transaction mode)`);
-  say(`${pad('postgresql')}${cluster.directUrl}  (direct: change notifications)`);
+  if (cluster.ha) {
+    say(`${pad('etcd')}${cluster.ha.etcd.url}`);
+    for (const node of cluster.ha.nodes)
+      say(`${pad(`postgresql ${node.name}`)}${node.url}  (Patroni REST API ${node.restUrl})`);
+    say(`${pad('database haproxy')}${cluster.directUrl}  (the leader: change notifications, the CLI)`);
+  } else say(`${pad('postgresql')}${cluster.directUrl}  (direct: change notifications)`);
   say(`${pad('logs')}${cluster.dir}`);
   if (cluster.managementKey) say(`${pad('management key')}${cluster.managementKey}`);
+  if (cluster.encryptionKeys && !process.env.ENCRYPTION_KEYS)
+    say(
+      `${pad('ENCRYPTION_KEYS')}${cluster.encryptionKeys}  (made for this run: keep it to read its tokens)`,
+    );
   say('');
   say('Ctrl-C (or SIGTERM) stops everything (the instances first, each draining its requests).');
   let stopping = false;

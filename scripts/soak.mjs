@@ -8,8 +8,10 @@
  * fault's recovery and the auditor's findings; exits 1 when the auditor found anything (lost, charged
  * twice, out of order, unverifiable...), 2 when the soak itself could not run.
  *
- * Options: --minutes N, --clients N (4), --faults LIST (the kinds to inject, of kill,postgres,pgbouncer:
- * all by default), --json FILE (the whole result as JSON), --keep-logs (keep the cluster's run directory:
+ * Options: --minutes N, --clients N (4), --ha (the database under Patroni, `npm run cluster -- --ha`:
+ * a failover every minute, the leader's PostgreSQL then its Patroni killed in turn), --faults LIST (the
+ * kinds to inject, of kill,postgres,pgbouncer, all by default; with --ha of leader-postgres,
+ * leader-patroni, kill, pgbouncer), --json FILE (the whole result as JSON), --keep-logs (keep the cluster's run directory:
  * every process's output). Needs PostgreSQL (DATABASE_URL, default the local server), pgbouncer and
  * haproxy; restarting PostgreSQL needs pg_ctlcluster (Debian's postgresql-common). Ctrl-C stops the
  * cluster and drops its database.
@@ -17,14 +19,15 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { format } from './soak/report.mjs';
-import { FAULT_KINDS } from './soak/faults.mjs';
+import { FAULT_KINDS, HA_FAULT_KINDS } from './soak/faults.mjs';
 import { runSoak } from './soak/run.mjs';
 
 const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '10' },
     clients: { type: 'string', default: '4' },
-    faults: { type: 'string', default: FAULT_KINDS.join(',') },
+    faults: { type: 'string' },
+    ha: { type: 'boolean', default: false },
     json: { type: 'string' },
     'keep-logs': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h' },
@@ -32,7 +35,8 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    'Usage: npm run soak -- [--minutes N] [--clients N] [--faults kill,postgres,pgbouncer] [--json FILE] [--keep-logs]\n',
+    'Usage: npm run soak -- [--minutes N] [--clients N] [--ha] [--faults kill,postgres,pgbouncer] [--json FILE] [--keep-logs]\n' +
+      '--ha: the database under Patroni (npm run cluster -- --ha); faults leader-postgres,leader-patroni by default.\n',
   );
   process.exit(0);
 }
@@ -42,11 +46,12 @@ if (!(minutes > 0 && minutes <= 24 * 60) || !(Number.isInteger(clients) && clien
   process.stderr.write('--minutes must be a number of minutes above 0, --clients an integer from 1 to 64\n');
   process.exit(2);
 }
-const faults = values.faults.split(',').filter(Boolean);
-if (faults.some((kind) => !FAULT_KINDS.includes(kind))) {
-  process.stderr.write(
-    `--faults takes a comma-separated list of ${FAULT_KINDS.join(', ')} (all by default)\n`,
-  );
+const ha = values.ha;
+// Restarting the one PostgreSQL (pg_ctlcluster) means nothing when Patroni runs the database.
+const kinds = ha ? [...HA_FAULT_KINDS, 'kill', 'pgbouncer'] : FAULT_KINDS;
+const faults = (values.faults ?? (ha ? HA_FAULT_KINDS : FAULT_KINDS).join(',')).split(',').filter(Boolean);
+if (faults.some((kind) => !kinds.includes(kind))) {
+  process.stderr.write(`--faults takes a comma-separated list of ${kinds.join(', ')}\n`);
   process.exit(2);
 }
 // Ctrl-C or SIGTERM: the cluster is stopped and its database dropped; a second one exits at once.
@@ -61,6 +66,7 @@ try {
   const result = await runSoak({
     minutes,
     clients,
+    ha,
     faults,
     log,
     keepLogs: values['keep-logs'],

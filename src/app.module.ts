@@ -28,6 +28,7 @@ import { ElementsModule } from './modules/elements/elements.module';
 import { CustodyModule } from './modules/custody/custody.module';
 import { SealedGuard } from './modules/custody/sealed.guard';
 import { HealthModule } from './modules/health/health.module';
+import { ImportsModule } from './modules/imports/imports.module';
 import { IdempotencyInterceptor } from './modules/idempotency/idempotency.interceptor';
 import { IdempotencyModule } from './modules/idempotency/idempotency.module';
 import { LogsModule } from './modules/logs/logs.module';
@@ -41,6 +42,7 @@ import { SessionsModule } from './modules/sessions/sessions.module';
 import { TokensModule } from './modules/tokens/tokens.module';
 import { WebhookOutboxModule } from './modules/webhooks/webhook-outbox';
 import { UnitOfWorkModule } from './common/unit-of-work/unit-of-work';
+import { WalletsModule } from './modules/wallets/wallets.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 export interface AppModuleOptions {
@@ -123,8 +125,10 @@ export class AppModule {
         LogsModule,
         IdempotencyModule,
         OrchestrationModule,
+        ImportsModule,
         ProxiesModule,
         WebhooksModule,
+        WalletsModule,
         ElementsModule,
         CustodyModule,
         // With the embedded database, the CLI's requests come to the server (control socket).

@@ -83,8 +83,9 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.use('/proxy', rawBodyParser({ 'BT-PROXY-ERROR': 'true' }));
   // Checkout.com signs its webhooks' bytes: read as they came, for the signature check.
   app.use('/orchestration/notifications/checkout', rawBodyParser());
-  // The approval page's buttons are form posts whose (empty) bodies are never read.
-  app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/)/));
+  // The approval page's buttons are form posts whose (empty) bodies are never read; a card import's
+  // body is an encrypted file, streamed to disk by its handler, which checks its type itself.
+  app.use(requireJsonContentType(/^\/(proxy(\/|$)|orchestration\/approvals\/|tokens\/imports\/?$)/));
   app.use(jsonBodyParser());
   // Guards, interceptors, the validation pipe and the problem filter: `globalEnhancers` in app.module.ts.
   setupOpenApi(app);

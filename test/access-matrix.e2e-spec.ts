@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { encryptTo } from './support/card-files';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
@@ -7,6 +9,8 @@ import { DataSource } from 'typeorm';
 import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { Clock } from '../src/common/jobs/clock';
 import { waitFor } from './support/wait';
+import { ApplePaySender } from './support/wallets/apple-pay-sender';
+import { GooglePayTestSender } from './support/wallets/google-pay-sender';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { newConnection } from './support/orchestration';
 
@@ -36,6 +40,7 @@ const CATALOG: Record<string, Kind[]> = {
   'token:delete': ['private'],
   'token:search': ['private'],
   'token:use': ['private'],
+  'token:import': ['management'],
   'log:read': ['management'],
   'tenant:read': ['management'],
   'application:create': ['management'],
@@ -49,6 +54,7 @@ const CATALOG: Record<string, Kind[]> = {
   'orchestration:transactions:read': ['private'],
   'orchestration:transaction:capture': ['private'],
   'orchestration:transaction:refund': ['private'],
+  'orchestration:relay': ['private', 'management'],
   'orchestration:flows:read': ['private', 'management'],
   'orchestration:flows:update': ['private', 'management'],
   'orchestration:buyers:read': ['private'],
@@ -63,6 +69,7 @@ const CATALOG: Record<string, Kind[]> = {
   'webhook:read': ['management'],
   'webhook:update': ['management'],
   'webhook:delete': ['management'],
+  'wallet:manage': ['management'],
 };
 const permissionsOfKind = (kind: Kind) => Object.keys(CATALOG).filter((p) => CATALOG[p].includes(kind));
 
@@ -93,6 +100,10 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   getToken: ['token:read'],
   updateToken: ['token:update'],
   deleteToken: ['token:delete'],
+  getImportKey: ['token:import'],
+  createImport: ['token:import'],
+  getImport: ['token:import'],
+  listImportResults: ['token:import'],
   createSession: [],
   authorizeSession: [],
   listLogs: ['log:read'],
@@ -115,6 +126,9 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   createRefund: ['orchestration:transaction:refund'],
   listRefunds: ['orchestration:transactions:read'],
   listTransactionAttempts: ['orchestration:transactions:read'],
+  createRelayRefund: ['orchestration:relay'],
+  listRelayRefunds: ['orchestration:relay'],
+  getRelayRefund: ['orchestration:relay'],
   listFlowRules: ['orchestration:flows:read'],
   getFlowRule: ['orchestration:flows:read'],
   createFlowRule: ['orchestration:flows:update'],
@@ -127,6 +141,7 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   updateBuyer: ['orchestration:buyers:update'],
   deleteBuyer: ['orchestration:buyers:delete'],
   storeBuyerPaymentMethod: ['orchestration:buyers:update'],
+  setBuyerPaymentMethodConnectionTokens: ['orchestration:buyers:update'],
   listBuyerPaymentMethods: ['orchestration:buyers:read'],
   deleteBuyerPaymentMethod: ['orchestration:buyers:update'],
   createProxy: ['proxy:create'],
@@ -143,6 +158,17 @@ const DOCUMENTED_PERMISSIONS: Record<string, string[]> = {
   deleteWebhook: ['webhook:delete'],
   listWebhookDeliveries: ['webhook:read'],
   retryWebhookDelivery: ['webhook:update'],
+  createApplePayMerchantKey: ['wallet:manage'],
+  listApplePayMerchantKeys: ['wallet:manage'],
+  getApplePayMerchantKey: ['wallet:manage'],
+  setApplePayMerchantKeyCertificate: ['wallet:manage'],
+  deleteApplePayMerchantKey: ['wallet:manage'],
+  createGooglePayMerchantKey: ['wallet:manage'],
+  listGooglePayMerchantKeys: ['wallet:manage'],
+  getGooglePayMerchantKey: ['wallet:manage'],
+  deleteGooglePayMerchantKey: ['wallet:manage'],
+  createApplePayToken: ['token:create'],
+  createGooglePayToken: ['token:create'],
   ping: [],
 };
 
@@ -291,10 +317,25 @@ interface Refs {
   /** A buyer of tenant A, and the card token stored for it (the same card as `tokenId`). */
   buyerId: string;
   storedTokenId: string;
+  /** A card import of tenant A, and an encrypted file of one card for its import key. */
+  importId: string;
+  importFile: Buffer;
+  /** A relay refund of tenant A's (through its sandbox connection). */
+  relayRefundId: string;
   /** Tenant A's oldest audit log row, and two sizes of its checkpoints. */
   logId: string;
   firstSize: number;
   secondSize: number;
+  /** Tenant A's active Apple Pay key and its certificate, its active Google Pay key. */
+  appleKeyId: string;
+  appleCertificate: string;
+  googleKeyId: string;
+  /**
+   * A payload of each wallet for tenant A's keys, made last before the tests: no refused caller uses it up
+   * (each is refused before its token is made), the control makes it a token.
+   */
+  applePaymentData: object;
+  googlePayToken: string;
 }
 
 /** Orchestration resources of tenant A: a card token, an available connection, an authorized payment. */
@@ -500,6 +541,13 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       return {};
     case 'createRefund':
       return { amount: 100 };
+    case 'createRelayRefund':
+      return {
+        connection_id: r.connectionId,
+        vendor_payment_id: 'pi_3AccessMatrix',
+        amount: 100,
+        currency: 'USD',
+      };
     case 'createFlowRule':
     case 'updateFlowRule':
       return {
@@ -510,12 +558,17 @@ function bodyFor(opId: string, r: Refs): object | undefined {
       };
     case 'evaluateFlow':
       return { amount: 1299, currency: 'USD', token: r.tokenId };
+    case 'createImport':
+      return r.importFile;
     case 'createBuyer':
     case 'updateBuyer':
       return { display_name: 'access matrix buyer' };
     case 'storeBuyerPaymentMethod':
       // Stored for the buyer already: the control's success is the 200 that answers the stored card.
       return { token: r.storedTokenId };
+    case 'setBuyerPaymentMethodConnectionTokens':
+      // The empty list: the stored card answered, with no processor's token.
+      return { connection_tokens: [] };
     case 'createProxy':
     case 'updateProxy':
       return { name: 'access matrix proxy', destination_url: PROXY_DESTINATION };
@@ -524,6 +577,14 @@ function bodyFor(opId: string, r: Refs): object | undefined {
     case 'createWebhook':
     case 'updateWebhook':
       return WEBHOOK_BODY;
+    case 'setApplePayMerchantKeyCertificate':
+      return { certificate: r.appleCertificate };
+    case 'createGooglePayMerchantKey':
+      return { gateway_merchant_id: 'access-matrix' };
+    case 'createApplePayToken':
+      return { payment_data: r.applePaymentData };
+    case 'createGooglePayToken':
+      return { token: r.googlePayToken };
     default:
       return undefined;
   }
@@ -533,28 +594,37 @@ function bodyFor(opId: string, r: Refs): object | undefined {
 function fillPath(path: string, r: Refs): string {
   const id = path.startsWith('/applications/')
     ? r.applicationId
-    : /^\/(v2\/)?tokens\//.test(path)
-      ? r.tokenId
-      : path.startsWith('/orchestration/connections/')
-        ? r.connectionId
-        : path.startsWith('/orchestration/transactions/')
-          ? r.transactionId
-          : path.startsWith('/proxies/')
-            ? r.proxyId
-            : path.startsWith('/webhooks/')
-              ? r.webhookId
-              : path.startsWith('/logs/')
-                ? r.logId
-                : path.startsWith('/orchestration/flows/')
-                  ? r.ruleId
-                  : path.startsWith('/orchestration/buyers/')
-                    ? r.buyerId
-                    : undefined;
+    : path.startsWith('/tokens/imports/')
+      ? r.importId
+      : /^\/(v2\/)?tokens\//.test(path)
+        ? r.tokenId
+        : path.startsWith('/orchestration/connections/')
+          ? r.connectionId
+          : path.startsWith('/orchestration/transactions/')
+            ? r.transactionId
+            : path.startsWith('/proxies/')
+              ? r.proxyId
+              : path.startsWith('/webhooks/')
+                ? r.webhookId
+                : path.startsWith('/logs/')
+                  ? r.logId
+                  : path.startsWith('/orchestration/flows/')
+                    ? r.ruleId
+                    : path.startsWith('/orchestration/buyers/')
+                      ? r.buyerId
+                      : path.startsWith('/wallets/apple-pay/merchant-keys/')
+                        ? r.appleKeyId
+                        : path.startsWith('/wallets/google-pay/merchant-keys/')
+                          ? r.googleKeyId
+                          : path.startsWith('/orchestration/relay/refunds/')
+                            ? r.relayRefundId
+                            : undefined;
   const filled = path
     .replace('{action}', 'route-transaction')
     .replace('{keyId}', r.keyId)
     .replace('{deliveryId}', r.deliveryId)
     .replace('{token_id}', r.storedTokenId)
+    .replace('{payment_method_id}', r.storedTokenId)
     .replace('{id}', () => {
       if (!id) throw new Error(`no resource to fill {id} of ${path}`);
       return id;
@@ -568,6 +638,8 @@ function fillPath(path: string, r: Refs): string {
 describe('access matrix: every keyed operation × every caller that must be refused', () => {
   let t: TestApp;
   let w: World;
+  let apple: ApplePaySender;
+  const google = new GooglePayTestSender();
 
   const call = (
     method: Method,
@@ -580,6 +652,8 @@ describe('access matrix: every keyed operation × every caller that must be refu
     let req = request(t.http)[method](path).set(headers);
     if (key !== undefined) req = req.set('BT-API-KEY', key);
     if (query) req = req.query(query);
+    // A card import's body: an encrypted file (docs/migration.md).
+    if (Buffer.isBuffer(body)) req = req.set('Content-Type', 'application/pgp-encrypted');
     return body === undefined ? req : req.send(body);
   };
   const tokenize = async (key: string, body: object = { type: 'card', data: CARD }) =>
@@ -617,7 +691,15 @@ describe('access matrix: every keyed operation × every caller that must be refu
   };
 
   beforeAll(async () => {
-    t = await startApp({ RATE_LIMIT_PER_MINUTE: '1000000' });
+    apple = await ApplePaySender.create();
+    // Wallet payloads chain to test roots of the file's own (docs/wallets.md).
+    const roots = mkdtempSync(join(tmpdir(), 'access-matrix-wallets-'));
+    writeFileSync(join(roots, 'apple-root.pem'), apple.rootPem);
+    t = await startApp({
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      APPLE_PAY_ROOT_CA: join(roots, 'apple-root.pem'),
+      GOOGLE_PAY_ROOT_KEYS: google.writeRootKeysFile(roots),
+    });
     const [tenantA, tenantB] = await Promise.all([newTenant(t, 'tenant A'), newTenant(t, 'tenant B')]);
     const secrets = new Map<string, string>([
       [CARD_NUMBER, 'the card number'],
@@ -804,6 +886,13 @@ describe('access matrix: every keyed operation × every caller that must be refu
     }).expect(201);
     resource(captured, 'captured transaction id');
     resource(refund.body.id, 'refund id');
+    const relayRefund = await call(
+      'post',
+      '/orchestration/relay/refunds',
+      aFull.private.key,
+      bodyFor('createRelayRefund', { connectionId: main.connectionId } as Refs),
+    ).expect(201);
+    resource(relayRefund.body.id, 'relay refund id');
     const proxy = await call('post', '/proxies', aFull.management.key, {
       name: 'access matrix proxy',
       destination_url: PROXY_DESTINATION,
@@ -819,6 +908,14 @@ describe('access matrix: every keyed operation × every caller that must be refu
     const buyer = await storedCard(aFull.private.key);
     resource(buyer.buyerId, 'buyer id');
     resource(buyer.storedTokenId, 'stored card token id');
+    const importKey = (await call('get', '/tokens/imports/key', tenantA.managementKey).expect(200)).body;
+    const importFile = await encryptTo(
+      importKey.public_key as string,
+      `number,expiration_month,expiration_year\n${CARD_NUMBER},12,2030\n`,
+      'cards.csv',
+    );
+    const imported = await call('post', '/tokens/imports', tenantA.managementKey, importFile).expect(202);
+    resource(imported.body.id, 'card import id');
     ids.set(proxy.body.key, "tenant A's proxy key");
     const webhook = await call('post', '/webhooks', aFull.management.key, WEBHOOK_BODY).expect(201);
     resource(webhook.body.id, 'webhook id');
@@ -839,6 +936,19 @@ describe('access matrix: every keyed operation × every caller that must be refu
     );
     resource(deliveryId, 'webhook delivery id');
     ids.set(eventId, "tenant A's webhook event id");
+    const appleKey = await call('post', '/wallets/apple-pay/merchant-keys', aFull.management.key).expect(201);
+    const appleCertificate = await apple.issueMerchantCertificate(
+      appleKey.body.csr,
+      'merchant.access.matrix',
+    );
+    await call('put', `/wallets/apple-pay/merchant-keys/${appleKey.body.id}`, aFull.management.key, {
+      certificate: appleCertificate,
+    }).expect(200);
+    resource(appleKey.body.id, 'Apple Pay merchant key id');
+    const googleKey = await call('post', '/wallets/google-pay/merchant-keys', aFull.management.key, {
+      gateway_merchant_id: 'access-matrix',
+    }).expect(201);
+    resource(googleKey.body.id, 'Google Pay merchant key id');
 
     // The audit log: tenant A's oldest row in two of its checkpoints (a period apart on the service's
     // clock), and a checkpoint of tenant B's log.
@@ -892,10 +1002,18 @@ describe('access matrix: every keyed operation × every caller that must be refu
           webhookId: webhook.body.id,
           deliveryId,
           ruleId: rule.body.id,
+          relayRefundId: relayRefund.body.id,
           ...buyer,
+          importId: imported.body.id,
+          importFile,
           logId: oldestLog.id,
           firstSize,
           secondSize,
+          appleKeyId: appleKey.body.id,
+          appleCertificate,
+          googleKeyId: googleKey.body.id,
+          applePaymentData: {},
+          googlePayToken: '',
         },
         capturedTransactionId: captured,
         scoped: {
@@ -914,6 +1032,16 @@ describe('access matrix: every keyed operation × every caller that must be refu
     const clock = t.app.get(Clock);
     const left = expiresAt + 100 - clock.now().getTime();
     if (left > 0) clock.advance(left);
+    // Signed and expiring on the service's clock, which the checkpoints and the session moved on.
+    w.a.refs.applePaymentData = await apple.paymentData(
+      { certificatePem: appleCertificate, merchantId: 'merchant.access.matrix' },
+      { signingTime: clock.now() },
+    );
+    w.a.refs.googlePayToken = google.token({
+      recipientPublicKey: googleKey.body.public_key,
+      gatewayMerchantId: 'access-matrix',
+      now: clock.now(),
+    });
   });
   afterAll(() => t?.close());
 
@@ -982,28 +1110,36 @@ describe('access matrix: every keyed operation × every caller that must be refu
             ? [[`/applications/${r.applicationId}/keys/${r.keyId}`, mgt] as [string, string]]
             : []),
         ]
-      : /^\/(v2\/)?tokens\//.test(path)
-        ? [[`/tokens/${r.tokenId}`, pvt]]
-        : path.startsWith('/orchestration/connections/')
-          ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
-          : path.startsWith('/orchestration/flows/')
-            ? [[`/orchestration/flows/card-transaction/actions/route-transaction/rules/${r.ruleId}`, pvt]]
-            : path.startsWith('/orchestration/buyers/')
-              ? [
-                  [`/orchestration/buyers/${r.buyerId}`, pvt],
-                  [`/orchestration/buyers/${r.buyerId}/payment-methods`, pvt],
-                ]
-              : path.startsWith('/proxies/')
-                ? [[`/proxies/${r.proxyId}`, mgt]]
-                : path.startsWith('/webhooks/')
-                  ? [
-                      [`/webhooks/${r.webhookId}`, mgt],
-                      [`/webhooks/${r.webhookId}/deliveries`, mgt],
-                    ]
-                  : [
-                      [`/orchestration/transactions/${r.transactionId}`, pvt],
-                      [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
-                    ];
+      : path.startsWith('/tokens/imports/')
+        ? [[`/tokens/imports/${r.importId}`, mgt]]
+        : /^\/(v2\/)?tokens\//.test(path)
+          ? [[`/tokens/${r.tokenId}`, pvt]]
+          : path.startsWith('/orchestration/connections/')
+            ? [[`/orchestration/connections/${r.connectionId}`, pvt]]
+            : path.startsWith('/orchestration/flows/')
+              ? [[`/orchestration/flows/card-transaction/actions/route-transaction/rules/${r.ruleId}`, pvt]]
+              : path.startsWith('/orchestration/buyers/')
+                ? [
+                    [`/orchestration/buyers/${r.buyerId}`, pvt],
+                    [`/orchestration/buyers/${r.buyerId}/payment-methods`, pvt],
+                  ]
+                : path.startsWith('/orchestration/relay/refunds/')
+                  ? [[`/orchestration/relay/refunds/${r.relayRefundId}`, pvt]]
+                  : path.startsWith('/proxies/')
+                    ? [[`/proxies/${r.proxyId}`, mgt]]
+                    : path.startsWith('/wallets/apple-pay/')
+                      ? [[`/wallets/apple-pay/merchant-keys/${r.appleKeyId}`, mgt]]
+                      : path.startsWith('/wallets/google-pay/')
+                        ? [[`/wallets/google-pay/merchant-keys/${r.googleKeyId}`, mgt]]
+                        : path.startsWith('/webhooks/')
+                          ? [
+                              [`/webhooks/${r.webhookId}`, mgt],
+                              [`/webhooks/${r.webhookId}/deliveries`, mgt],
+                            ]
+                          : [
+                              [`/orchestration/transactions/${r.transactionId}`, pvt],
+                              [`/orchestration/transactions/${r.transactionId}/refunds`, pvt],
+                            ];
     return Promise.all(
       reads.map(async ([p, key]) => {
         const res = await call('get', p, key);
@@ -1095,6 +1231,18 @@ describe('access matrix: every keyed operation × every caller that must be refu
       verdict(
         'POST /orchestration/transactions',
         "tenant B private key, tenant A's buyer",
+        res,
+        400,
+        JSON.stringify(body),
+      );
+    });
+
+    it("POST /orchestration/relay/refunds through tenant A's connection → 400, nothing refunded", async () => {
+      const body = bodyFor('createRelayRefund', { connectionId: w.a.refs.connectionId } as Refs);
+      const res = await call('post', '/orchestration/relay/refunds', w.b.full.private.key, body);
+      verdict(
+        'POST /orchestration/relay/refunds',
+        "tenant B private key, tenant A's connection",
         res,
         400,
         JSON.stringify(body),
@@ -1309,6 +1457,16 @@ describe('access matrix: every keyed operation × every caller that must be refu
           break;
         case 'deleteWebhook':
           r.webhookId = (await call('post', '/webhooks', admin, WEBHOOK_BODY).expect(201)).body.id;
+          break;
+        case 'deleteApplePayMerchantKey':
+          r.appleKeyId = (await call('post', '/wallets/apple-pay/merchant-keys', admin).expect(201)).body.id;
+          break;
+        case 'deleteGooglePayMerchantKey':
+          r.googleKeyId = (
+            await call('post', '/wallets/google-pay/merchant-keys', admin, {
+              gateway_merchant_id: 'to-delete',
+            }).expect(201)
+          ).body.id;
           break;
         case 'deleteBuyer':
         case 'deleteBuyerPaymentMethod':

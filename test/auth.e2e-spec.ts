@@ -127,9 +127,9 @@ describe('API keys and permissions', () => {
         permissions: ['token:create'],
       });
       const all = await request(t.http).get('/permissions').set('BT-API-KEY', pub.key).expect(200);
-      // The catalog of docs/permissions.md: 19, plus proxy:*, webhook:*, orchestration:flows:* and
-      // orchestration:buyers:*.
-      expect(all.body).toHaveLength(33);
+      // The catalog of docs/permissions.md: 19, plus proxy:*, webhook:*, orchestration:flows:*,
+      // orchestration:buyers:*, wallet:manage, orchestration:relay and token:import.
+      expect(all.body).toHaveLength(36);
       expect(all.body).toContainEqual({
         type: 'token:create',
         description: expect.any(String),
@@ -147,6 +147,7 @@ describe('API keys and permissions', () => {
           'application:update',
           'log:read',
           'tenant:read',
+          'token:import',
           'orchestration:flows:read',
           'orchestration:flows:update',
           'proxy:create',
@@ -157,6 +158,8 @@ describe('API keys and permissions', () => {
           'webhook:read',
           'webhook:update',
           'webhook:delete',
+          'wallet:manage',
+          'orchestration:relay',
         ].sort(),
       );
       const bad = await request(t.http).get('/permissions?application_type=robot').set('BT-API-KEY', pub.key);

@@ -156,6 +156,7 @@ describe('Basis Theory idioms: enrichments and dates', () => {
       'token',
       'card',
       'bank',
+      'network_token',
       'application',
       'tenant',
       'session',
@@ -165,6 +166,9 @@ describe('Basis Theory idioms: enrichments and dates', () => {
       'webhook',
       'flow_rule',
       'buyer',
+      'wallet_key',
+      'relay_refund',
+      'token_import',
     ]);
     expectProblem(
       await request(t.http).get('/logs').set('BT-API-KEY', managementKey).query({ entity_type: 'cards' }),

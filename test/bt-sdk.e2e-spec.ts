@@ -546,6 +546,7 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Token', value: 'token' },
         { displayName: 'Card', value: 'card' },
         { displayName: 'Bank', value: 'bank' },
+        { displayName: 'Network token', value: 'network_token' },
         { displayName: 'Application', value: 'application' },
         { displayName: 'Tenant', value: 'tenant' },
         { displayName: 'Session', value: 'session' },
@@ -555,6 +556,9 @@ describe('Basis Theory Node SDK against the service', () => {
         { displayName: 'Webhook', value: 'webhook' },
         { displayName: 'Flow rule', value: 'flow_rule' },
         { displayName: 'Buyer', value: 'buyer' },
+        { displayName: 'Wallet merchant key', value: 'wallet_key' },
+        { displayName: 'Relay refund', value: 'relay_refund' },
+        { displayName: 'Token import', value: 'token_import' },
       ]);
     });
 
@@ -701,6 +705,9 @@ describe('Basis Theory Node SDK against the service', () => {
         'buyer:created',
         'buyer:updated',
         'buyer:deleted',
+        'relay:refund:created',
+        'relay:refund:succeeded',
+        'relay:refund:failed',
         'application:created',
         'application:updated',
         'application:deleted',

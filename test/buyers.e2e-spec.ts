@@ -358,6 +358,7 @@ describe('buyers and stored cards', () => {
         status: 'active',
         created_at: expect.any(String),
         last_used_at: null,
+        connection_tokens: [],
       });
       expect(await methods(buyer.id)).toEqual([res.body]);
     });

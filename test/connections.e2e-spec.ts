@@ -54,9 +54,18 @@ describe('connection formulas and connections', () => {
       .set('BT-API-KEY', key)
       .expect(200);
     expect(res.body).toHaveLength(18);
-    expect(createHash('sha256').update(JSON.stringify(res.body)).digest('hex')).toBe(
+    // The published table, with one feature added since (network_tokens, docs/wallets.md).
+    const published = (res.body as { supported_features: Record<string, boolean> }[]).map((f) => {
+      const { network_tokens, ...features } = f.supported_features;
+      expect(typeof network_tokens).toBe('boolean');
+      return { ...f, supported_features: features };
+    });
+    expect(createHash('sha256').update(JSON.stringify(published)).digest('hex')).toBe(
       PUBLISHED_FORMULAS_SHA256,
     );
+    const rails = ['stripe-card', 'adyen-card', 'checkout-card', 'braintree-card'];
+    for (const f of res.body as { id: string; supported_features: Record<string, boolean> }[])
+      if (rails.includes(f.id)) expect(f.supported_features.network_tokens).toBe(true);
     expect(res.body).toEqual(FORMULAS);
     for (const [method, path] of [
       ['post', '/orchestration/connection_formulas'],

@@ -259,6 +259,7 @@ describe('audit logs', () => {
       { display_name: 'Token', value: 'token' },
       { display_name: 'Card', value: 'card' },
       { display_name: 'Bank', value: 'bank' },
+      { display_name: 'Network token', value: 'network_token' },
       { display_name: 'Application', value: 'application' },
       { display_name: 'Tenant', value: 'tenant' },
       { display_name: 'Session', value: 'session' },
@@ -268,6 +269,9 @@ describe('audit logs', () => {
       { display_name: 'Webhook', value: 'webhook' },
       { display_name: 'Flow rule', value: 'flow_rule' },
       { display_name: 'Buyer', value: 'buyer' },
+      { display_name: 'Wallet merchant key', value: 'wallet_key' },
+      { display_name: 'Relay refund', value: 'relay_refund' },
+      { display_name: 'Token import', value: 'token_import' },
     ]);
   });
 
@@ -329,7 +333,21 @@ describe('audit logs', () => {
     const before = (
       await db.query('SELECT count(*)::int AS n FROM tokens WHERE tenant_id = $1', [tenant.tenantId])
     )[0].n;
-    const spy = jest.spyOn(AuditTrail.prototype, 'writeChange').mockRejectedValueOnce(new Error('disk full'));
+    // Only this tenant's change fails: a job of the app (settlement, imports, retention) may commit a change
+    // of its own meanwhile, which must not take the failure.
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its own `this`
+    const write = AuditTrail.prototype.writeChange;
+    let failed = false;
+    const spy = jest.spyOn(AuditTrail.prototype, 'writeChange').mockImplementation(async function (
+      this: AuditTrail,
+      change: Parameters<AuditTrail['writeChange']>[0],
+    ) {
+      if (!failed && change.actor.tenantId === tenant.tenantId && change.entries.length) {
+        failed = true;
+        throw new Error('disk full');
+      }
+      return write.call(this, change);
+    });
     try {
       expectProblem(await tokenize({ type: 'token', data: 'lost' }), 500);
     } finally {

@@ -7,6 +7,7 @@ import { newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { ORCHESTRATION_PERMISSIONS } from './support/orchestration';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { luhnCard } from './support/attacker';
+import { encryptTo } from './support/card-files';
 import { Destination } from './support/destination';
 import { payload, Receiver } from './support/webhooks';
 import { FakeStripe } from './support/fake-stripe';
@@ -70,6 +71,11 @@ const CHECKOUT_VENDOR_SECRET = `sk_sbox_vendor_${tag}_Dd4`;
 const CHECKOUT_WEBHOOK_SECRET = `whsec_checkout_${tag}_Ee5`;
 const BRAINTREE_PUBLIC_KEY = `bt_public_${tag}`;
 const BRAINTREE_PRIVATE_KEY = `bt_private_${tag}_Dd4`;
+/** A network token's DPAN, and one cryptogram per rail it is paid at (base64 of 20 bytes, as wallets give them). */
+const NETWORK_TOKEN_DPAN = luhnCard('4', 16);
+const CRYPTOGRAMS = ['stripe', 'adyen', 'braintree', 'checkout'].map((rail) =>
+  Buffer.from(`${rail.slice(0, 3)}${tag}${randomBytes(5).toString('hex')}`.slice(0, 20)).toString('base64'),
+);
 
 /** Headers whose values are counts, lengths or seconds: a 3-digit value there is no CVC. */
 const NUMERIC_HEADERS = /^(content-length|x-ratelimit-.*|ratelimit.*|retry-after)$/;
@@ -259,6 +265,8 @@ describe('secrets scan', () => {
       if (card.number.includes(' ')) plant(`card number digits (${name})`, card.number.replace(/ /g, ''));
     }
     plant('card number failing Luhn', LUHN_INVALID);
+    plant('network token DPAN', NETWORK_TOKEN_DPAN);
+    CRYPTOGRAMS.forEach((c) => plant('network token cryptogram', c));
     ACCOUNTS.forEach((a) => plant('bank account number', a));
     plant('bank account number (refused request)', BAD_ROUTING_ACCOUNT);
     plant('token data (string)', TOKEN_STRING);
@@ -313,6 +321,7 @@ describe('secrets scan', () => {
         'orchestration:buyers:create',
         'orchestration:buyers:update',
         'orchestration:buyers:delete',
+        'orchestration:relay',
       ],
     });
     const pub = await createApplication(mgt, {
@@ -842,6 +851,63 @@ describe('secrets scan', () => {
     expect((await pay('amex', { intent: 'capture' }, checkoutVendor)).status).toBe('capture_succeeded');
     expect(fakeCheckout.posts(/^\/payments$/)).toHaveLength(2);
 
+    // Network tokens at each rail: the DPAN and the cryptogram leave for the vendor, and nowhere else (the
+    // cryptogram is never shown, stored in clear or logged; forgotten after its first authorization).
+    const railConnections = [vendor, adyenVendor, braintreeVendor, checkoutVendor];
+    for (const [i, connection] of railConnections.entries()) {
+      const networkToken = await call('post', '/tokens', 201, {
+        key: pvt.key,
+        body: {
+          type: 'network_token',
+          data: {
+            number: NETWORK_TOKEN_DPAN,
+            expiration_month: 10,
+            expiration_year: 2031,
+            cryptogram: CRYPTOGRAMS[i],
+            eci: '05',
+            source: i % 2 ? 'google_pay' : 'apple_pay',
+          },
+        },
+      });
+      await call('get', `/tokens/${networkToken.body.id}`, 200, { key: pvt.key });
+      const body = { amount: 1311, currency: 'USD', connection_id: connection, token: networkToken.body.id };
+      for (let n = 0; n < 2; n++) {
+        const paid = await call('post', '/orchestration/transactions', 201, { key: pvt.key, body });
+        expect(paid.body).toMatchObject({
+          status: 'authorization_succeeded',
+          payment_method: { method: 'network_token' },
+        });
+      }
+    }
+    // Each vendor that takes a cryptogram received it (Stripe's package has no parameter for one).
+    for (const [i, received] of [
+      [1, JSON.stringify(fakeAdyen.requests)],
+      [2, JSON.stringify(fakeBraintree.requests.map((r) => r.variables))],
+      [3, JSON.stringify(fakeCheckout.requests)],
+    ] as const)
+      expect(received).toContain(CRYPTOGRAMS[i]);
+
+    // Relay refunds of a payment made at Stripe before the migration: one goes through, the next one
+    // asks more than is left and fails (relay:refund:created, :succeeded and :failed).
+    const seeded = fakeStripe.seedPayment(1000);
+    const relay = {
+      connection_id: vendor,
+      vendor_payment_id: seeded.paymentIntent,
+      currency: 'USD',
+      amount: 600,
+    };
+    for (const [n, status] of [
+      [1, 'succeeded'],
+      [2, 'failed'],
+    ] as const) {
+      const refund = await call('post', '/orchestration/relay/refunds', 201, {
+        key: pvt.key,
+        body: relay,
+        headers: { 'BT-IDEMPOTENCY-KEY': `relay-scan-${n}` },
+      });
+      expect(refund.body.status).toBe(status);
+    }
+
     await call('get', '/orchestration/transactions', 200, { key: pvt.key, query: { size: 100 } });
     await call('get', '/orchestration/transactions', 200, {
       key: pvt.key,
@@ -878,6 +944,35 @@ describe('secrets scan', () => {
       headers: { 'BT-PROXY-URL': destination.url() },
       body: { refused: `{{ 00000000-0000-4000-8000-000000000000 }}`, card: `{{ ${tokenIds.visa} }}` },
     });
+
+    // A card import (docs/migration.md): the file's number, holder's name and processor's token planted;
+    // the number sealed in its token, the processor's token sealed with its line's result.
+    const imported = luhnCard('4', 16);
+    const holder = `Holder-${tag}-Qz9`;
+    const processorToken = `pm_import_${tag}_Lx4`;
+    plant('imported card number', imported);
+    plant("imported card holder's name", holder);
+    plant("imported card's processor token", processorToken);
+    const importKey = await call('get', '/tokens/imports/key', 200, { key: mgt });
+    const file = await encryptTo(
+      importKey.body.public_key as string,
+      'number,expiration_month,expiration_year,holder_name,connection_id,connection_token\n' +
+        `${imported},12,2031,${holder},00000000-0000-4000-8000-00000000a001,${processorToken}\n` +
+        `${imported.slice(0, -1)}${(Number(imported.slice(-1)) + 1) % 10},12,2031,,,\n`,
+      'cards.csv',
+    );
+    const job = await call('post', '/tokens/imports', 202, {
+      key: mgt,
+      body: file,
+      headers: { 'Content-Type': 'application/pgp-encrypted' },
+    });
+    await waitFor(
+      async () =>
+        (await call('get', `/tokens/imports/${String(job.body.id)}`, 200, { key: mgt })).body.status ===
+        'completed',
+      { timeoutMs: 10_000, intervalMs: 100, what: 'the card import to complete' },
+    );
+    await call('get', `/tokens/imports/${String(job.body.id)}/results`, 200, { key: mgt });
 
     // Audit logs, walked to the end with the cursor.
     let start: string | undefined;
@@ -948,6 +1043,8 @@ describe('secrets scan', () => {
       let text = JSON.stringify(sent);
       for (const card of [CARDS.visa, CARDS.amex])
         text = text.split(card.number).join('[sent]').split(`"${card.cvc}"`).join('"[sent]"');
+      for (const sentDeliberately of [NETWORK_TOKEN_DPAN, ...CRYPTOGRAMS])
+        text = text.split(sentDeliberately).join('[sent]');
       responses.push({
         route: `vendor request ${route}`,
         body: text.split(credential[0]).join(credential[1]),

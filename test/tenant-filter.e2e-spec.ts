@@ -7,6 +7,7 @@ import { TenantKeysService } from '../src/common/crypto/tenant-keys.service';
 import { WebhookDeliveryWorker } from '../src/modules/webhooks/delivery/webhook-delivery.worker';
 import { AuditCheckpointer } from '../src/common/audit/audit-checkpointer.service';
 import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
+import { RelaySettlementService } from '../src/modules/orchestration/relay/relay-settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
 import { Destination } from './support/destination';
 import { authorizedSession, cardData, patchToken, tokenize } from './support/attacker';
@@ -14,6 +15,9 @@ import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestratio
 import { createWebhookRow, recordEvents } from './support/webhooks';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { waitFor } from './support/wait';
+import { GooglePayTestSender } from './support/wallets/google-pay-sender';
+
+const google = new GooglePayTestSender();
 
 /** The tables that hold one tenant's rows (docs/scaling.md): distributed by tenant_id on Citus. */
 const TENANT_TABLES = [
@@ -37,6 +41,9 @@ const TENANT_TABLES = [
   'webhooks',
   'webhook_events',
   'webhook_deliveries',
+  'wallet_merchant_keys',
+  'wallet_replays',
+  'relay_refunds',
 ];
 const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.join('|')})"?(\\s|$|\\()`, 'i');
 
@@ -47,7 +54,7 @@ const TOUCHES = new RegExp(`\\b(FROM|JOIN|UPDATE|INTO)\\s+"?(${TENANT_TABLES.joi
  */
 const ACROSS_TENANTS: [RegExp, string][] = [
   [
-    /^DELETE FROM "?(sessions|tokens|token_cvcs|idempotency_records|audit_logs|webhook_events)"?( \w+)? WHERE "?(\w+\.)?(expires_at|created_at)/i,
+    /^DELETE FROM "?(sessions|tokens|token_cvcs|idempotency_records|audit_logs|webhook_events|wallet_replays)"?( \w+)? WHERE "?(\w+\.)?(expires_at|created_at)/i,
     'retention',
   ],
   [/\bkey_hash\b/, 'API and session keys are looked up by their digest before the tenant is known'],
@@ -57,6 +64,14 @@ const ACROSS_TENANTS: [RegExp, string][] = [
   [
     /FROM refunds r JOIN .* WHERE r\.status = 'processing' AND r\.updated_at <= \$1/,
     'the settlement sweep (refunds)',
+  ],
+  [
+    /FROM relay_refunds r JOIN .* WHERE r\.status = 'processing' AND r\.updated_at <= \$1/,
+    'the settlement sweep (relay refunds)',
+  ],
+  [
+    /FROM relay_refunds WHERE id = \$1$/,
+    "a vendor's notification names the relay refund by its reference alone (then verified with its connection's key)",
   ],
   [
     /JOIN connections c ON c\.tenant_id = t\.tenant_id AND c\.id = t\.connection_id WHERE t\.id = \$1$/,
@@ -93,6 +108,7 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
     database = await createDatabase('vault_test_tenant_filter');
     t = await startApp({
       DATABASE_URL: database.url,
+      GOOGLE_PAY_ROOT_KEYS: google.writeRootKeysFile(),
       WEBHOOK_DELIVERY_ENABLED: 'true',
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_RETRY_SECONDS: '0',
@@ -113,7 +129,13 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
     const tenant = await newTenant(t);
     const app = await newApplication(t, tenant.managementKey, {
       type: 'private',
-      permissions: [...ORCHESTRATION_PERMISSIONS, 'token:search', 'token:update', 'token:delete'],
+      permissions: [
+        ...ORCHESTRATION_PERMISSIONS,
+        'token:search',
+        'token:update',
+        'token:delete',
+        'orchestration:relay',
+      ],
     });
     const pub = await newApplication(t, tenant.managementKey, {
       type: 'public',
@@ -198,6 +220,20 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       .set('BT-API-KEY', key)
       .expect(200);
     await request(t.http).get('/orchestration/connections').set('BT-API-KEY', key).expect(200);
+    // A relay refund (a payment made at the vendor before the migration): create, get, list.
+    const relayed = (
+      await request(t.http)
+        .post('/orchestration/relay/refunds')
+        .set('BT-API-KEY', key)
+        .set('BT-IDEMPOTENCY-KEY', randomUUID())
+        .send({ connection_id: connection.id, vendor_payment_id: 'pi_3Relay', amount: 100, currency: 'USD' })
+        .expect(201)
+    ).body;
+    await request(t.http)
+      .get(`/orchestration/relay/refunds/${relayed.id}`)
+      .set('BT-API-KEY', key)
+      .expect(200);
+    await request(t.http).get('/orchestration/relay/refunds').set('BT-API-KEY', key).expect(200);
     await request(t.http)
       .delete(`/orchestration/connections/${connection.id}`)
       .set('BT-API-KEY', key)
@@ -264,9 +300,43 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
     );
     await t.app.get(WebhookDeliveryWorker).deliverDue();
 
+    // Wallets: merchant keys, and a Google Pay payload made into a token (its transaction id recorded).
+    const walletKey = await request(t.http)
+      .post('/wallets/google-pay/merchant-keys')
+      .set('BT-API-KEY', tenant.managementKey)
+      .send({ gateway_merchant_id: 'tenant-filter' })
+      .expect(201);
+    await request(t.http)
+      .get('/wallets/google-pay/merchant-keys')
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    const appleKey = await request(t.http)
+      .post('/wallets/apple-pay/merchant-keys')
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(201);
+    await request(t.http)
+      .get(`/wallets/apple-pay/merchant-keys/${appleKey.body.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(200);
+    await request(t.http)
+      .post('/wallets/google-pay/tokens')
+      .set('BT-API-KEY', key)
+      .send({
+        token: google.token({
+          recipientPublicKey: walletKey.body.public_key,
+          gatewayMerchantId: 'tenant-filter',
+        }),
+      })
+      .expect(201);
+    await request(t.http)
+      .delete(`/wallets/google-pay/merchant-keys/${walletKey.body.id}`)
+      .set('BT-API-KEY', tenant.managementKey)
+      .expect(204);
+
     // The audit log, and the jobs.
     await request(t.http).get('/logs').set('BT-API-KEY', tenant.managementKey).expect(200);
     await t.app.get(SettlementService).settle();
+    await t.app.get(RelaySettlementService).settle();
     await t.app.get(AuditCheckpointer).run();
     const retention = t.app.get(RetentionJob);
     for (const name of [
@@ -276,6 +346,7 @@ describe('every statement on a tenant-scoped table names its tenant', () => {
       'log-retention',
       'idempotency-records',
       'webhook-events',
+      'wallet-replays',
     ])
       await retention.runNow(name);
 

@@ -6,6 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { cardData, luhnCard } from './support/attacker';
 import { createDatabase, dropDatabase } from './support/test-database';
+import { waitFor } from './support/wait';
 import { createWebhookRow, payload, Receiver } from './support/webhooks';
 
 /**
@@ -100,11 +101,18 @@ describe('webhooks end to end', () => {
       verifier.verify(`${delivered[0].body} `, delivered[0].headers as Record<string, string>),
     ).toThrow();
 
-    // The deliveries list shows each as succeeded, one attempt, 2xx.
-    const list = await request(t.http)
-      .get(`/webhooks/${made.body.id}/deliveries`)
-      .set('BT-API-KEY', tenant.managementKey)
-      .expect(200);
+    // The deliveries list shows each as succeeded, one attempt, 2xx (the worker records the receiver's
+    // answer just after the receiver has the request).
+    const list = await waitFor(
+      async () => {
+        const res = await request(t.http)
+          .get(`/webhooks/${made.body.id}/deliveries`)
+          .set('BT-API-KEY', tenant.managementKey)
+          .expect(200);
+        return res.body.data.every((d: { status: string }) => d.status !== 'pending') && res;
+      },
+      { what: 'the three deliveries recorded' },
+    );
     expect(list.body.data).toHaveLength(3);
     for (const item of list.body.data)
       expect(item).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200 });

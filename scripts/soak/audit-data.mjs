@@ -103,12 +103,37 @@ export async function auditTokens({ auditor, book, recorder, directUrl, tenantId
 
 const sum = (list, f) => list.reduce((total, x) => total + f(x), 0);
 
+/** How long the audit waits for refunds answered `processing` to settle: the job takes them after a minute. */
+const SETTLING_MS = 90_000;
+
+/**
+ * A refund answered `processing` (its request cut after Stripe refunded, and retried) is settled by the
+ * settlement job a minute after its last change: the audit waits for the acknowledged ones still
+ * `processing` (up to SETTLING_MS in all), so that it compares Stripe with their outcomes.
+ */
+async function refundsSettled(reader, book) {
+  const deadline = Date.now() + SETTLING_MS;
+  const waiting = [...book.transactions.values()].filter((tx) =>
+    tx.refunds.some((r) => r.status === 'processing'),
+  );
+  for (const tx of waiting)
+    for (;;) {
+      const listed = (
+        await reader.send('audit refunds', { path: `/orchestration/transactions/${tx.id}/refunds` })
+      ).json;
+      const pending = (listed?.data ?? listed ?? []).some((r) => r.status === 'processing');
+      if (!pending || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+}
+
 /**
  * Payments: each acknowledged transaction is one PaymentIntent (found by its reconciliation id) and is in
  * the state the client was told, amounts included; every PaymentIntent and refund at the fake belongs to
  * an acknowledged transaction or refund. Anything else is charged twice, lost, or unacknowledged.
  */
 export async function auditPayments({ reader, book, stripe }) {
+  await refundsSettled(reader, book);
   const findings = [];
   const intents = new Map();
   for (const pi of stripe.intents.values()) {

@@ -56,6 +56,15 @@ function errorCode(error) {
  * of an idempotency key whose first request still runs (it has `Retry-After`), else the status and the
  * problem's `code`.
  */
+/** The `trace_id` of a problem document, if the answer is one. */
+function traceOf(text) {
+  try {
+    return JSON.parse(text)?.trace_id;
+  } catch {
+    return undefined;
+  }
+}
+
 function label(status, headers, text) {
   if (status === 409 && headers.get('retry-after')) return '409 in flight';
   let code;
@@ -99,10 +108,18 @@ export class Client {
     const history = [];
     let backoff = 100;
     let since;
-    const attempt = (start, outcome, ok) => {
+    const attempt = (start, outcome, ok, trace) => {
       const end = this.recorder.now();
       since ??= ok ? undefined : end;
-      this.recorder.attempts.push({ kind, start, end, outcome, ok, since: since ?? end });
+      this.recorder.attempts.push({
+        kind,
+        start,
+        end,
+        outcome,
+        ok,
+        since: since ?? end,
+        ...(trace ? { trace } : {}),
+      });
       history.push(`${(start / 1000).toFixed(1)} s ${outcome}`);
       return end;
     };
@@ -139,7 +156,8 @@ export class Client {
         const answer = await res.text();
         const ok = res.status >= 200 && res.status < 300;
         outcome = ok ? String(res.status) : label(res.status, res.headers, answer);
-        const end = attempt(start, outcome, ok);
+        // A 500's trace id: the auditor finds what the instance logged for it.
+        const end = attempt(start, outcome, ok, res.status === 500 ? traceOf(answer) : undefined);
         if (ok) {
           ended(end, outcome);
           if (idempotencyKey && (record ?? true))

@@ -12,6 +12,8 @@ import { sleep } from './client.mjs';
 const run = promisify(execFile);
 
 export const FAULT_KINDS = ['kill', 'postgres', 'pgbouncer'];
+/** With `--ha`: the leader's PostgreSQL killed (kill -9), the leader's Patroni killed (kill -9). */
+export const HA_FAULT_KINDS = ['leader-postgres', 'leader-patroni'];
 
 /**
  * The plan for a run of `minutes`: a kill at 10 s into every minute (i1, i2, i1...), PostgreSQL at 40 s
@@ -28,11 +30,16 @@ export function schedule(minutes, kinds = FAULT_KINDS) {
     atMs: bouncerMinute * 60_000 + (bouncerMinute === pgMinute ? 50_000 : 40_000),
     kind: 'pgbouncer',
   });
+  // A failover at 25 s into every minute: the leader's PostgreSQL, then the leader's Patroni, in turn.
+  for (let m = 0; m < minutes; m++)
+    plan.push({ atMs: m * 60_000 + 25_000, kind: m % 2 === 0 ? 'leader-postgres' : 'leader-patroni' });
   return plan.filter((step) => kinds.includes(step.kind)).sort((a, b) => a.atMs - b.atMs);
 }
 
 function describe(step, cluster) {
   if (step.kind === 'kill') return `SIGKILL ${cluster.instances[step.instance].name}`;
+  if (step.kind === 'leader-postgres') return "kill -9 the leader's PostgreSQL";
+  if (step.kind === 'leader-patroni') return "kill -9 the leader's Patroni";
   if (step.kind === 'postgres') return 'PostgreSQL restart';
   return 'PgBouncer restart';
 }
@@ -50,6 +57,31 @@ async function killAndRestart(instance) {
   const killedMs = Date.now();
   const started = await instance.start();
   return { pid, ...started, restartMs: Date.now() - killedMs };
+}
+
+/**
+ * A failover: `kill -9` of the leader's PostgreSQL (its Patroni then brings it back as a standby of the
+ * new leader) or of the leader's Patroni (its PostgreSQL runs on, unmanaged: the standby takes over when
+ * the leader key expires, and the killed Patroni, started again, demotes and rewinds it). Answers when
+ * the new leader answers through HAProxy (`promotedMs`, since the kill) and the old one has rejoined as
+ * its synchronous standby (`rejoinedMs`).
+ */
+async function failover(ha, what) {
+  const old = await ha.leader();
+  if (!old) throw new Error('no leader to kill');
+  const killedAt = Date.now();
+  const pid = what === 'postgres' ? old.killPostgres() : await old.killPatroni();
+  let leader;
+  for (;;) {
+    leader = await ha.leader();
+    if (leader && leader !== old) break;
+    if (Date.now() - killedAt > 120_000) throw new Error('no new leader 120 s after the kill');
+    await sleep(100);
+  }
+  const promotedMs = Date.now() - killedAt;
+  if (what === 'patroni') old.start();
+  await ha.healthy(180_000);
+  return { killed: old.name, pid, leader: leader.name, promotedMs, rejoinedMs: Date.now() - killedAt };
 }
 
 /**
@@ -79,6 +111,8 @@ export function startFaults(cluster, recorder, plan, log = () => undefined) {
       log(`${(fault.startMs / 1000).toFixed(1)} s: ${fault.name}`);
       try {
         if (step.kind === 'kill') fault.detail = await killAndRestart(cluster.instances[step.instance]);
+        else if (step.kind === 'leader-postgres') fault.detail = await failover(cluster.ha, 'postgres');
+        else if (step.kind === 'leader-patroni') fault.detail = await failover(cluster.ha, 'patroni');
         else if (step.kind === 'postgres') {
           const began = Date.now();
           await restartPostgres();
@@ -88,6 +122,7 @@ export function startFaults(cluster, recorder, plan, log = () => undefined) {
         fault.error = String(error?.message ?? error);
         log(`  ${fault.name} failed: ${fault.error}`);
         // Whatever it left down is brought back, so that the rest of the run and the audit can go on.
+        for (const node of cluster.ha?.nodes ?? []) if (!node.patroniPid) node.start();
         await sleep(1_000);
       }
       fault.doneMs = recorder.now();

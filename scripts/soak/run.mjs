@@ -10,8 +10,9 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { auditPayments, auditTokens } from './audit-data.mjs';
 import { auditLog, auditReplays, auditWebhooks } from './audit-events.mjs';
+import { auditFailovers, auditListening } from './audit-failover.mjs';
 import { Client, Recorder, sleep } from './client.mjs';
-import { FAULT_KINDS, schedule, startFaults } from './faults.mjs';
+import { FAULT_KINDS, HA_FAULT_KINDS, schedule, startFaults } from './faults.mjs';
 import { newBook, startLoad } from './load.mjs';
 import { summarize } from './report.mjs';
 import { ROOT, setUp } from './setup.mjs';
@@ -57,22 +58,24 @@ async function everythingUp(cluster, log) {
 }
 
 /**
- * Options: minutes (10), clients (4: concurrent clients of the load), faults (the kinds: kill, postgres,
- * pgbouncer; all by default), log (a line printer: progress every 10 s, each fault), keepLogs (keep the
+ * Options: minutes (10), clients (4: concurrent clients of the load), ha (the database under Patroni:
+ * `npm run cluster -- --ha`), faults (the kinds: kill, postgres, pgbouncer, all by default; with `ha`,
+ * leader-postgres and leader-patroni by default, kill and pgbouncer also possible), log (a line printer: progress every 10 s, each fault), keepLogs (keep the
  * run directories), signal (an AbortSignal: stops everything at once, and rejects). Answers summarize()'s
  * result and `machine`.
  */
 export async function runSoak({
   minutes = 10,
   clients = 4,
-  faults: kinds = FAULT_KINDS,
+  ha = false,
+  faults: kinds = ha ? HA_FAULT_KINDS : FAULT_KINDS,
   log = () => undefined,
   keepLogs = false,
   signal,
 } = {}) {
   const durationMs = Math.round(minutes * 60_000);
   log('starting the cluster, the Stripe fake, the webhook receiver and the echo destination...');
-  const env = await setUp({ log, keepLogs });
+  const env = await setUp({ log, keepLogs, ha });
   // Interrupted: everything is stopped at once (the cluster drops its database); nothing is audited.
   const interrupted = new Promise((_, reject) =>
     signal?.addEventListener('abort', () => {
@@ -120,6 +123,8 @@ export async function runSoak({
     await keeping.catch((error) => log(`could not keep a checkpoint: ${error.message}`));
     log(`load done at ${(recorder.now() / 1000).toFixed(0)} s; auditing...`);
     await step(everythingUp(cluster, log));
+    // Every node back: the leader and its synchronous standby, whatever the last fault left.
+    if (cluster.ha) await step(cluster.ha.healthy(180_000));
 
     const auditRecorder = new Recorder();
     const auditor = new Client({
@@ -162,6 +167,11 @@ export async function runSoak({
     );
     log(`audit log verified: ${JSON.stringify(logs.summary)}`);
     const parts = { tokens, payments, webhooks, replays, logs };
+    if (cluster.ha) {
+      parts.failovers = auditFailovers({ recorder, faults: faultList, cluster });
+      parts.listening = await step(auditListening(cluster));
+      log(`failovers audited: ${JSON.stringify(parts.failovers.summary)}`);
+    }
     const audit = {
       findings: Object.values(parts).flatMap((p) => p.findings),
       summary: Object.fromEntries(Object.entries(parts).map(([name, p]) => [name, p.summary])),

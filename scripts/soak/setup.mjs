@@ -18,12 +18,15 @@ import { sleep } from './client.mjs';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { startCluster } = createRequire(import.meta.url)(join(ROOT, 'bin', 'cluster.js'));
 
-/** The tests' FakeStripe class, compiled from its TypeScript into the run directory. */
+/** The tests' FakeStripe class, compiled from its TypeScript (and the test helpers it imports) into the run directory. */
 async function loadFakeStripe(dir) {
   const outfile = join(dir, 'fake-stripe.mjs');
   await build({
     entryPoints: [join(ROOT, 'test', 'support', 'fake-stripe.ts')],
     outfile,
+    // The fake's own helpers (test/support) go in with it; packages stay imports (there are none).
+    bundle: true,
+    packages: 'external',
     format: 'esm',
     platform: 'node',
     target: 'node20',
@@ -140,7 +143,7 @@ export function clusterEnv(stripeUrl) {
  * Starts everything and sets the tenant up. Answers { cluster, stripe, receiver, echo, dir, tenantId,
  * managementKey, clientKey, auditorKey, connectionId, proxyKey, webhookId, stop() }.
  */
-export async function setUp({ log = () => undefined, keepLogs = false } = {}) {
+export async function setUp({ log = () => undefined, keepLogs = false, ha = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'vault-soak-'));
   const FakeStripe = await loadFakeStripe(dir);
   const stripe = await new FakeStripe().start();
@@ -156,6 +159,7 @@ export async function setUp({ log = () => undefined, keepLogs = false } = {}) {
     })());
   try {
     cluster = await startCluster({
+      ha,
       databasePrefix: 'vault_soak',
       logLevel: 'warn',
       keepLogs,

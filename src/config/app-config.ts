@@ -3,7 +3,6 @@ import { Transform } from 'class-transformer';
 import {
   IsBoolean,
   IsIn,
-  IsInt,
   IsOptional,
   IsString,
   IsUrl,
@@ -14,7 +13,7 @@ import {
   ValidateBy,
 } from 'class-validator';
 import { availableParallelism } from 'node:os';
-import { databaseTarget, emptyToUndefined, toBoolean, toInteger } from './config-values';
+import { databaseTarget, emptyToUndefined, Integer, OptionalText, toBoolean } from './config-values';
 import { invalidTrustProxyEntries, TRUST_PROXY_FORMAT } from './trusted-proxies';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -50,8 +49,14 @@ export class AppConfig {
   @MinLength(1)
   DATA_DIR = './data';
 
-  @Transform(toInteger)
-  @IsInt()
+  /**
+   * Where card imports' uploads (encrypted, as received) wait for their job, deleted when it ends; every
+   * instance must see the same directory (docs/migration.md). Unset: `imports` under DATA_DIR.
+   */
+  @OptionalText()
+  IMPORT_DIR?: string;
+
+  @Integer()
   @Min(0)
   @Max(65535)
   PORT = 3000;
@@ -69,27 +74,19 @@ export class AppConfig {
   KEY_PROVIDER: 'env' | 'split' | 'pkcs11' = 'env';
 
   /** KEY_PROVIDER=pkcs11: the path of the HSM's PKCS#11 module (a shared library). */
-  @IsOptional()
-  @Transform(emptyToUndefined)
-  @IsString()
+  @OptionalText()
   PKCS11_MODULE?: string;
 
   /** KEY_PROVIDER=pkcs11: the label of the token that holds the key-encrypting keys. */
-  @IsOptional()
-  @Transform(emptyToUndefined)
-  @IsString()
+  @OptionalText()
   PKCS11_TOKEN_LABEL?: string;
 
   /** KEY_PROVIDER=pkcs11: the token's user PIN (it opens a session; the keys never leave the token). */
-  @IsOptional()
-  @Transform(emptyToUndefined)
-  @IsString()
+  @OptionalText()
   PKCS11_PIN?: string;
 
   /** KEY_PROVIDER=pkcs11: a file holding the PIN instead (its first line), e.g. a mounted secret. */
-  @IsOptional()
-  @Transform(emptyToUndefined)
-  @IsString()
+  @OptionalText()
   PKCS11_PIN_FILE?: string;
 
   /** KEY_PROVIDER=pkcs11: the key-encrypting keys are the token's AES keys labelled `<this>-v<N>`. */
@@ -143,26 +140,22 @@ export class AppConfig {
    * large requests lets garbage pile up to twice the service's idle size. A soft bound: more frequent
    * collections, never an out-of-memory error.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(0)
   @Max(1000)
   HEAP_GROWTH_PERCENT = 50;
 
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   LOG_RETENTION_DAYS = 365;
 
   /** How often, at most, each tenant's audit log gets a signed checkpoint (when it has new rows). */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   @Max(3600)
   AUDIT_CHECKPOINT_SECONDS = 5;
 
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   RATE_LIMIT_PER_MINUTE = 6000;
 
@@ -170,8 +163,7 @@ export class AppConfig {
    * Distinct card numbers sharing their first 6 and last 4 digits that the keys receiving fingerprints
    * may together tokenize per tenant in 24 hours; past it a tokenize is a 429 `card_enumeration_suspected`.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   CARD_ENUMERATION_LIMIT = 10;
 
@@ -180,8 +172,7 @@ export class AppConfig {
    * address (see TRUST_PROXY) may make per minute on each instance; past it the address's further
    * failures are 429s until the minute ends. A valid key is always served. IPv6 addresses count per /64.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   AUTH_FAILURES_PER_MINUTE = 60;
 
@@ -208,8 +199,7 @@ export class AppConfig {
    * keys of one public application (its public keys and the sessions it created), across instances; past
    * it a 429. Such a request creates at most 10 tokens. Private keys are not limited by it.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   PUBLIC_TOKENIZE_PER_MINUTE = 60;
 
@@ -218,15 +208,13 @@ export class AppConfig {
    * the default shapes), shared fairly between tenants. At least 2, so that one request spending its
    * whole time budget never holds them all; by default one fewer than the cores, from 2 to 4.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(2)
   @Max(64)
   EXPRESSION_WORKERS = Math.max(2, Math.min(4, availableParallelism() - 1));
 
   /** Connections in the pool when DATABASE_URL is set (the embedded database always uses one). */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(1)
   @Max(100)
   DB_POOL_SIZE = 10;
@@ -275,9 +263,24 @@ export class AppConfig {
   })
   VENDOR_BASE_URLS?: string;
 
+  /**
+   * The Apple root certificate(s) an Apple Pay payload's signature must chain to (a PEM file; several
+   * certificates may be concatenated). Unset: Apple Root CA - G3 as shipped with the service
+   * (docs/wallets.md). Tests name a root of their own.
+   */
+  @OptionalText()
+  APPLE_PAY_ROOT_CA?: string;
+
+  /**
+   * Google's root signing keys for Google Pay `ECv2` payloads: a JSON file in the format Google publishes
+   * them (`{"keys": [{"keyValue", "protocolVersion", "keyExpiration"}]}`). Unset: Google Pay payloads are
+   * refused with a problem naming this setting (docs/wallets.md).
+   */
+  @OptionalText()
+  GOOGLE_PAY_ROOT_KEYS?: string;
+
   /** How long a proxy request waits for the destination's complete answer (504 after it). */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(100)
   @Max(600_000)
   PROXY_TIMEOUT_MS = 30_000;
@@ -300,8 +303,7 @@ export class AppConfig {
   WEBHOOK_RETRY_SECONDS = '5,30,120,600,3600,21600';
 
   /** How often each instance's delivery worker looks for due webhook deliveries (it is also woken by new ones). */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(10)
   @Max(60_000)
   WEBHOOK_POLL_MS = 1000;
@@ -311,8 +313,7 @@ export class AppConfig {
    * lease has run out. Longer than the 10 s a receiver has to answer, so that no other instance sends
    * a delivery while it is still being sent.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(11)
   @Max(3600)
   WEBHOOK_LEASE_SECONDS = 30;
@@ -321,8 +322,7 @@ export class AppConfig {
    * How long an operation at a vendor that confirms by notification (Adyen's captures, cancels, refunds
    * and unanswered authorizations) may wait for it: then the settlement job marks it failed and logs it.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(60)
   @Max(30 * 86_400)
   VENDOR_NOTIFICATION_TIMEOUT_SECONDS = 86_400;
@@ -332,8 +332,7 @@ export class AppConfig {
    * to finish once it is no longer ready and no longer accepts connections; what still runs then is cut
    * and the process exits non-zero. Below the 30 s most orchestrators wait before a SIGKILL.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(0)
   @Max(600_000)
   SHUTDOWN_GRACE_MS = 25_000;
@@ -344,8 +343,7 @@ export class AppConfig {
    * checks every second, `fall 2`), so that no connection is refused or reset in its accept queue and no
    * request needs re-sending. Counted within SHUTDOWN_GRACE_MS; `npm start` sets 0 when unset.
    */
-  @Transform(toInteger)
-  @IsInt()
+  @Integer()
   @Min(0)
   @Max(60_000)
   SHUTDOWN_DRAIN_DELAY_MS = 3_000;

@@ -1,4 +1,7 @@
 /** How variables' text becomes values (class-transformer `@Transform`s), and how a database is named. */
+import { applyDecorators } from '@nestjs/common';
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, IsString } from 'class-validator';
 
 export const toBoolean = ({ value }: { value: unknown }): unknown => {
   if (value === undefined || value === '') return undefined;
@@ -24,3 +27,10 @@ export function databaseTarget(url: string): string {
     return 'the server in DATABASE_URL';
   }
 }
+
+/** An optional text setting (a path, a name): unset when empty. */
+export const OptionalText = (): PropertyDecorator =>
+  applyDecorators(IsOptional(), Transform(emptyToUndefined), IsString());
+
+/** An integer setting, read from its text (further checks follow it: `@Min`, `@Max`). */
+export const Integer = (): PropertyDecorator => applyDecorators(Transform(toInteger), IsInt());

@@ -22,6 +22,8 @@ export function knownVariables(): string[] {
     'PKCS11_TOKEN_LABEL',
     'PKCS11_PIN',
     'PKCS11_PIN_FILE',
+    'APPLE_PAY_ROOT_CA',
+    'GOOGLE_PAY_ROOT_KEYS',
   ].filter((name, i, all) => all.indexOf(name) === i);
 }
 

@@ -25,6 +25,9 @@ export const LOCK_KEYS = {
   jobConnectionVerification: 72_109,
   jobWebhookEvents: 72_110,
   jobCardEnumeration: 72_111,
+  jobWalletReplays: 72_112,
+  jobRelaySettlement: 72_120,
+  jobTokenImports: 72_113,
   /** First key of the two-key form `pg_advisory_xact_lock(deduplication, hash)`: one per tenant, type, fingerprint. */
   deduplication: 72_201,
   /** First key of `pg_advisory_xact_lock(flowRules, hash)`: one per tenant and flow action (its rules' positions). */

@@ -19,6 +19,9 @@ const ALL_MANAGEMENT = [
   'webhook:read',
   'webhook:update',
   'webhook:delete',
+  'wallet:manage',
+  'orchestration:relay',
+  'token:import',
 ];
 
 /**

@@ -8,17 +8,10 @@ import { newApplication, newTenant, startApp, TestApp } from '../support/app';
 import { FakeStripe } from '../support/fake-stripe';
 import { ORCHESTRATION_PERMISSIONS, waitForConnection } from '../support/orchestration';
 import { freePort, stop } from '../support/processes';
+import { waitFor } from '../support/wait';
 import { Server, startServer } from './support';
 
 const PAYMENT_INTENTS = /^\/v1\/payment_intents$/;
-
-async function waitFor(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /**
  * kill -9 of the server while it pays through Stripe (a `test` stripe-card connection against the fake
@@ -120,7 +113,11 @@ describe('a payment whose server is killed mid-request, retried with its idempot
         (res) => res.status,
         () => 'no answer',
       );
-      await waitFor(() => fake.posts(PAYMENT_INTENTS).length === creates + 1, 30_000, 'the PaymentIntent');
+      await waitFor(() => fake.posts(PAYMENT_INTENTS).length === creates + 1, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        what: 'the PaymentIntent',
+      });
       server.spawned.child.kill('SIGKILL');
       await server.spawned.exited;
       expect(await cut).toBe('no answer');

@@ -52,9 +52,18 @@ function npm(args: string[], env: Record<string, string>): { child: ChildProcess
  * shell that would die and leave it running.
  */
 describe('SIGTERM to npm', () => {
-  it('npm run cluster: the instances, HAProxy and PgBouncer stop, the database is dropped, the folder removed', async () => {
+  it.each([
+    [
+      'npm run cluster: the instances, HAProxy and PgBouncer stop, the database is dropped, the folder removed',
+      [],
+    ],
+    [
+      'npm run cluster -- --ha: etcd, both Patroni and their PostgreSQL stop too, the folder removed',
+      ['--ha'],
+    ],
+  ])('%s', async (_, flags: string[]) => {
     const port = await freePort();
-    const run = npm(['run', 'cluster', '--', '--port', String(port)], {});
+    const run = npm(['run', 'cluster', '--', ...flags, '--port', String(port)], {});
     let tree: number[] = [];
     try {
       await waitFor(() => run.output().includes('stops everything'), {
@@ -63,12 +72,15 @@ describe('SIGTERM to npm', () => {
         what: `the cluster to start:\n${run.output()}`,
       });
       tree = descendants(run.child.pid!);
-      const database = /postgresql\s+\S+\/(vault_cluster_\w+)/.exec(run.output())?.[1];
+      const database = /(?:postgresql|database haproxy)\s+\S+\/(vault_cluster_\w+)/.exec(run.output())?.[1];
       const dir = /logs\s+(\S+)/.exec(run.output())?.[1];
       expect(database).toBeTruthy();
       expect(dir && existsSync(dir)).toBe(true);
-      // node (the cluster), PgBouncer, two instances, HAProxy.
-      expect(tree.length).toBeGreaterThanOrEqual(5);
+      // node (the cluster), PgBouncer, two instances, HAProxy; with --ha also etcd, the database's HAProxy
+      // and two Patroni, whose PostgreSQL run detached from them (found by their data directories).
+      expect(tree.length).toBeGreaterThanOrEqual(flags.length ? 9 : 5);
+      const ofTheRun = () => spawnSync('pgrep', ['-f', dir!], { encoding: 'utf8' }).stdout.trim();
+      if (flags.length) expect(ofTheRun()).not.toBe('');
       expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200);
 
       run.child.kill('SIGTERM');
@@ -78,13 +90,17 @@ describe('SIGTERM to npm', () => {
         what: 'every process of the cluster to exit',
       });
       expect(existsSync(dir!)).toBe(false);
-      const db = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
-      await db.connect();
-      try {
-        const left = await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-        expect(left.rowCount).toBe(0);
-      } finally {
-        await db.end();
+      // Nothing of the run left anywhere (a PostgreSQL outlives a Patroni that did not stop it).
+      expect(ofTheRun()).toBe('');
+      if (!flags.length) {
+        const db = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+        await db.connect();
+        try {
+          const left = await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+          expect(left.rowCount).toBe(0);
+        } finally {
+          await db.end();
+        }
       }
       expect(run.output()).toContain('Stopping...');
     } finally {

@@ -789,6 +789,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orchestration/buyers/{id}/payment-methods/{payment_method_id}/connection-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the processors' tokens of a stored card (the whole list)
+         * @description Each entry names a connection of the tenant and the token its processor holds for the card; a merchant-initiated payment with the card at that connection sends the token instead of the card. The list replaces the one stored (empty clears it). Tokens are stored sealed and answered masked.
+         */
+        put: operations["setBuyerPaymentMethodConnectionTokens"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/relay/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List relay refunds, newest first */
+        get: operations["listRelayRefunds"];
+        put?: never;
+        /**
+         * Refund a payment made at the vendor before the migration
+         * @description The connection's vendor refunds its payment `vendor_payment_id` (a Stripe PaymentIntent or charge, an Adyen pspReference, a Checkout.com payment, a Braintree transaction). 201 whatever the outcome: `succeeded`, `failed` (with `error_code`), or `processing` until the vendor confirms it (Adyen and Checkout.com confirm later; an unanswered call is settled by the settlement job). Once per `BT-IDEMPOTENCY-KEY`: a retry answers the same refund and calls the vendor no more.
+         */
+        post: operations["createRelayRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orchestration/relay/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a relay refund */
+        get: operations["getRelayRefund"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/imports/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's OpenPGP import key, made on the first request */
+        get: operations["getImportKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import cards: an OpenPGP message encrypted to the import key, holding a CSV or JSONL file */
+        post: operations["createImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An import job and its progress */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/imports/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An import's results, line by line */
+        get: operations["listImportResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/proxies": {
         parameters: {
             query?: never;
@@ -1034,6 +1160,140 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/apple-pay/merchant-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Apple Pay merchant keys
+         * @description Oldest first.
+         */
+        get: operations["listApplePayMerchantKeys"];
+        put?: never;
+        /**
+         * Create an Apple Pay merchant key and its CSR
+         * @description An EC P-256 key pair, `pending` until its certificate is given: upload `csr` to Apple as the payment processing certificate's request, then PUT the certificate Apple issues. The private key never leaves the vault: no answer, log or audit row holds it.
+         */
+        post: operations["createApplePayMerchantKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/apple-pay/merchant-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a Apple Pay merchant key (never its private key) */
+        get: operations["getApplePayMerchantKey"];
+        /**
+         * Give an Apple Pay merchant key its payment processing certificate
+         * @description The certificate's public key must be this key's (else a 400 naming `certificate`); its merchant identifier field (OID 1.2.840.113635.100.6.32) is recorded and the key is `active` from then on. Given again, the certificate is replaced (a renewal). A tenant has at most 5 active keys per wallet: a 6th is a 409 with `code` `too_many_keys`.
+         */
+        put: operations["setApplePayMerchantKeyCertificate"];
+        post?: never;
+        /**
+         * Delete a Apple Pay merchant key
+         * @description Its private key is deleted with it: payloads encrypted to it no longer decrypt.
+         */
+        delete: operations["deleteApplePayMerchantKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/google-pay/merchant-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Google Pay merchant keys
+         * @description Oldest first.
+         */
+        get: operations["listGooglePayMerchantKeys"];
+        put?: never;
+        /**
+         * Create a Google Pay merchant key
+         * @description An EC P-256 key pair, `active` at once, for the gateway merchant id (payloads are signed for `gateway:<gateway_merchant_id>`). Register `public_key` (base64 of the uncompressed point) with Google. A tenant has at most 5 active keys per wallet: a 6th is a 409 with `code` `too_many_keys`. The private key never leaves the vault: no answer, log or audit row holds it.
+         */
+        post: operations["createGooglePayMerchantKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/google-pay/merchant-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a Google Pay merchant key (never its private key) */
+        get: operations["getGooglePayMerchantKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a Google Pay merchant key
+         * @description Its private key is deleted with it: payloads encrypted to it no longer decrypt.
+         */
+        delete: operations["deleteGooglePayMerchantKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/apple-pay/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make an Apple Pay payload into a token
+         * @description The `paymentData` of Apple's `PKPaymentToken` (`EC_v1`) is verified (the CMS signature, Apple's certificate OIDs, the chain to APPLE_PAY_ROOT_CA, a signing time within 5 minutes), then decrypted with the active merchant key its `publicKeyHash` names, and made into a `network_token` (source `apple_pay`). Permission `token:create`: public keys and sessions included, so that a checkout page may send the payload directly; their requests count against `PUBLIC_TOKENIZE_PER_MINUTE` as a tokenize does. The answer is the token object, masked; the cryptogram is sealed apart (at most an hour, until its first authorization) and never shown, revealed or proxied.
+         */
+        post: operations["createApplePayToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/google-pay/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a Google Pay payload into a token
+         * @description The `tokenizationData.token` string (`ECv2`) is verified (the intermediate signing key signed by a key of GOOGLE_PAY_ROOT_KEYS and unexpired, the message signature for `gateway:<gateway_merchant_id>` of an active key, `messageExpiration` in the future), then decrypted, and made into a `network_token` (source `google_pay`; `PAN_ONLY` gives a `card` token, with no cryptogram). Without GOOGLE_PAY_ROOT_KEYS: 503 `google_pay_not_configured`. Permission `token:create`: public keys and sessions included, so that a checkout page may send the payload directly; their requests count against `PUBLIC_TOKENIZE_PER_MINUTE` as a tokenize does. The answer is the token object, masked; the cryptogram is sealed apart (at most an hour, until its first authorization) and never shown, revealed or proxied.
+         */
+        post: operations["createGooglePayToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1162,6 +1422,13 @@ export interface components {
             routing_number?: string;
             /** @example XXXXX6789 */
             account_number?: string;
+            /**
+             * @description A network token's scheme.
+             * @example visa
+             */
+            scheme?: string;
+            /** @description Where a network token comes from: `apple_pay`, `google_pay` or `merchant`. */
+            source?: string;
         };
         CardDetailsDto: {
             /**
@@ -1186,13 +1453,14 @@ export interface components {
         };
         TokenObjectDto: {
             /** @enum {string} */
-            type: "token" | "card" | "bank";
+            type: "token" | "card" | "bank" | "network_token";
             /** @description Cards and banks, when the token is the whole response. */
             mask?: components["schemas"]["TokenMaskDto"];
             /**
              * @description Cards and banks inside a composite tokenize response: the same masked content as `mask`. A token
              *     read through a `reveal` rule (get, list, search) carries its data in clear here instead of `mask`:
-             *     a card's `{number, expiration_month, expiration_year}` (never the CVC), a bank's
+             *     a card's `{number, expiration_month, expiration_year}` (never the CVC), a network token's the same
+             *     with `eci`, `scheme` and `source` (never its cryptogram), a bank's
              *     `{routing_number, account_number}`, a `token`'s JSON value.
              */
             data?: components["schemas"]["TokenMaskDto"] | {
@@ -1330,7 +1598,7 @@ export interface components {
              */
             actor_type: "application" | "buyer" | "anonymous" | "system";
             /** @enum {string} */
-            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer";
+            entity_type: "token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer" | "wallet_key" | "relay_refund" | "token_import";
             /** @enum {string} */
             operation: "create" | "read" | "update" | "delete" | "search" | "use" | "reveal" | "refuse";
             id: string;
@@ -1413,6 +1681,8 @@ export interface components {
             refunds: boolean;
             zero_auth: boolean;
             void: boolean;
+            /** @description Takes network tokens (a DPAN with its cryptogram: Apple Pay, Google Pay, merchant network tokens); routing skips a connection without it for such a token. */
+            network_tokens: boolean;
         };
         ConnectionFormulaDto: {
             fields: components["schemas"]["FormulaFieldDto"][];
@@ -1437,7 +1707,7 @@ export interface components {
         ConnectionRequestDto: {
             /**
              * @description `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
-             *     endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`).
+             *     endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`, `checkout-card`, `braintree-card`).
              * @example sandbox
              * @enum {string}
              */
@@ -1566,8 +1836,13 @@ export interface components {
             /** @enum {string} */
             type: "payment-method";
             /** @enum {string} */
-            method: "card";
-            /** @description The card token. */
+            method: "card" | "network_token";
+            /**
+             * @description A network token's origin: `apple_pay`, `google_pay` or `merchant` (absent for a card).
+             * @enum {string}
+             */
+            source?: "apple_pay" | "google_pay" | "merchant";
+            /** @description The card or network token. */
             id: string;
             /** @example visa */
             scheme: string | null;
@@ -1787,6 +2062,19 @@ export interface components {
             /** @description A card token the key may use (`token:use`). */
             token: string;
         };
+        ConnectionTokenDto: {
+            /** Format: uuid */
+            connection_id: string;
+            /** @description The processor's customer (Stripe's customer id, Adyen's shopper reference). */
+            connection_customer: string | null;
+            /** @description The network's id of the payment that set up the mandate. */
+            network_transaction_id: string | null;
+            /**
+             * @description Masked: its last four characters only (none of a short token).
+             * @example ****Xk2c
+             */
+            token: string;
+        };
         StoredPaymentMethodDto: {
             /** @enum {string} */
             type: "payment-method";
@@ -1820,6 +2108,123 @@ export interface components {
              * @example 12/30
              */
             expiration_date: string;
+            /** @description The processors' tokens for this card, by connection, masked (docs/buyers.md). */
+            connection_tokens: components["schemas"]["ConnectionTokenDto"][];
+        };
+        ConnectionTokenEntryDto: {
+            /** @description Stripe's customer id (required at stripe-card), Adyen's shopper reference (required at adyen-card). */
+            connection_customer?: string | null;
+            /** @description The network transaction id of the mandate's first payment, 1 to 64 characters. */
+            network_transaction_id?: string | null;
+            /**
+             * Format: uuid
+             * @description A connection of the tenant.
+             */
+            connection_id: string;
+            /** @description The processor's token for the card at that connection (a secret: stored sealed, answered masked). */
+            token: string;
+        };
+        SetConnectionTokensDto: {
+            connection_tokens: components["schemas"]["ConnectionTokenEntryDto"][];
+        };
+        CreateRelayRefundDto: {
+            /**
+             * @description The vendor's id of the payment: a Stripe PaymentIntent (`pi_…`) or charge (`ch_…`), an Adyen
+             *     `pspReference`, a Checkout.com payment (`pay_…`), a Braintree transaction id.
+             * @example pi_3PqL2mHk8xJ7Zt0B1aB2cD3e
+             */
+            vendor_payment_id: string;
+            /** @description Why, in your words (kept with the refund; Stripe also gets `duplicate`, `fraudulent` or `requested_by_customer`). */
+            reason?: string;
+            /**
+             * Format: uuid
+             * @description The tenant's connection to the vendor the payment was made at (its credentials make the call).
+             */
+            connection_id: string;
+            /** @description In the currency's smallest unit; at most what is left to refund of the payment at the vendor. */
+            amount: number;
+            /**
+             * @description ISO 4217, the payment's currency.
+             * @example USD
+             */
+            currency: string;
+        };
+        RelayRefundDto: {
+            /** @enum {string} */
+            type: "relay_refund";
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            connection_id: string;
+            reason: string | null;
+            /**
+             * @description `processing` until the vendor confirms it (Adyen and Checkout.com confirm later: a notification or the settlement job).
+             * @enum {string}
+             */
+            status: "processing" | "succeeded" | "failed";
+            /** @description The vendor's id of the refund, once it named one. */
+            vendor_refund_id: string | null;
+            /** @description Why it failed (the vendor's code), else null. */
+            error_code: string | null;
+            vendor_payment_id: string;
+            amount: number;
+            currency: string;
+            created_at: string;
+            updated_at: string;
+        };
+        RelayRefundPageDto: {
+            data: components["schemas"]["RelayRefundDto"][];
+            pagination: components["schemas"]["OffsetPaginationDto"];
+        };
+        ImportKeyDto: {
+            /** @description The armored OpenPGP public key to encrypt card files to. */
+            public_key: string;
+            /** @example 01E1E68840E8F4C72D14787CC1642A6462C50993 */
+            fingerprint: string;
+            /** @example ed25519/cv25519 */
+            algorithm: string;
+            created_at: string;
+        };
+        ImportDto: {
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "failed";
+            /** @enum {string} */
+            format: "csv" | "jsonl";
+            id: string;
+            /** @description Every data line of the file, failed ones included; null until the file was read through once. */
+            total: number | null;
+            imported: number;
+            duplicates: number;
+            failed: number;
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            error: {
+                code: string;
+            };
+        };
+        ImportErrorDto: {
+            /** @description The column or field at fault, or null where none applies. */
+            field: string | null;
+            code: string;
+        };
+        ImportResultDto: {
+            /** @enum {string} */
+            status: "imported" | "duplicate" | "failed";
+            /** @description The 1-based line of the file (a CSV file's header is line 1). */
+            line: number;
+            external_id?: string;
+            token_id?: string;
+            error?: components["schemas"]["ImportErrorDto"];
+        };
+        ImportResultPageDto: {
+            pagination: {
+                total_items: number;
+                page_number: number;
+                page_size: number;
+                total_pages: number;
+            };
+            data: components["schemas"]["ImportResultDto"][];
         };
         CreateProxyDto: {
             /** @example Card processor */
@@ -1884,7 +2289,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "relay:refund:created" | "relay:refund:succeeded" | "relay:refund:failed" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -1950,7 +2355,7 @@ export interface components {
              *       "transaction:updated"
              *     ]
              */
-            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
+            events: ("token:created" | "token:updated" | "token:deleted" | "transaction:created" | "transaction:updated" | "connection:updated" | "buyer:created" | "buyer:updated" | "buyer:deleted" | "relay:refund:created" | "relay:refund:succeeded" | "relay:refund:failed" | "application:created" | "application:updated" | "application:deleted" | "audit:checkpoint")[];
             /**
              * Format: email
              * @description An address to tell when the webhook is disabled after failing.
@@ -1990,6 +2395,90 @@ export interface components {
         WebhookDeliveryPageDto: {
             data: components["schemas"]["WebhookDeliveryDto"][];
             pagination: components["schemas"]["OffsetPaginationDto"];
+        };
+        CreatedApplePayKeyDto: {
+            /** @enum {string} */
+            wallet: "apple_pay" | "google_pay";
+            /**
+             * @description `pending`: an Apple Pay key waiting for its certificate; `active`: payloads encrypted to it decrypt.
+             * @enum {string}
+             */
+            status: "pending" | "active";
+            /** @description Apple Pay: base64 SHA-256 of the key's SubjectPublicKeyInfo (what payloads name as `publicKeyHash`). */
+            public_key_hash?: string | null;
+            /** @description Apple Pay: hex SHA-256 of the merchant id, from the certificate's merchant identifier field. */
+            merchant_identifier?: string | null;
+            /**
+             * Format: date-time
+             * @description Apple Pay: when the certificate expires.
+             */
+            not_after?: string | null;
+            /** @description Google Pay: the gateway merchant id (the recipient id is `gateway:<this>`). */
+            gateway_merchant_id?: string | null;
+            created_by?: string | null;
+            /** @description The PEM certificate signing request to upload to Apple as the payment processing certificate's. */
+            csr: string;
+            id: string;
+            /** @description Base64 of the uncompressed P-256 point (0x04 || X || Y), as Google's console takes it. */
+            public_key: string;
+            created_at: string;
+        };
+        ApplePayCertificateDto: {
+            /**
+             * @description The payment processing certificate Apple issued for this key's CSR (PEM).
+             * @example -----BEGIN CERTIFICATE-----\nMIIE...\n-----END CERTIFICATE-----
+             */
+            certificate: string;
+        };
+        MerchantKeyDto: {
+            /** @enum {string} */
+            wallet: "apple_pay" | "google_pay";
+            /**
+             * @description `pending`: an Apple Pay key waiting for its certificate; `active`: payloads encrypted to it decrypt.
+             * @enum {string}
+             */
+            status: "pending" | "active";
+            /** @description Apple Pay: base64 SHA-256 of the key's SubjectPublicKeyInfo (what payloads name as `publicKeyHash`). */
+            public_key_hash?: string | null;
+            /** @description Apple Pay: hex SHA-256 of the merchant id, from the certificate's merchant identifier field. */
+            merchant_identifier?: string | null;
+            /**
+             * Format: date-time
+             * @description Apple Pay: when the certificate expires.
+             */
+            not_after?: string | null;
+            /** @description Google Pay: the gateway merchant id (the recipient id is `gateway:<this>`). */
+            gateway_merchant_id?: string | null;
+            created_by?: string | null;
+            id: string;
+            /** @description Base64 of the uncompressed P-256 point (0x04 || X || Y), as Google's console takes it. */
+            public_key: string;
+            created_at: string;
+        };
+        MerchantKeyPageDto: {
+            pagination: components["schemas"]["OffsetPaginationDto"];
+            data: components["schemas"]["MerchantKeyDto"][];
+        };
+        CreateGooglePayKeyDto: {
+            /**
+             * @description The merchant's gateway merchant id: Google's payment request names it as `gatewayMerchantId`, and
+             *     the payload's recipient is `gateway:<this>`.
+             * @example acme-shop
+             */
+            gateway_merchant_id: string;
+        };
+        ApplePayTokenRequestDto: {
+            /**
+             * @description The `paymentData` of Apple's `PKPaymentToken` (version `EC_v1`): `data`, `signature`, `header`
+             *     (`ephemeralPublicKey`, `publicKeyHash`, `transactionId`) and `version`, as the device gave it.
+             */
+            payment_data: {
+                [key: string]: unknown;
+            };
+        };
+        GooglePayTokenRequestDto: {
+            /** @description The `paymentMethodData.tokenizationData.token` string of Google's answer (`ECv2`), as given. */
+            token: string;
         };
         ProblemDetailsDto: {
             /**
@@ -3359,7 +3848,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @enum {string} */
-                    type: "token" | "card" | "bank";
+                    type: "token" | "card" | "bank" | "network_token";
                     /** @description Optional: 1 to 400 letters, digits, `_` and `-`, unique in the tenant (409 if taken). Default: a uuid. */
                     id?: string;
                     /** @description `/` (the root) or paths such as `/pci/high/`. */
@@ -4092,7 +4581,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only logs of this entity type; `card` and `bank` select the rows of tokens of that type. */
-                entity_type?: "token" | "card" | "bank" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer";
+                entity_type?: "token" | "card" | "bank" | "network_token" | "application" | "tenant" | "session" | "connection" | "transaction" | "proxy" | "webhook" | "flow_rule" | "buyer" | "wallet_key" | "relay_refund" | "token_import";
                 /** @description Only logs of this entity (a token id may be 400 characters long). */
                 entity_id?: string;
                 /** @description Logs created at or after this time (ISO 8601). */
@@ -6803,6 +7292,643 @@ export interface operations {
             };
         };
     };
+    setBuyerPaymentMethodConnectionTokens: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+                payment_method_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetConnectionTokensDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPaymentMethodDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:buyers:update. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listRelayRefunds: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page, 1 to 100. */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelayRefundPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:relay. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createRelayRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRelayRefundDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelayRefundDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:relay. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getRelayRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelayRefundDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission orchestration:relay. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getImportKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportKeyDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:import. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createImport: {
+        parameters: {
+            query?: {
+                /** @description The file's format; without it, the extension of the file name in the message (`.csv`, `.jsonl`). */
+                format?: "csv" | "jsonl";
+            };
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/pgp-encrypted": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:import. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:import. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listImportResults: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page, 1 to 100. */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResultPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:import. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
     listProxies: {
         parameters: {
             query?: {
@@ -9009,6 +10135,892 @@ export interface operations {
             };
             /** @description Unexpected error; the body says nothing of internals. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listApplePayMerchantKeys: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page, 1 to 100. */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createApplePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApplePayKeyDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description A request with this idempotency key is still being processed (see Retry-After). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getApplePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    setApplePayMerchantKeyCertificate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApplePayCertificateDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The wallet has 5 active keys already: `code` `too_many_keys`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteApplePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    listGooglePayMerchantKeys: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page, 1 to 100. */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyPageDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createGooglePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateGooglePayKeyDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The wallet has 5 active keys already: `code` `too_many_keys`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    getGooglePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantKeyDto"];
+                };
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    deleteGooglePayMerchantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: `errors` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission wallet:manage. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description No such resource in your tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createApplePayToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApplePayTokenRequestDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenObjectDto"];
+                };
+            };
+            /** @description The payload is refused, nothing created, its transaction id not used up: `code` `wallet_signature_invalid` (a signature, chain, certificate OID or recipient that does not verify), `wallet_expired` (an expired certificate or intermediate key, a signing time over 5 minutes away, an expired message), `wallet_key_unknown` (no active merchant key of the tenant matches) or `wallet_payload_invalid` (malformed, or a ciphertext or tag that fails once the signature verified). The problem holds nothing of the payload. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:create. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The payload (its transaction id) was already made into a token of this tenant: `code` `wallet_replayed`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+        };
+    };
+    createGooglePayToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a retry with the same key and request gets the stored response with `BT-IDEMPOTENCY-REPLAYED: true`. 1 to 255 printable ASCII characters; a UUID is recommended. */
+                "BT-IDEMPOTENCY-KEY"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GooglePayTokenRequestDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenObjectDto"];
+                };
+            };
+            /** @description The payload is refused, nothing created, its transaction id not used up: `code` `wallet_signature_invalid` (a signature, chain, certificate OID or recipient that does not verify), `wallet_expired` (an expired certificate or intermediate key, a signing time over 5 minutes away, an expired message), `wallet_key_unknown` (no active merchant key of the tenant matches) or `wallet_payload_invalid` (malformed, or a ciphertext or tag that fails once the signature verified). The problem holds nothing of the payload. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description BT-API-KEY is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The key may not do this. Requires the permission token:create. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The payload (its transaction id) was already made into a token of this tenant: `code` `wallet_replayed`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description The idempotency key was used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Too many requests for this API key this minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications from this client address (AUTH_FAILURES_PER_MINUTE); see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description Unexpected error; the body says nothing of internals. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetailsDto"];
+                };
+            };
+            /** @description GOOGLE_PAY_ROOT_KEYS is not set. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

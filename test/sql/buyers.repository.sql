@@ -40,6 +40,26 @@ INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, c
   SELECT b.tenant_id, $3, b.id, $4, $5 FROM buyers b WHERE b.tenant_id = $1 AND b.id = $2
   ON CONFLICT DO NOTHING RETURNING token_id;
 
+-- BuyersRepository.ensureByExternalIds
+WITH made AS (
+    INSERT INTO buyers (tenant_id, id, external_identifier, display_name, created_at, updated_at)
+    SELECT $1, gen_random_uuid(), e, NULL, $3, $3 FROM unnest($2::varchar[]) AS e
+    ON CONFLICT ON CONSTRAINT buyers_external_identifier_key DO NOTHING
+    RETURNING id, external_identifier)
+  SELECT id, external_identifier FROM made
+  UNION ALL
+  SELECT id, external_identifier FROM buyers WHERE tenant_id = $1 AND external_identifier = ANY($2::varchar[]);
+
+-- BuyersRepository.attachMany
+WITH stored AS (
+    INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
+    SELECT $1, c.token_id, c.buyer_id, c.fingerprint, $3
+      FROM unnest($2::varchar[], $4::uuid[], $5::varchar[]) AS c(token_id, buyer_id, fingerprint)
+    ON CONFLICT DO NOTHING RETURNING token_id, buyer_id)
+  SELECT token_id, buyer_id FROM stored
+  UNION ALL
+  SELECT token_id, buyer_id FROM buyer_payment_methods WHERE tenant_id = $1 AND token_id = ANY($2::varchar[]);
+
 -- BuyersRepository.dropExpired
 WITH written AS (DELETE FROM buyer_payment_methods m USING tokens t
   WHERE m.tenant_id = $1 AND m.buyer_id = $2 AND m.fingerprint = $3

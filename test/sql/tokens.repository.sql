@@ -19,6 +19,13 @@ SELECT id, tenant_id, type, mask, card_brand, card_bin, fingerprint, fingerprint
   WHERE tenant_id = $1 AND fingerprint = ANY($2::varchar[]) AND (expires_at IS NULL OR expires_at > $3)
   ORDER BY created_at ASC, id ASC;
 
+-- TokensRepository.findLiveCards
+SELECT t.id, t.fingerprint, t.created_at FROM unnest($2::varchar[]) AS f(fingerprint)
+  CROSS JOIN LATERAL (
+    SELECT id, fingerprint, created_at, type, expires_at FROM tokens
+     WHERE tenant_id = $1 AND fingerprint = f.fingerprint OFFSET 0) AS t
+  WHERE t.type = 'card' AND (t.expires_at IS NULL OR t.expires_at > $3);
+
 -- TokensRepository.lockForDeduplication
 SELECT count(pg_advisory_xact_lock(72201, k))
   FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS ordered;

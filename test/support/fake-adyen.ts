@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { adyenFormViolations } from './fake-network-token-forms';
 
 /** One request the fake received, as Adyen would see it. */
 export interface RecordedRequest {
@@ -200,6 +201,8 @@ const unknownPayment = () =>
  */
 export class FakeAdyen {
   readonly requests: RecordedRequest[] = [];
+  /** What is wrong with a network token's form beyond the document (fake-network-token-forms.ts): expected empty. */
+  readonly formViolations: string[] = [];
   readonly payments = new Map<string, FakeAdyenPayment>();
   /** API keys the fake accepts (`X-API-Key`); others get a 401 ServiceError. */
   readonly apiKeys = new Set<string>(['adyen_test_key']);
@@ -237,6 +240,28 @@ export class FakeAdyen {
   async close(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** A captured payment made at Adyen without us (before a migration): its pspReference, which relay refunds name. */
+  seedPayment(value: number, currency = 'EUR', merchantAccount = 'TestMerchant'): string {
+    const p: FakeAdyenPayment = {
+      pspReference: newPspReference(),
+      merchantAccount,
+      reference: 'order-before-the-migration',
+      amount: { value, currency },
+      brand: 'visa',
+      last4: '1111',
+      request: {},
+      status: 'captured',
+      resultCode: 'Authorised',
+      manualCapture: false,
+      capturedValue: value,
+      refundedValue: 0,
+      modifications: [],
+      response: {},
+    };
+    this.payments.set(p.pspReference, p);
+    return p.pspReference;
   }
 
   posts(path?: RegExp): RecordedRequest[] {
@@ -428,8 +453,43 @@ export class FakeAdyen {
     return serviceError(404, '000', 'Not found', 'validation');
   }
 
+  /**
+   * A card the merchant stored at Adyen for a shopper (a token from before the vault): its
+   * `storedPaymentMethodId`, which `/payments` takes with the same `shopperReference`.
+   */
+  storePaymentMethod(
+    shopperReference: string,
+    card: { number: string; expiryMonth: string; expiryYear: string },
+  ): string {
+    const id = randomBytes(8).toString('hex').toUpperCase();
+    this.storedPaymentMethods.set(id, { shopperReference, ...card });
+    return id;
+  }
+
+  readonly storedPaymentMethods = new Map<
+    string,
+    { shopperReference: string; number: string; expiryMonth: string; expiryYear: string }
+  >();
+
   private pay(b: Json): [number, Json] {
-    const method = (b.paymentMethod ?? {}) as Json;
+    this.formViolations.push(...adyenFormViolations(b));
+    let method = (b.paymentMethod ?? {}) as Json;
+    if (method.storedPaymentMethodId !== undefined) {
+      if (method.number !== undefined || method.cvc !== undefined)
+        this.formViolations.push('storedPaymentMethodId with card data');
+      if (b.shopperInteraction !== 'ContAuth' || b.recurringProcessingModel === undefined)
+        this.formViolations.push('storedPaymentMethodId outside ContAuth with a recurringProcessingModel');
+      const stored = this.storedPaymentMethods.get(text(method.storedPaymentMethodId) ?? '');
+      // Adyen's answer to a token it does not hold for that shopper.
+      if (!stored || stored.shopperReference !== b.shopperReference)
+        return serviceError(422, '800', 'Contract not found', 'validation');
+      method = {
+        ...method,
+        number: stored.number,
+        expiryMonth: stored.expiryMonth,
+        expiryYear: stored.expiryYear,
+      };
+    }
     const number = text(method.number) ?? '';
     const cardError = CARD_ERRORS[number];
     if (cardError) return serviceError(422, cardError.errorCode, cardError.message, 'validation');

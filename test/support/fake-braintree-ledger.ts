@@ -77,6 +77,10 @@ export interface FakeCard {
   expirationYear: string;
   cvv?: string;
   used: boolean;
+  /** A payment method vaulted at Braintree (`vault()`): used again and again, never spent. */
+  multiUse?: boolean;
+  /** Tokenized with tokenizeNetworkToken: its origin and ECI (never its cryptogram). */
+  networkToken?: { origin: string; eci?: string };
 }
 
 /** A transaction as the fake keeps it: a GraphQL `Transaction` value, with the fake's own bookkeeping. */
@@ -112,6 +116,31 @@ export class FakeBraintreeLedger {
   /** The transactions with this order id, oldest first. */
   byOrderId(orderId: string): FakeBraintreeTransaction[] {
     return [...this.transactions.values()].filter((tx) => tx.orderId === orderId);
+  }
+
+  /** A settled sale made at Braintree without us (before a migration): its id, which relay refunds name. */
+  seedSettled(minor: number, account = 'usd_account'): string {
+    const currency = this.merchantAccounts.get(account)!;
+    const legacyId = legacy();
+    const tx: FakeBraintreeTransaction = {
+      __typename: 'Transaction',
+      id: globalId('transaction', legacyId),
+      legacyId,
+      orderId: 'order-before-the-migration',
+      merchantAccountId: account,
+      status: 'SETTLED',
+      amount: this.amount(minor, currency),
+      createdAt: new Date().toISOString(),
+      input: {},
+      cardLast4: '1111',
+      captured: minor,
+      refunded: 0,
+      statusHistory: [],
+      refunds: [],
+      paymentMethodSnapshot: null,
+    };
+    this.transactions.set(tx.id, tx);
+    return tx.id;
   }
 
   /** Braintree's nightly settlement, for one transaction: SUBMITTED_FOR_SETTLEMENT becomes SETTLED. */
@@ -174,11 +203,46 @@ export class FakeBraintreeLedger {
     return { paymentMethod: { id, legacyId: id, usage: 'SINGLE_USE' } };
   }
 
+  /**
+   * tokenizeNetworkToken: a DPAN with its cryptogram (the schema has checked the input's shape), the same
+   * number rules as a card; the payment method remembers where the token came from.
+   */
+  private tokenizeNetworkToken(input: Json): Json {
+    const token = input.networkToken as Json;
+    const answer = this.tokenize({ creditCard: { ...token, cryptogram: undefined } });
+    const card = this.cards.get(String((answer.paymentMethod as Json).id))!;
+    card.networkToken = {
+      origin: String((token.originDetails as Json).origin),
+      eci: token.eCommerceIndicator === undefined ? undefined : String(token.eCommerceIndicator),
+    };
+    return answer;
+  }
+
+  /**
+   * A card vaulted at Braintree before the tests (a merchant's stored payment method): its GraphQL id,
+   * which authorizePaymentMethod and chargePaymentMethod take as often as asked.
+   */
+  vault(card: { number: string; expirationMonth: string; expirationYear: string }): {
+    id: string;
+    legacyId: string;
+  } {
+    // Longer than the fake's other legacy ids: a test looks for it in dumps and logs.
+    const legacyId = `${legacy()}${legacy()}`;
+    const id = globalId('paymentmethod_cc', legacyId);
+    this.cards.set(id, { ...card, used: false, multiUse: true });
+    this.legacyPaymentMethods.set(legacyId, id);
+    return { id, legacyId };
+  }
+
+  /** Vaulted payment methods' legacy tokens, to their GraphQL ids (`idFromLegacyId`). */
+  readonly legacyPaymentMethods = new Map<string, string>();
+
   /** authorizePaymentMethod (`charge` false) and chargePaymentMethod: the outcome by card and amount. */
   private transact(input: Json, charge: boolean): Json {
     const card = this.cards.get(String(input.paymentMethodId));
     if (!card) throw refused('NOT_FOUND', 'An object with this ID was not found.');
-    if (card.used) throw refused('VALIDATION', 'Cannot use a payment_method_nonce more than once.', '91564');
+    if (card.used && !card.multiUse)
+      throw refused('VALIDATION', 'Cannot use a payment_method_nonce more than once.', '91564');
     const t = input.transaction as Json;
     const account = (t.merchantAccountId as string | undefined) ?? [...this.merchantAccounts.keys()][0];
     const currency = this.merchantAccounts.get(account);
@@ -198,6 +262,7 @@ export class FakeBraintreeLedger {
       createdAt: new Date().toISOString(),
       input: t,
       cardLast4: card.number.slice(-4),
+      ...(card.networkToken ? { networkToken: card.networkToken } : {}),
       captured: 0,
       refunded: 0,
       statusHistory: [],
@@ -343,7 +408,15 @@ export class FakeBraintreeLedger {
       transactions: ({ input, first }: Json) => this.search([...this.transactions.values()], input, first),
       refunds: ({ input, first }: Json) => this.search([...this.refunds.values()], input, first),
     }),
+    // Braintree checks that a payment method exists (its other types it converts unchecked).
+    idFromLegacyId: ({ legacyId, type }: Json) => {
+      if (type !== 'PAYMENT_METHOD') return globalId(String(type).toLowerCase(), String(legacyId));
+      const id = this.legacyPaymentMethods.get(String(legacyId));
+      if (!id) throw refused('NOT_FOUND', 'An object with this ID was not found.');
+      return id;
+    },
     tokenizeCreditCard: ({ input }: Json) => this.tokenize(input),
+    tokenizeNetworkToken: ({ input }: Json) => this.tokenizeNetworkToken(input),
     authorizePaymentMethod: ({ input }: Json) => this.transact(input, false),
     chargePaymentMethod: ({ input }: Json) => this.transact(input, true),
     captureTransaction: ({ input }: Json) => this.capture(input),

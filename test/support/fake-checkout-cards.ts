@@ -96,14 +96,16 @@ export interface FakeCheckoutPayment {
 
 function cardSource(p: FakeCheckoutPayment): Json {
   const s = p.request.source;
+  // A network token's DPAN is its `token`.
+  const number = String(s.number ?? s.token);
   return {
     type: 'card',
     expiry_month: s.expiry_month,
     expiry_year: s.expiry_year,
-    last4: String(s.number).slice(-4),
-    bin: String(s.number).slice(0, 6),
-    fingerprint: `fp${String(s.number).slice(-4)}`,
-    scheme: String(s.number).startsWith('4') ? 'Visa' : 'Mastercard',
+    last4: number.slice(-4),
+    bin: number.slice(0, 6),
+    fingerprint: `fp${number.slice(-4)}`,
+    scheme: number.startsWith('4') ? 'Visa' : 'Mastercard',
     ...(s.cvv ? { cvv_check: s.cvv === '000' ? 'N' : 'Y' } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -10,6 +10,7 @@ import {
   paymentDetails,
   sourceViolations,
 } from './fake-checkout-cards';
+import { checkoutFormViolations } from './fake-network-token-forms';
 
 export { CHECKOUT_CARDS, DECLINE_AMOUNTS } from './fake-checkout-cards';
 export type { FakeAction, FakeCheckoutPayment } from './fake-checkout-cards';
@@ -51,9 +52,20 @@ export class FakeCheckout {
   readonly payments = new Map<string, FakeCheckoutPayment>();
   readonly secretKeys = new Set<string>(['sk_sbox_fake_checkout_key']);
   readonly processingChannels = new Set<string>(['pc_fakechannel000000000000001']);
+  /** Card sources the merchant keeps at Checkout.com (`src_…`), each for a card number (`addSource`). */
+  readonly sources = new Map<string, string>();
+
+  /** A card source of the merchant's from before the vault: an `id` source pays with it. */
+  addSource(number: string): string {
+    const id = `src_${randomBytes(13).toString('hex')}`;
+    this.sources.set(id, number);
+    return id;
+  }
   readonly queued: FakeEvent[] = [];
   /** Every `source` that broke its discriminated schema (Prism does not check it): expected empty. */
   readonly sourceViolations: string[] = [];
+  /** What is wrong with a network token's form beyond the document (fake-network-token-forms.ts): expected empty. */
+  readonly formViolations: string[] = [];
   /** The next N POSTs are performed but never answered. */
   hangNext = 0;
   /** The next N POSTs answer 502 without doing anything. */
@@ -81,6 +93,26 @@ export class FakeCheckout {
   async close(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** A captured payment made at Checkout.com without us (before a migration): its id, which relay refunds name. */
+  seedPayment(amount: number, currency = 'USD'): string {
+    const p: FakeCheckoutPayment = {
+      id: ident('pay'),
+      reference: 'order-before-the-migration',
+      amount,
+      currency,
+      request: { source: { type: 'card', number: '4242424242424242' } },
+      status: 'Captured',
+      approved: true,
+      responseCode: '10000',
+      schemeId: '123456789012345',
+      actions: [],
+      captured: amount,
+      refunded: 0,
+    };
+    this.payments.set(p.id, p);
+    return p.id;
   }
 
   posts(path?: RegExp): RecordedRequest[] {
@@ -231,9 +263,15 @@ export class FakeCheckout {
       this.sourceViolations.push(...violations);
       return [422, { error_type: 'request_invalid', error_codes: ['source_invalid'] }];
     }
+    this.formViolations.push(...checkoutFormViolations(b));
     if (!this.processingChannels.has(String(b.processing_channel_id)))
       return [422, { error_type: 'request_invalid', error_codes: ['processing_channel_id_invalid'] }];
-    if (b.source.number === CHECKOUT_CARDS.invalidNumber)
+    // An `id` source pays with the card it holds (unknown: Checkout.com's `source_id_invalid`).
+    if (b.source.type === 'id' && !this.sources.has(String(b.source.id)))
+      return [422, { error_type: 'request_invalid', error_codes: ['source_id_invalid'] }];
+    // A network token's DPAN is its `token`: the same outcomes as a card number.
+    const number = String(b.source.number ?? b.source.token ?? this.sources.get(String(b.source.id)));
+    if (number === CHECKOUT_CARDS.invalidNumber)
       return [422, { error_type: 'request_invalid', error_codes: ['card_number_invalid'] }];
     const p: FakeCheckoutPayment = {
       id: ident('pay'),
@@ -250,7 +288,7 @@ export class FakeCheckout {
       refunded: 0,
     };
     this.payments.set(p.id, p);
-    if (b.source.number === CHECKOUT_CARDS.threeDS && b['3ds']?.enabled === true && !b['3ds'].cryptogram) {
+    if (number === CHECKOUT_CARDS.threeDS && b['3ds']?.enabled === true && !b['3ds'].cryptogram) {
       p.sessionId = ident('sid');
       return [202, { id: p.id, status: 'Pending', reference: p.reference, _links: this.links(p, true) }];
     }

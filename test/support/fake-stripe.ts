@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { stripeFormViolations } from './fake-network-token-forms';
 
 /** One request the fake received, as Stripe would see it. */
 export interface RecordedRequest {
@@ -53,6 +54,8 @@ const REQUIRES_ACTION = ['4000002500003155', '4000000000003220'];
  */
 export class FakeStripe {
   readonly requests: RecordedRequest[] = [];
+  /** Parameters the `stripe` package does not declare, a cryptogram out of place (fake-network-token-forms.ts): expected empty. */
+  readonly formViolations: string[] = [];
   readonly intents = new Map<string, Json>();
   readonly refunds = new Map<string, Json>();
   /** Secret keys the fake accepts; others get a 401. */
@@ -97,6 +100,28 @@ export class FakeStripe {
   async resume(): Promise<void> {
     this.server = createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve) => this.server.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /**
+   * A captured payment made at Stripe without us (before a migration): its PaymentIntent and charge ids,
+   * which relay refunds name.
+   */
+  seedPayment(amount: number, currency = 'usd'): { paymentIntent: string; charge: string } {
+    const pi: Json = {
+      id: id('pi'),
+      object: 'payment_intent',
+      amount,
+      amount_received: amount,
+      currency,
+      capture_method: 'automatic',
+      metadata: {},
+      status: 'succeeded',
+      last_payment_error: null,
+      next_action: null,
+      latest_charge: { id: id('ch'), object: 'charge', amount, currency },
+    };
+    this.intents.set(String(pi.id), pi);
+    return { paymentIntent: String(pi.id), charge: String((pi.latest_charge as Json).id) };
   }
 
   posts(path?: RegExp): RecordedRequest[] {
@@ -186,8 +211,9 @@ export class FakeStripe {
       }
     }
     if (r.method === 'POST' && p === '/v1/refunds') {
-      const pi = this.intents.get(String(r.body.payment_intent));
-      if (!pi) return notFound('payment_intent');
+      const charge = typeof r.body.charge === 'string' ? r.body.charge : undefined;
+      const pi = charge ? this.byCharge(charge) : this.intents.get(String(r.body.payment_intent));
+      if (!pi) return notFound(charge ? 'charge' : 'payment_intent');
       const refunded = [...this.refunds.values()]
         .filter((x) => x.payment_intent === pi.id)
         .reduce((sum, x) => sum + Number(x.amount), 0);
@@ -200,21 +226,62 @@ export class FakeStripe {
         amount,
         currency: pi.currency,
         payment_intent: pi.id,
+        charge: (pi.latest_charge as Json | null)?.id ?? null,
         status: 'succeeded',
+        ...(r.body.reason ? { reason: r.body.reason } : {}),
         metadata: r.body.metadata ?? {},
       };
       this.refunds.set(refund.id, refund);
       return [200, refund];
     }
     if (r.method === 'GET' && p === '/v1/refunds') {
-      const data = [...this.refunds.values()].filter((x) => x.payment_intent === r.query.payment_intent);
+      const data = [...this.refunds.values()].filter((x) =>
+        r.query.charge ? x.charge === r.query.charge : x.payment_intent === r.query.payment_intent,
+      );
       return [200, { object: 'list', data, has_more: false }];
     }
     return notFound('route');
   }
 
+  /**
+   * A PaymentMethod the merchant keeps at Stripe, attached to a customer (`cus_…`), for a card: a
+   * PaymentIntent with `payment_method` names it, and must name its customer too.
+   */
+  addPaymentMethod(number: string, customer: string): string {
+    const pm = id('pm');
+    this.paymentMethods.set(pm, { customer, number });
+    return pm;
+  }
+
+  readonly paymentMethods = new Map<string, { customer: string; number: string }>();
+
+  /** The PaymentIntent whose charge this is. */
+  private byCharge(charge: string): Json | undefined {
+    return [...this.intents.values()].find((pi) => (pi.latest_charge as Json | null)?.id === charge);
+  }
+
   private createIntent(body: Json): [number, Json] {
-    const card = ((body.payment_method_data as Json | undefined)?.card ?? {}) as Json;
+    this.formViolations.push(...stripeFormViolations(body));
+    let card = ((body.payment_method_data as Json | undefined)?.card ?? {}) as Json;
+    if (body.payment_method !== undefined) {
+      if (body.payment_method_data !== undefined)
+        this.formViolations.push('payment_method and payment_method_data together');
+      const pm = this.paymentMethods.get(typeof body.payment_method === 'string' ? body.payment_method : '');
+      if (!pm) return notFound('payment_method');
+      // Stripe's rule: a PaymentMethod attached to a customer is used only with that customer.
+      if (body.customer !== pm.customer)
+        return [
+          400,
+          {
+            error: {
+              type: 'invalid_request_error',
+              code: 'payment_method_unexpected_state',
+              message: 'The provided PaymentMethod belongs to another customer',
+            },
+          },
+        ];
+      card = { number: pm.number };
+    }
     const number = String(card.number);
     const decline = DECLINES[number];
     const cvcSent = card.cvc !== undefined;

@@ -124,3 +124,51 @@ export async function verificationLogs(t: TestApp, managementKey: string, id: st
     .expect(200);
   return (res.body.data as LogRow[]).filter((l) => l.actor_type === 'system').reverse();
 }
+
+const ROUTE_RULES = '/orchestration/flows/card-transaction/actions/route-transaction/rules';
+
+/**
+ * Card transactions routed by one rule at a time: each call of the answered function deletes the rule its
+ * previous call made, then makes one without conditions listing the connections `order` names (their ids
+ * in `ids`, read at the call), in that order.
+ */
+export function oneRouteRule<Name extends string>(ids: Record<Name, string>) {
+  let rule: string | undefined;
+  return async (t: TestApp, key: string, order: Name[]): Promise<void> => {
+    if (rule) await request(t.http).delete(`${ROUTE_RULES}/${rule}`).set('BT-API-KEY', key).expect(204);
+    rule = (
+      await request(t.http)
+        .post(ROUTE_RULES)
+        .set('BT-API-KEY', key)
+        .send({
+          description: order.join(', then '),
+          conditions: [],
+          outcome: { type: 'list', result: order.map((name) => ids[name]) },
+        })
+        .expect(201)
+    ).body.id as string;
+  };
+}
+
+/** A transaction's attempts, first to last, each with its connection's name in `ids` (undefined: none). */
+export async function namedAttempts<Name extends string>(
+  t: TestApp,
+  key: string,
+  id: string,
+  ids: Record<Name, string>,
+) {
+  const res = await request(t.http)
+    .get(`/orchestration/transactions/${id}/attempts`)
+    .set('BT-API-KEY', key)
+    .expect(200);
+  const nameOf = (connection: string) =>
+    (Object.entries(ids) as [Name, string][]).find(([, value]) => value === connection)?.[0];
+  return (
+    res.body as { number: number; status: string; error_code: string | null; connection: { id: string } }[]
+  ).map((a) => ({
+    number: a.number,
+    connection: nameOf(a.connection.id),
+    status: a.status,
+    error_code: a.error_code,
+  }));
+}

@@ -65,11 +65,14 @@ function messageLength(buffer: Buffer, startup: boolean): number | undefined {
 /**
  * Serves one `pg` connection from `db` over `end`: each complete message goes to PGlite's protocol
  * handler, in order, and its answer back. What PGLiteSocketServer does for a socket, without one.
+ * PGlite is one session for every connection: a new one starts without the named statements an
+ * earlier one prepared (as a new session of a server would), or a pool that replaced a connection
+ * after a failed transaction would find its statements' names taken.
  */
 function serve(db: PGlite, end: Duplex): void {
   let buffered = Buffer.alloc(0);
   let startup = true;
-  let queue = Promise.resolve();
+  let queue: Promise<unknown> = db.exec('DEALLOCATE ALL');
   end.on('data', (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk]);
     const messages: Uint8Array[] = [];

@@ -24,6 +24,11 @@ import { PublicTokenizeLimit } from '../../src/modules/tokens/tokenize/public-to
 import { TokenizeService } from '../../src/modules/tokens/tokenize/tokenize.service';
 import { TokensRepository } from '../../src/modules/tokens/tokens.repository';
 import { TokensService } from '../../src/modules/tokens/tokens.service';
+import { BuyersRepository } from '../../src/modules/orchestration/buyers/buyers.repository';
+import { ConnectionTokensRepository } from '../../src/modules/orchestration/buyers/connection-tokens.repository';
+import { ConnectionTokensService } from '../../src/modules/orchestration/buyers/connection-tokens.service';
+import { BuyersService } from '../../src/modules/orchestration/buyers/buyers.service';
+import { ImportedCards } from '../../src/modules/tokens/tokenize/imported-cards';
 import type { ServiceDatabase } from './service-database';
 
 /**
@@ -116,5 +121,24 @@ export function tokensOn(db: ServiceDatabase, clock: Clock): TokenServices {
     tokens: new TokensService(evaluator, repository, reads, db.tenantKeys, clock, guard, db.work),
     reads,
     guard,
+  };
+}
+
+/**
+ * What a card import writes through other modules (docs/migration.md): the tokens module's
+ * `ImportedCards` and orchestration's `BuyersService`, on their real repositories (the tokens service is
+ * not used by the import's part of the buyers service).
+ */
+export function importWritersOn(db: ServiceDatabase): {
+  cards: ImportedCards;
+  buyers: BuyersService;
+  connectionTokens: ConnectionTokensService;
+} {
+  const buyers = new BuyersRepository(db.dataSource);
+  const tokens = new ConnectionTokensRepository(db.dataSource);
+  return {
+    cards: new ImportedCards(new TokensRepository(db.dataSource)),
+    buyers: new BuyersService(buyers, {} as TokensService, tokens, db.clock, db.work),
+    connectionTokens: new ConnectionTokensService(tokens, buyers, db.tenantKeys, db.clock, db.work),
   };
 }

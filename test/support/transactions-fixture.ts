@@ -43,6 +43,8 @@ import { TransactionCreationService } from '../../src/modules/orchestration/tran
 import type { FlowRulesService } from '../../src/modules/orchestration/flows/flow-rules.service';
 import { BuyersRepository } from '../../src/modules/orchestration/buyers/buyers.repository';
 import { BuyersService } from '../../src/modules/orchestration/buyers/buyers.service';
+import { ConnectionTokensRepository } from '../../src/modules/orchestration/buyers/connection-tokens.repository';
+import { ConnectionTokensService } from '../../src/modules/orchestration/buyers/connection-tokens.service';
 import { ChargedCards } from '../../src/modules/orchestration/transactions/charged-card';
 import { AttemptsRepository } from '../../src/modules/orchestration/transactions/attempts.repository';
 import { ConnectionBreaker } from '../../src/modules/orchestration/transactions/connection-breaker';
@@ -234,6 +236,14 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     comparable: jest.fn(() => Promise.resolve(true)),
   } as unknown as TokensService;
   const buyersRepository = new BuyersRepository(dataSource);
+  const connectionTokensRepository = new ConnectionTokensRepository(dataSource);
+  const connectionTokens = new ConnectionTokensService(
+    connectionTokensRepository,
+    buyersRepository,
+    db().tenantKeys,
+    clock,
+    work,
+  );
   const issue = jest.fn((_tenantId: string, _id: string, createdAt: Date) =>
     Promise.resolve({
       tokenDigest: Buffer.from('digest'),
@@ -288,7 +298,12 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     new TransactionRouting(rules, connections),
     breaker,
     metrics as unknown as Metrics,
-    new ChargedCards(tokens, new BuyersService(buyersRepository, tokens, clock, work), work),
+    new ChargedCards(
+      tokens,
+      new BuyersService(buyersRepository, tokens, connectionTokensRepository, clock, work),
+      work,
+    ),
+    connectionTokens,
   );
   const settlement = new SettlementService(
     repository,
@@ -303,6 +318,7 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
   );
   return {
     clock,
+    dataSource,
     transactions,
     refunds,
     metrics,
@@ -323,6 +339,7 @@ export async function setup(options: { candidates?: number; keep?: boolean } = {
     connections,
     links,
     work,
+    connectionTokens,
   };
 }
 
@@ -392,8 +409,9 @@ export const transactionIds = async () =>
   (await db().rows<{ id: string }>('SELECT id FROM transactions ORDER BY created_at, id')).map((r) => r.id);
 
 /** How many rows `table` holds. */
-export const count = async (table: 'transactions' | 'refunds' | 'buyer_payment_methods') =>
-  Number((await db().rows<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
+export const count = async (
+  table: 'transactions' | 'refunds' | 'buyer_payment_methods' | 'buyer_connection_tokens',
+) => Number((await db().rows<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
 
 /** A buyer of the tenant's, as the buyers service would have created it. */
 export const addBuyer = (tenantId: string, id: string, externalIdentifier: string | null = null) =>
@@ -409,6 +427,10 @@ export const storeCard = (tenantId: string, buyerId: string, tokenId: string) =>
      SELECT tenant_id, id, $2, fingerprint, now() FROM tokens WHERE tenant_id = $1 AND id = $3`,
     [tenantId, buyerId, tokenId],
   );
+
+/** Rows of a table as the database holds them (what a dump would show). */
+export const tableRows = (table: 'buyer_connection_tokens' | 'audit_logs') =>
+  db().rows<Record<string, unknown>>(`SELECT * FROM ${table}`);
 
 /** The stored cards, as the database holds them. */
 export const storedCards = () =>

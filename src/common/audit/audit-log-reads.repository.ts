@@ -52,7 +52,7 @@ type LogRow = Pick<RowOf<AuditLogEntity>, (typeof SHOWN)[number]> & { cursor_at:
  */
 function logWhere(filter: LogFilter, p: SqlParams): string {
   const where = [`tenant_id = ${p.add(filter.tenantId)}`];
-  if (filter.entityType === 'card' || filter.entityType === 'bank')
+  if (filter.entityType === 'card' || filter.entityType === 'bank' || filter.entityType === 'network_token')
     where.push(`entity_type = 'token'`, `token_type = ${p.add(filter.entityType)}`);
   else if (filter.entityType !== undefined) where.push(`entity_type = ${p.add(filter.entityType)}`);
   if (filter.entityId !== undefined) where.push(`entity_id = ${p.add(filter.entityId)}`);

@@ -67,7 +67,8 @@ export class AuditInterceptor implements NestInterceptor {
             : `${display}s ${spec.operation === 'read' ? 'listed' : PAST[spec.operation]}`));
     const type = (result as { type?: unknown } | null | undefined)?.type;
     const tokenType =
-      spec.entityType === 'token' && (type === 'token' || type === 'card' || type === 'bank')
+      spec.entityType === 'token' &&
+      (type === 'token' || type === 'card' || type === 'bank' || type === 'network_token')
         ? type
         : undefined;
     return {

@@ -10,6 +10,9 @@ export const ENTITY_TYPES = {
   webhook: 'Webhook',
   flow_rule: 'Flow rule',
   buyer: 'Buyer',
+  wallet_key: 'Wallet merchant key',
+  relay_refund: 'Relay refund',
+  token_import: 'Token import',
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;
 
@@ -18,12 +21,13 @@ export type SystemEntityType = 'key';
 
 /**
  * What the `entity_type` filter of `GET /logs` takes: every type the service
- * writes, and `card` and `bank`, which select the rows of tokens of that type (rows carry `token`).
+ * writes, and `card`, `bank` and `network_token`, which select the rows of tokens of that type (rows carry `token`).
  */
 export const LOG_ENTITY_TYPES = {
   token: 'Token',
   card: 'Card',
   bank: 'Bank',
+  network_token: 'Network token',
   application: 'Application',
   tenant: 'Tenant',
   session: 'Session',
@@ -33,11 +37,14 @@ export const LOG_ENTITY_TYPES = {
   webhook: 'Webhook',
   flow_rule: 'Flow rule',
   buyer: 'Buyer',
+  wallet_key: 'Wallet merchant key',
+  relay_refund: 'Relay refund',
+  token_import: 'Token import',
 } as const;
 export type LogEntityType = keyof typeof LOG_ENTITY_TYPES;
 
 /** The token types a row of a token records (`token_type`). */
-export type AuditTokenType = 'token' | 'card' | 'bank';
+export type AuditTokenType = 'token' | 'card' | 'bank' | 'network_token';
 
 /**
  * `use`: a proxy request went out; `reveal`: one row per token read in clear through a reveal rule,

@@ -28,6 +28,11 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     application_types: ['private'],
   },
   {
+    type: 'token:import',
+    description: 'Import cards (an encrypted file) and read the import key, jobs and results',
+    application_types: ['management'],
+  },
+  {
     type: 'log:read',
     description: 'List audit logs and their entity types',
     application_types: ['management'],
@@ -81,6 +86,12 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     application_types: ['private'],
   },
   {
+    type: 'orchestration:relay',
+    description:
+      'Refund payments made at a vendor before the migration (relay refunds), and get and list them',
+    application_types: ['private', 'management'],
+  },
+  {
     type: 'orchestration:flows:read',
     description: 'List and get routing rules, and evaluate them for a transaction',
     application_types: ['private', 'management'],
@@ -122,6 +133,11 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
     application_types: ['management'],
   },
   { type: 'webhook:delete', description: 'Delete webhooks', application_types: ['management'] },
+  {
+    type: 'wallet:manage',
+    description: 'Create, list, activate and delete Apple Pay and Google Pay merchant keys',
+    application_types: ['management'],
+  },
 ];
 
 export type Permission =
@@ -131,6 +147,7 @@ export type Permission =
   | 'token:delete'
   | 'token:search'
   | 'token:use'
+  | 'token:import'
   | 'log:read'
   | 'tenant:read'
   | 'application:create'
@@ -144,6 +161,7 @@ export type Permission =
   | 'orchestration:transactions:read'
   | 'orchestration:transaction:capture'
   | 'orchestration:transaction:refund'
+  | 'orchestration:relay'
   | 'orchestration:flows:read'
   | 'orchestration:flows:update'
   | 'orchestration:buyers:read'
@@ -157,7 +175,8 @@ export type Permission =
   | 'webhook:create'
   | 'webhook:read'
   | 'webhook:update'
-  | 'webhook:delete';
+  | 'webhook:delete'
+  | 'wallet:manage';
 
 const BY_TYPE = new Map(PERMISSIONS.map((p) => [p.type, p]));
 

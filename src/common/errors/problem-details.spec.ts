@@ -1,6 +1,11 @@
 import { BadRequestException, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { ProblemException } from './problem.exception';
-import { toProblem } from './problem-details';
+import {
+  QueryFailedError,
+  QueryRunnerAlreadyReleasedError,
+  QueryRunnerProviderAlreadyReleasedError,
+} from 'typeorm';
+import { databaseUnavailable, toProblem } from './problem-details';
 import { flattenValidationErrors } from './validation';
 
 describe('toProblem', () => {
@@ -54,6 +59,40 @@ describe('toProblem', () => {
       detail: 'An unexpected error occurred.',
       trace_id: 'trace-1',
     });
+  });
+});
+
+describe('databaseUnavailable: a 503 that heals, not a 500', () => {
+  const failed = (message: string, code?: string) =>
+    Object.assign(new QueryFailedError('SELECT 1', [], new Error(message)), code ? { code } : {});
+
+  it('knows what a restart, a pooler or a failover answers', () => {
+    for (const error of [
+      failed('terminating connection due to administrator command', '57P01'),
+      failed('the database system is starting up', '57P03'),
+      failed('server conn crashed?', '08P01'),
+      failed('server login has been failing, try again later (server_login_retry)', '08P01'),
+      // A node demoted under a connection (a failover): it takes no writes.
+      failed('cannot execute INSERT in a read-only transaction', '25006'),
+      failed('Connection terminated unexpectedly'),
+      failed('terminating connection due to unexpected postmaster exit', '57P01'),
+      new Error('Client was closed and is not queryable'),
+      Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+      // The next statement of a transaction whose connection broke under it.
+      new QueryRunnerProviderAlreadyReleasedError(),
+      // Its COMMIT, after the connection broke: never sent, so nothing committed.
+      new QueryRunnerAlreadyReleasedError(),
+    ])
+      expect([error.message, databaseUnavailable(error)]).toEqual([error.message, true]);
+  });
+
+  it('is false for errors of the statement itself', () => {
+    for (const error of [
+      failed('duplicate key value violates unique constraint', '23505'),
+      failed('syntax error at or near "SELEC"', '42601'),
+      new Error('Cannot read properties of undefined'),
+    ])
+      expect(databaseUnavailable(error)).toBe(false);
   });
 });
 

@@ -157,10 +157,18 @@ export function toProblem(exception: unknown, traceId?: string): RenderedProblem
   };
 }
 
-/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, terminated). */
-const UNAVAILABLE_CODES = /^(08|57P0[123])/;
+/**
+ * SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, terminated, cannot
+ * connect now), and 25006 (read-only transaction: a node that is no longer the primary, during a failover).
+ */
+const UNAVAILABLE_CODES = /^(08|57P0[123]|25006)/;
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|ECONNREFUSED|ECONNRESET|ENOENT.*\.s\.PGSQL|the database system is (starting up|shutting down)|Client has encountered a connection error|timeout exceeded when trying to connect|Connection is not established/;
+  /Connection terminated|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOENT.*\.s\.PGSQL|the database system is (starting up|shutting down)|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Connection is not established/;
+
+const RELEASED_RUNNER = new Set([
+  'QueryRunnerProviderAlreadyReleasedError',
+  'QueryRunnerAlreadyReleasedError',
+]);
 
 /** True when an error means PostgreSQL cannot be reached now (a 503 that heals), not a bug (a 500). */
 export function databaseUnavailable(exception: unknown): boolean {
@@ -172,6 +180,9 @@ export function databaseUnavailable(exception: unknown): boolean {
     depth++
   ) {
     if (typeof e.code === 'string' && UNAVAILABLE_CODES.test(e.code)) return true;
+    // TypeORM's answers to a statement (or the COMMIT) of a transaction whose connection broke, and was
+    // released, under it: nothing of it committed.
+    if (RELEASED_RUNNER.has(String((e as { name?: unknown }).name))) return true;
     if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message)) return true;
     e = (e.driverError ?? e.cause) as typeof e;
   }

@@ -39,6 +39,12 @@ export interface IdempotencyClaim {
   pin(change: Change, resourceId: string): Promise<void>;
   /** The response holds data in clear: it is answered once and never stored for a replay. */
   withhold(): void;
+  /**
+   * On a route whose handler reads the body itself (`@ClaimedAfterBody`): claims the key with the body's
+   * digest. Throws the 409 or 422 of a key in flight or used with another body, or, for a retry of a
+   * completed request, what makes the interceptor answer its stored response: the handler stops there.
+   */
+  claimBody?(digest: string): Promise<void>;
 }
 
 /** Who makes a change, and the request it answers. */

@@ -33,6 +33,11 @@ import { AllowedOrigins1795000000032 } from './1795000000032-AllowedOrigins';
 import { CardEnumerationGroups1795000000033 } from './1795000000033-CardEnumerationGroups';
 import { KeyCustody1795000000034 } from './1795000000034-KeyCustody';
 import { TenantDataKeys1795000000035 } from './1795000000035-TenantDataKeys';
+import { NetworkTokens1795000000036 } from './1795000000036-NetworkTokens';
+import { Wallets1795000000037 } from './1795000000037-Wallets';
+import { TokenImports1795000000038 } from './1795000000038-TokenImports';
+import { ConnectionTokens1795000000039 } from './1795000000039-ConnectionTokens';
+import { RelayRefunds1795000000040 } from './1795000000040-RelayRefunds';
 
 /** Migrations in the order they apply; listed explicitly so that ts and compiled js load the same set. */
 export const MIGRATIONS = [
@@ -71,4 +76,9 @@ export const MIGRATIONS = [
   CardEnumerationGroups1795000000033,
   KeyCustody1795000000034,
   TenantDataKeys1795000000035,
+  NetworkTokens1795000000036,
+  Wallets1795000000037,
+  TokenImports1795000000038,
+  ConnectionTokens1795000000039,
+  RelayRefunds1795000000040,
 ];

@@ -9,6 +9,8 @@ import {
 } from '@nestjs/terminus';
 import { RequirePermissions } from '../../common/auth/require-permissions.decorator';
 import { ShutdownState } from '../../common/lifecycle/shutdown-state';
+import { AppConfig } from '../../config/app-config';
+import { ChangeNotifications } from '../../database/change-notifications';
 
 @ApiTags('Health')
 @RequirePermissions([], { public: true })
@@ -19,6 +21,8 @@ export class HealthController {
     private readonly database: TypeOrmHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly shutdown: ShutdownState,
+    private readonly notifications: ChangeNotifications,
+    private readonly config: AppConfig,
   ) {}
 
   @Get('live')
@@ -36,6 +40,13 @@ export class HealthController {
   ready(): Promise<HealthCheckResult> {
     if (!this.shutdown.ready)
       return this.health.check([() => this.indicators.check('server').down({ message: 'stopping' })]);
-    return this.health.check([() => this.database.pingCheck('database', { timeout: 3000 })]);
+    return this.health.check([
+      () => this.database.pingCheck('database', { timeout: 3000 }),
+      // Whether the change notifications' connection is up (after a failover: LISTENing on the new
+      // leader). Not a condition of readiness: without it, keys and rules are read from the database.
+      ...(this.config.DATABASE_URL
+        ? [() => this.indicators.check('notifications').up({ listening: this.notifications.listening })]
+        : []),
+    ]);
   }
 }

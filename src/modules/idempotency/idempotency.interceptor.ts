@@ -10,11 +10,12 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import type { RequestWithPrincipal } from '../../common/auth/principal';
+import { isClaimedAfterBody } from '../../common/context/claimed-after-body.decorator';
 import { isNeverReplayed } from '../../common/context/never-replayed.decorator';
 import { conflict, invalidField, ProblemException } from '../../common/errors/problem.exception';
 import { IdempotencyService, StoredResponse } from './idempotency.service';
 
-import { RequestClaim } from './request-claim';
+import { BodyClaim, ReplayInstead, RequestClaim } from './request-claim';
 import type { RequestWithOrigin } from '../../common/unit-of-work/origin.decorator';
 
 export const IDEMPOTENCY_HEADER = 'bt-idempotency-key';
@@ -76,53 +77,70 @@ export class IdempotencyInterceptor implements NestInterceptor {
     )
       return next.handle();
     const who = req.principal;
+    const afterBody = isClaimedAfterBody(this.reflector, context);
     return defer(async () => {
       const key = Array.isArray(header) ? header.join(',') : header;
       if (!KEY_FORMAT.test(key))
         throw invalidField('BT-IDEMPOTENCY-KEY', 'must be 1 to 255 printable ASCII characters');
-      const scope = await this.idempotency.scopeFor(who, key, {
-        method: req.method,
-        path: req.originalUrl,
-        body: req.body as unknown,
-      });
-      const outcome = await this.idempotency.claim(scope);
-      switch (outcome.kind) {
-        case 'mismatch':
-          throw new ProblemException(
-            422,
-            'This idempotency key was used with a different request (method, path or body).',
-            { code: 'idempotency_key_reused' },
-          );
-        case 'in-flight':
-          throw conflict('A request with this idempotency key is still being processed; retry shortly.', {
-            'Retry-After': '1',
-          });
-        case 'replay':
-          res.setHeader(REPLAYED_HEADER, 'true');
-          return send(outcome.response, res);
-      }
+      const claimWith = async (body: unknown): Promise<RequestClaim> => {
+        const scope = await this.idempotency.scopeFor(who, key, {
+          method: req.method,
+          path: req.originalUrl,
+          body,
+        });
+        const outcome = await this.idempotency.claim(scope);
+        switch (outcome.kind) {
+          case 'mismatch':
+            throw new ProblemException(
+              422,
+              'This idempotency key was used with a different request (method, path or body).',
+              { code: 'idempotency_key_reused' },
+            );
+          case 'in-flight':
+            throw conflict('A request with this idempotency key is still being processed; retry shortly.', {
+              'Retry-After': '1',
+            });
+          case 'replay':
+            throw new ReplayInstead(outcome.response);
+        }
+        return new RequestClaim(this.idempotency, scope, outcome.claimId, outcome.resumed, (result) =>
+          serialize(result, res),
+        );
+      };
       // The claim travels to the handler's change through its origin (`@Origin()`): the change records
-      // the response with itself, pins what it creates before a vendor call, or withholds the answer.
-      const claim = new RequestClaim(this.idempotency, scope, outcome.claimId, outcome.resumed, (result) =>
-        serialize(result, res),
-      );
-      (req as RequestWithOrigin).idempotency = claim;
+      // the response with itself, pins what it creates before a vendor call, or withholds the answer. A
+      // handler that reads the body itself claims once it has the body's digest.
+      let claim: RequestClaim | BodyClaim;
       let result: unknown;
       try {
-        result = await lastValueFrom(next.handle(), { defaultValue: undefined });
+        claim = afterBody
+          ? new BodyClaim((digest) => claimWith({ body_sha256: digest }))
+          : await claimWith(req.body as unknown);
+        (req as RequestWithOrigin).idempotency = claim;
+        try {
+          result = await lastValueFrom(next.handle(), { defaultValue: undefined });
+        } catch (error) {
+          const held = claim instanceof BodyClaim ? claim.held : claim;
+          if (held) await this.idempotency.release(held.scope, held.claimId);
+          throw error;
+        }
       } catch (error) {
-        await this.idempotency.release(scope, outcome.claimId);
-        throw error;
+        if (!(error instanceof ReplayInstead)) throw error;
+        res.setHeader(REPLAYED_HEADER, 'true');
+        return send(error.response, res);
       }
-      if (claim.recorded) return send(claim.recorded, res);
-      if (claim.withheld) {
-        await this.idempotency.release(scope, outcome.claimId);
+      const held = claim instanceof BodyClaim ? claim.held : claim;
+      // A handler claimed after its body that answered before it claimed: nothing to store.
+      if (!held) return result;
+      if (held.recorded) return send(held.recorded, res);
+      if (held.withheld) {
+        await this.idempotency.release(held.scope, held.claimId);
         return result;
       }
       // No change recorded the response (the handler committed several changes, as a payment does around its
       // vendor call, or none): the record is completed after it.
       const stored = serialize(result, res);
-      if (!(await this.idempotency.complete(scope, outcome.claimId, stored)))
+      if (!(await this.idempotency.complete(held.scope, held.claimId, stored)))
         this.logger.warn('an idempotency claim was taken over while its request ran past the claim timeout');
       return send(stored, res);
     });

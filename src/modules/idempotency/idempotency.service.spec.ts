@@ -229,6 +229,99 @@ describe('release', () => {
     await service.release(scope, stale);
     expect(await service.claim(scope)).toEqual({ kind: 'in-flight' });
   });
+
+  describe('while the database is away (a restart, a failover)', () => {
+    /** The next `count` releases fail as a connection cut by a failover does. */
+    const cutReleases = (count: number) => {
+      const release = jest.spyOn(IdempotencyRepository.prototype, 'release');
+      for (let i = 0; i < count; i++)
+        release.mockRejectedValueOnce(
+          Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+        );
+      return release;
+    };
+    /** A release the database could not take; its timer stopped, so that the test runs each round itself. */
+    const releaseWhileAway = async (scope: IdempotencyScope, claimId: string) => {
+      await service.release(scope, claimId);
+      service.onApplicationShutdown();
+    };
+    /**
+     * What a kept release or response goes through: the key in flight meanwhile, a round while the
+     * database is still away (kept), then one once it answers (landed).
+     */
+    const landsOnceBack = async (scope: IdempotencyScope) => {
+      expect(service.releasesPending).toBe(1);
+      expect(await service.claim(scope)).toEqual({ kind: 'in-flight' });
+      await service.retryReleases(); // still away
+      expect(service.releasesPending).toBe(1);
+      await service.retryReleases(); // back
+      expect(service.releasesPending).toBe(0);
+    };
+    afterEach(() => jest.restoreAllMocks());
+
+    it('keeps the release and lands it once the database answers: the retry is processed as new', async () => {
+      const scope = await service.scopeFor(principalOf(tenant), freshKey(), request());
+      const claimId = await claimed(scope);
+      cutReleases(2);
+      await releaseWhileAway(scope, claimId);
+      await landsOnceBack(scope);
+      expect((await service.claim(scope)).kind).toBe('claimed');
+    });
+
+    it('gives up once the claim timed out (anyone may take it over), and rethrows other errors', async () => {
+      const scope = await service.scopeFor(principalOf(tenant), freshKey(), request());
+      const claimId = await claimed(scope);
+      cutReleases(1);
+      await releaseWhileAway(scope, claimId);
+      clock.advance(CLAIM_TIMEOUT_MS);
+      await service.retryReleases();
+      expect(service.releasesPending).toBe(0);
+
+      jest
+        .spyOn(IdempotencyRepository.prototype, 'release')
+        .mockRejectedValueOnce(new Error('syntax error at or near "DELETE"'));
+      await expect(service.release(scope, claimId)).rejects.toThrow('syntax error');
+      expect(service.releasesPending).toBe(0);
+    });
+
+    it('releases a claim whose answer was lost with its connection (it committed): a retry is served', async () => {
+      const scope = await service.scopeFor(principalOf(tenant), freshKey(), request());
+      // The claim commits, then the connection is cut before its answer arrives.
+      const real = new IdempotencyRepository(db.dataSource);
+      jest.spyOn(IdempotencyRepository.prototype, 'claim').mockImplementationOnce(async (c) => {
+        await real.claim(c);
+        throw Object.assign(new Error('server conn crashed?'), { code: '08P01' });
+      });
+      await expect(service.claim(scope)).rejects.toThrow('server conn crashed?');
+      service.onApplicationShutdown();
+      expect(await service.claim(scope)).toEqual({ kind: 'in-flight' });
+      await service.retryReleases();
+      expect((await service.claim(scope)).kind).toBe('claimed');
+    });
+
+    it("stores a handler's response the database could not take once it is back: the retry replays it", async () => {
+      const scope = await service.scopeFor(principalOf(tenant), freshKey(), request());
+      const claimId = await claimed(scope);
+      jest
+        .spyOn(IdempotencyRepository.prototype, 'complete')
+        .mockRejectedValueOnce(Object.assign(new Error('server conn crashed?'), { code: '08P01' }))
+        .mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), {}));
+      await expect(service.complete(scope, claimId, ok('captured'))).rejects.toThrow('server conn crashed?');
+      service.onApplicationShutdown();
+      await landsOnceBack(scope);
+      expect(await service.claim(scope)).toEqual({ kind: 'replay', response: ok('captured') });
+    });
+
+    it('never releases a completed record: a commit whose answer was lost is replayed', async () => {
+      const scope = await service.scopeFor(principalOf(tenant), freshKey(), request());
+      const claimId = await claimed(scope);
+      await service.complete(scope, claimId, ok('committed'));
+      cutReleases(1);
+      await releaseWhileAway(scope, claimId);
+      await service.retryReleases();
+      expect(await service.claim(scope)).toEqual({ kind: 'replay', response: ok('committed') });
+    });
+  });
 });
 
 describe('completeWithChange', () => {

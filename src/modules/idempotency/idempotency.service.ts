@@ -1,10 +1,11 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { configure } from 'safe-stable-stringify';
 import type { Principal } from '../../common/auth/principal';
 import type { Change } from '../../common/unit-of-work/change';
 import { open, seal } from '../../common/crypto/aead';
 import { hmac, TenantKeysService } from '../../common/crypto/tenant-keys.service';
+import { databaseUnavailable } from '../../common/errors/problem-details';
 import { Clock } from '../../common/jobs/clock';
 import { RetentionJob } from '../../common/jobs/retention.job';
 import { LOCK_KEYS } from '../../database/data-source';
@@ -12,6 +13,8 @@ import { IdempotencyRepository } from './idempotency.repository';
 
 /** A claim left by a process that died is taken over after this long. */
 export const CLAIM_TIMEOUT_MS = 60_000;
+/** How often a release the database could not take (it was unreachable) is tried again. */
+export const RELEASE_RETRY_MS = 1_000;
 /** Records are replayed for this long, then ignored and deleted. */
 export const RECORD_LIFETIME_MS = 24 * 60 * 60_000;
 
@@ -45,7 +48,19 @@ export type ClaimOutcome =
  * a claim past its timeout, or a record past its lifetime, is taken over by the same statement.
  */
 @Injectable()
-export class IdempotencyService implements OnModuleInit {
+export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('IdempotencyService');
+  /**
+   * Releases and completions the database could not take, by claim id: tried again until they land or the
+   * claim times out. A completion carries the response it stores.
+   */
+  private readonly pendingReleases = new Map<
+    string,
+    { scope: IdempotencyScope; until: number; response?: StoredResponse }
+  >();
+  private retrying: NodeJS.Timeout | undefined;
+  private releasing = false;
+
   constructor(
     private readonly records: IdempotencyRepository,
     private readonly tenantKeys: TenantKeysService,
@@ -86,7 +101,7 @@ export class IdempotencyService implements OnModuleInit {
     for (let attempt = 0; attempt < 5; attempt++) {
       const claimId = randomUUID();
       const now = this.clock.now();
-      const holder = await this.records.claim({
+      const holder = await this.claimOrRelease(s, claimId, {
         tenantId: s.tenantId,
         scope: s.scope,
         keyDigest: s.keyDigest,
@@ -117,10 +132,40 @@ export class IdempotencyService implements OnModuleInit {
   }
 
   /**
+   * The claim's statement; when the database went away under it, its answer is lost but it may have
+   * committed (a claim no request holds, answered 409 until its timeout): its release is kept for when the
+   * database is back. Releasing a claim id that never committed changes nothing.
+   */
+  private async claimOrRelease(
+    s: IdempotencyScope,
+    claimId: string,
+    claim: Parameters<IdempotencyRepository['claim']>[0],
+  ): ReturnType<IdempotencyRepository['claim']> {
+    try {
+      return await this.records.claim(claim);
+    } catch (error) {
+      if (databaseUnavailable(error)) this.settleLater(s, claimId);
+      throw error;
+    }
+  }
+
+  /**
    * Stores the 2xx response, in the operation's transaction when there is one, so that the change and
    * its record commit together. False when the claim was taken over meanwhile (it outlived its timeout).
    */
   async complete(s: IdempotencyScope, claimId: string, response: StoredResponse): Promise<boolean> {
+    try {
+      return await this.storeResponse(s, claimId, response);
+    } catch (error) {
+      // The handler's changes committed; the record's answer was lost with the database (a failover).
+      // Left alone, the claim would answer 409 until its timeout: the response is stored once the
+      // database is back instead, and the retry replays it.
+      if (databaseUnavailable(error)) this.settleLater(s, claimId, response);
+      throw error;
+    }
+  }
+
+  private storeResponse(s: IdempotencyScope, claimId: string, response: StoredResponse): Promise<boolean> {
     return this.records.complete(s, claimId, {
       status: response.status,
       headers: response.headers,
@@ -162,7 +207,74 @@ export class IdempotencyService implements OnModuleInit {
    * pinned a resource keeps it: the next request answers that resource rather than make another.
    */
   async release(s: IdempotencyScope, claimId: string): Promise<void> {
-    await this.records.release(s, claimId, this.clock.now());
+    try {
+      await this.records.release(s, claimId, this.clock.now());
+    } catch (error) {
+      if (!databaseUnavailable(error)) throw error;
+      this.settleLater(s, claimId);
+    }
+  }
+
+  /**
+   * The request failed because the database went away (a restart, a failover): so did its release. Left
+   * alone, its key would answer 409 until the claim times out; the release is tried again every second
+   * instead, so a retry is served as soon as the database is back (a crash leaves the timeout). With a
+   * `response`, the claim is completed with it rather than released.
+   */
+  private settleLater(s: IdempotencyScope, claimId: string, response?: StoredResponse): void {
+    this.pendingReleases.set(claimId, {
+      scope: s,
+      until: this.clock.now().getTime() + CLAIM_TIMEOUT_MS,
+      response,
+    });
+    this.retrying ??= setInterval(() => void this.retryReleases(), RELEASE_RETRY_MS).unref();
+  }
+
+  /** One round of the releases still pending; the timer stops when none is left. */
+  async retryReleases(): Promise<void> {
+    if (this.releasing) return;
+    this.releasing = true;
+    try {
+      await this.releaseRound();
+    } finally {
+      this.releasing = false;
+    }
+  }
+
+  private async releaseRound(): Promise<void> {
+    const now = this.clock.now();
+    for (const [claimId, pending] of [...this.pendingReleases]) {
+      // Past its timeout, the claim is anyone's to take over: nothing left to release.
+      if (pending.until <= now.getTime()) {
+        this.pendingReleases.delete(claimId);
+        continue;
+      }
+      try {
+        if (pending.response) await this.storeResponse(pending.scope, claimId, pending.response);
+        else await this.records.release(pending.scope, claimId, now);
+        this.pendingReleases.delete(claimId);
+      } catch (error) {
+        if (!databaseUnavailable(error)) {
+          this.pendingReleases.delete(claimId);
+          this.logger.error({ err: error }, 'could not release an idempotency claim');
+        } else break;
+      }
+    }
+    if (this.pendingReleases.size === 0) this.stopRetrying();
+  }
+
+  /** Claims whose release is still to be retried (for tests and shutdown). */
+  get releasesPending(): number {
+    return this.pendingReleases.size;
+  }
+
+  onApplicationShutdown(): void {
+    this.stopRetrying();
+  }
+
+  private stopRetrying(): void {
+    clearInterval(this.retrying);
+    this.retrying = undefined;
   }
 
   private aad(s: IdempotencyScope): string {

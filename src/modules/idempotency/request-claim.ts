@@ -21,8 +21,8 @@ export class RequestClaim implements IdempotencyClaim {
 
   constructor(
     private readonly service: IdempotencyService,
-    private readonly scope: IdempotencyScope,
-    private readonly claimId: string,
+    readonly scope: IdempotencyScope,
+    readonly claimId: string,
     readonly resumed: string | undefined,
     /** The handler's result as the bytes sent and stored (status and headers from the response). */
     private readonly serialize: (result: unknown) => StoredResponse,
@@ -57,5 +57,49 @@ export class RequestClaim implements IdempotencyClaim {
 
   withhold(): void {
     this.withheld = true;
+  }
+}
+
+/** Thrown where the request turns out to be a retry of a completed one: the interceptor answers `response`. */
+export class ReplayInstead extends Error {
+  constructor(readonly response: StoredResponse) {
+    super('a retry of a completed request: its stored response is answered');
+  }
+}
+
+/**
+ * The claim of a route whose handler reads the body itself (`@ClaimedAfterBody`): nothing is claimed
+ * until the handler calls `claimBody` with the body's digest; from then on it is that request's claim.
+ */
+export class BodyClaim implements IdempotencyClaim {
+  /** The claim taken by `claimBody`. */
+  held?: RequestClaim;
+
+  constructor(private readonly claimWith: (digest: string) => Promise<RequestClaim>) {}
+
+  get resumed(): string | undefined {
+    return this.held?.resumed;
+  }
+
+  async claimBody(digest: string): Promise<void> {
+    if (this.held) throw new Error('a request claimed its idempotency key twice');
+    this.held = await this.claimWith(digest);
+  }
+
+  record(change: Change, result: unknown): Promise<void> {
+    return this.claimed().record(change, result);
+  }
+
+  pin(change: Change, resourceId: string): Promise<void> {
+    return this.claimed().pin(change, resourceId);
+  }
+
+  withhold(): void {
+    this.claimed().withhold();
+  }
+
+  private claimed(): RequestClaim {
+    if (!this.held) throw new Error('a route claimed after its body wrote before it claimed (claimBody)');
+    return this.held;
   }
 }

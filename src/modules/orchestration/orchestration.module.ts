@@ -5,6 +5,9 @@ import { BuyersService } from './buyers/buyers.service';
 import { ChargedCards } from './transactions/charged-card';
 import { BuyerEntity } from './buyers/entities/buyer.entity';
 import { BuyerPaymentMethodEntity } from './buyers/entities/buyer-payment-method.entity';
+import { BuyerConnectionTokenEntity } from './buyers/entities/buyer-connection-token.entity';
+import { ConnectionTokensRepository } from './buyers/connection-tokens.repository';
+import { ConnectionTokensService } from './buyers/connection-tokens.service';
 import { DatabaseModule } from '../../database/database.module';
 import { ConnectionEntity } from './connections/entities/connection.entity';
 import { FlowRuleEntity } from './flows/entities/flow-rule.entity';
@@ -39,8 +42,15 @@ import { TransactionsRepository } from './transactions/transactions.repository';
 import { TransactionsService } from './transactions/transactions.service';
 import { TransactionCreationService } from './transactions/transaction-creation.service';
 import { TransactionQueriesService } from './transactions/transaction-queries.service';
+import { RelayRefundEntity } from './relay/entities/relay-refund.entity';
+import { RelayJournal } from './relay/relay-journal';
+import { RelayNotifications } from './relay/relay-notifications';
+import { RelayRefundsController } from './relay/relay-refunds.controller';
+import { RelayRefundsRepository } from './relay/relay-refunds.repository';
+import { RelayRefundsService } from './relay/relay-refunds.service';
+import { RelaySettlementService } from './relay/relay-settlement.service';
 
-/** Payment orchestration: formulas, connections, routing rules, buyers and their stored cards, transactions, the approval page and settlement. */
+/** Payment orchestration: formulas, connections, routing rules, buyers and their stored cards, transactions, relay refunds, the approval page and settlement. */
 @Module({
   imports: [
     DatabaseModule.forFeature([
@@ -51,6 +61,8 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
       AttemptEntity,
       BuyerEntity,
       BuyerPaymentMethodEntity,
+      BuyerConnectionTokenEntity,
+      RelayRefundEntity,
     ]),
     TokensModule,
   ],
@@ -64,6 +76,7 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ApprovalsController,
     AdyenNotificationsController,
     CheckoutNotificationsController,
+    RelayRefundsController,
   ],
   providers: [
     ...PROCESSOR_PROVIDERS,
@@ -83,11 +96,20 @@ import { TransactionQueriesService } from './transactions/transaction-queries.se
     ConnectionBreaker,
     BuyersRepository,
     BuyersService,
+    ConnectionTokensRepository,
+    ConnectionTokensService,
     ChargedCards,
     ApprovalsService,
     SettlementService,
     AdyenNotificationsService,
     CheckoutNotificationsService,
+    RelayRefundsRepository,
+    RelayJournal,
+    RelayNotifications,
+    RelayRefundsService,
+    RelaySettlementService,
   ],
+  // Card imports store cards for buyers and record processors' tokens on them (docs/migration.md).
+  exports: [BuyersService, ConnectionTokensService],
 })
 export class OrchestrationModule {}

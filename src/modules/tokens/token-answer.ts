@@ -70,7 +70,8 @@ export function tokenDto(
  */
 function cardEnrichments(row: TokenRow): { card_details: CardDetailsDto } | undefined {
   const number = row.mask?.number;
-  if (row.type !== 'card' || !row.card_bin || typeof number !== 'string') return undefined;
+  if ((row.type !== 'card' && row.type !== 'network_token') || !row.card_bin || typeof number !== 'string')
+    return undefined;
   return {
     card_details: {
       bin: row.card_bin.slice(0, SHOWN_BIN_DIGITS),

@@ -15,6 +15,7 @@ import { TokenSearchRepository } from './search/token-search.repository';
 import { TokenSearchService } from './search/token-search.service';
 import { TokenReads } from './token-reads';
 import { PublicTokenizeLimit } from './tokenize/public-tokenize-limit';
+import { ImportedCards } from './tokenize/imported-cards';
 import { TokenizeService } from './tokenize/tokenize.service';
 import { TokensController } from './tokens.controller';
 import { TokensRepository } from './tokens.repository';
@@ -35,6 +36,7 @@ import { TokensService } from './tokens.service';
   // size comes from EXPRESSION_WORKERS.
   providers: [
     TokenizeService,
+    ImportedCards,
     PublicTokenizeLimit,
     TokensService,
     TokenReads,
@@ -52,6 +54,6 @@ import { TokensService } from './tokens.service';
     CardEnumerationGuard,
     CardEnumerationRepository,
   ],
-  exports: [TokensService],
+  exports: [TokensService, TokenizeService, ImportedCards],
 })
 export class TokensModule {}

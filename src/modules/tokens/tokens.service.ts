@@ -38,6 +38,8 @@ export { normalizeTokenId } from './data/token-id';
 export interface UsableToken extends TokenRow {
   data: unknown;
   cvc?: string;
+  /** A `network_token`'s one-time cryptogram, while retained (an hour at most, until its first authorization). */
+  cryptogram?: string;
 }
 
 const sameList = (a: string[] | null, b: string[] | null): boolean =>
@@ -235,7 +237,7 @@ export class TokensService {
 
   /**
    * For orchestration and the proxy: the clear data of a live token the caller may use (`token:use`
-   * through the rule evaluator), with a card's CVC if still retained. Never leaves the process. `id` is
+   * through the rule evaluator), with a card's CVC or a network token's cryptogram if still retained. Never leaves the process. `id` is
    * a token id as a client wrote it (a uuid in either case).
    */
   async loadForUse(who: Principal, id: string): Promise<UsableToken | undefined> {
@@ -249,7 +251,11 @@ export class TokensService {
       ...(cvc ? [cvc.dataKey] : []),
     ]);
     const data = openData(keys, found);
-    return { ...row, data, cvc: cvc ? openCvc(keys, row, cvc) : undefined };
+    const secret = cvc ? openCvc(keys, row, cvc) : undefined;
+    // A network token's cryptogram sits where a card's CVC does; it is handed over as what it is, so
+    // that nothing treating `cvc` as a card's (the proxy) ever sees it.
+    if (row.type === 'network_token') return { ...row, data, cryptogram: secret };
+    return { ...row, data, cvc: secret };
   }
 
   /** The token if the caller may use it (`token:use` through its rules), without its data; else undefined. */

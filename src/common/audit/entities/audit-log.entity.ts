@@ -37,7 +37,7 @@ export class AuditLogEntity {
   message: string;
 
   /** The token's type on rows of tokens written since migration 19; null otherwise. */
-  @Column({ name: 'token_type', type: 'varchar', length: 10, nullable: true })
+  @Column({ name: 'token_type', type: 'varchar', length: 16, nullable: true })
   tokenType: string | null;
 
   @Column({ name: 'created_at', type: 'timestamptz' })

@@ -1,5 +1,15 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Length, MaxLength } from 'class-validator';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Length,
+  MaxLength,
+  ValidateNested,
+} from 'class-validator';
 import {
   OffsetPaginationDto,
   OffsetPaginationQueryDto,
@@ -103,4 +113,59 @@ export class StoredPaymentMethodDto {
   /** The last successful transaction with the card; null until the first. */
   @ApiProperty({ type: String, format: 'date-time', nullable: true })
   last_used_at: string | null;
+
+  /** The processors' tokens for this card, by connection, masked (docs/buyers.md). */
+  connection_tokens: ConnectionTokenDto[];
+}
+
+/** A processor's token for a stored card at one connection, as answers show it. */
+export class ConnectionTokenDto {
+  @ApiProperty({ format: 'uuid' })
+  connection_id: string;
+
+  /** Masked: its last four characters only (none of a short token). @example "****Xk2c" */
+  token: string;
+
+  /** The processor's customer (Stripe's customer id, Adyen's shopper reference). */
+  @ApiProperty({ type: String, nullable: true })
+  connection_customer: string | null;
+
+  /** The network's id of the payment that set up the mandate. */
+  @ApiProperty({ type: String, nullable: true })
+  network_transaction_id: string | null;
+}
+
+/** One processor's token, as given. */
+export class ConnectionTokenEntryDto {
+  /** A connection of the tenant. */
+  @IsUUID()
+  connection_id: string;
+
+  /** The processor's token for the card at that connection (a secret: stored sealed, answered masked). */
+  @IsString()
+  @Length(1, 255)
+  token: string;
+
+  /** Stripe's customer id (required at stripe-card), Adyen's shopper reference (required at adyen-card). */
+  @ApiPropertyOptional({ type: String, nullable: true })
+  @IsOptional()
+  @IsString()
+  @Length(1, 256)
+  connection_customer?: string | null;
+
+  /** The network transaction id of the mandate's first payment, 1 to 64 characters. */
+  @ApiPropertyOptional({ type: String, nullable: true })
+  @IsOptional()
+  @IsString()
+  @Length(1, 64)
+  network_transaction_id?: string | null;
+}
+
+/** The body of `PUT .../payment-methods/{id}/connection-tokens`: the card's whole list (empty clears it). */
+export class SetConnectionTokensDto {
+  @IsArray()
+  @ArrayMaxSize(20)
+  @ValidateNested({ each: true })
+  @Type(() => ConnectionTokenEntryDto)
+  connection_tokens: ConnectionTokenEntryDto[];
 }

@@ -7,6 +7,7 @@ import {
 } from '../../../../test/support/controller-app';
 import { BuyersController } from './buyers.controller';
 import { BuyersService } from './buyers.service';
+import { ConnectionTokensService } from './connection-tokens.service';
 
 describe('BuyersController', () => {
   const buyers = fakeOf<BuyersService>([
@@ -19,10 +20,17 @@ describe('BuyersController', () => {
     'listMethods',
     'detach',
   ]);
+  const connectionTokens = fakeOf<ConnectionTokensService>(['set']);
   let ctx: ControllerApp;
 
   beforeAll(async () => {
-    ctx = await controllerApp([BuyersController], [{ provide: BuyersService, useValue: buyers }]);
+    ctx = await controllerApp(
+      [BuyersController],
+      [
+        { provide: BuyersService, useValue: buyers },
+        { provide: ConnectionTokensService, useValue: connectionTokens },
+      ],
+    );
   });
   afterAll(() => ctx.close());
 
@@ -47,6 +55,13 @@ describe('BuyersController', () => {
     status: 'active',
     created_at: '2030-01-01T00:00:00.000Z',
     last_used_at: null,
+    connection_tokens: [],
+  };
+  const entry = {
+    connection_id: ID,
+    token: 'pm_1SecretToken',
+    connection_customer: 'cus_1',
+    network_transaction_id: '585011223344556',
   };
   describeRoutes(
     () => ctx,
@@ -136,8 +151,54 @@ describe('BuyersController', () => {
         reaches: () => buyers.detach,
         calledWith: ({ origin }) => [origin, ID, 'tok_1'],
       },
+      {
+        method: 'put',
+        path: `${base}/${ID}/payment-methods/tok_1/connection-tokens`,
+        permissions: ['orchestration:buyers:update'],
+        body: { connection_tokens: [entry] },
+        invalid: {
+          body: { connection_tokens: [{ ...entry, connection_id: 'stripe' }] },
+          field: 'connection_tokens[0].connection_id',
+        },
+        answer: {
+          ...stored,
+          connection_tokens: [{ ...entry, token: '****oken' }],
+        },
+        reaches: () => connectionTokens.set,
+        calledWith: ({ origin }) => [origin, ID, 'tok_1', { connection_tokens: [entry] }],
+      },
+      {
+        method: 'put',
+        path: `${base}/${ID}/payment-methods/tok_1/connection-tokens`,
+        permissions: ['orchestration:buyers:update'],
+        // The customer and the network transaction id are optional; an empty list clears the card's.
+        body: { connection_tokens: [] },
+        invalid: {
+          body: { connection_tokens: [{ connection_id: ID, token: '' }] },
+          field: 'connection_tokens[0].token',
+        },
+        reaches: () => connectionTokens.set,
+        calledWith: ({ origin }) => [origin, ID, 'tok_1', { connection_tokens: [] }],
+      },
     ],
   );
+
+  it('refuses a body without the list, or a list entry with a field it does not know, naming it', async () => {
+    const key = ctx.key('private', ['orchestration:buyers:update']);
+    const path = `${base}/${ID}/payment-methods/tok_1/connection-tokens`;
+    const missing = await ctx.http.put(path).set('BT-API-KEY', key).send({});
+    expect(missing.status).toBe(400);
+    expect(Object.keys(missing.body.errors)).toEqual(['connection_tokens']);
+    const unknown = await ctx.http
+      .put(path)
+      .set('BT-API-KEY', key)
+      .send({ connection_tokens: [{ ...entry, cvc: '123' }] });
+    expect(unknown.status).toBe(400);
+    expect(Object.keys(unknown.body.errors)).toEqual(['connection_tokens[0].cvc']);
+    // A value is never echoed.
+    expect(JSON.stringify(unknown.body)).not.toContain('pm_1SecretToken');
+    expect(connectionTokens.set).not.toHaveBeenCalled();
+  });
 
   it('answers 200 with the card the buyer already had (the service says it was not stored anew)', async () => {
     buyers.attach.mockImplementationOnce(

@@ -11,10 +11,12 @@ import {
   BuyerPageDto,
   BuyerRequestDto,
   ListBuyersQueryDto,
+  SetConnectionTokensDto,
   StoredPaymentMethodDto,
   StorePaymentMethodDto,
 } from './buyer.dto';
 import { BuyersService } from './buyers.service';
+import { ConnectionTokensService } from './connection-tokens.service';
 import { BuyersApi } from './buyers.openapi';
 
 const BuyerId = () => Param('id', new ParseIdPipe('Buyer'));
@@ -22,7 +24,10 @@ const BuyerId = () => Param('id', new ParseIdPipe('Buyer'));
 @ApiTags('Orchestration')
 @Controller('orchestration/buyers')
 export class BuyersController {
-  constructor(private readonly buyers: BuyersService) {}
+  constructor(
+    private readonly buyers: BuyersService,
+    private readonly connectionTokens: ConnectionTokensService,
+  ) {}
 
   @Post()
   @RequirePermissions('orchestration:buyers:create')
@@ -98,5 +103,17 @@ export class BuyersController {
     @Param('token_id') tokenId: string,
   ): Promise<void> {
     return this.buyers.detach(origin, id, tokenId);
+  }
+
+  @Put(':id/payment-methods/:payment_method_id/connection-tokens')
+  @RequirePermissions('orchestration:buyers:update')
+  @BuyersApi.setConnectionTokens()
+  setConnectionTokens(
+    @Origin() origin: RequestOrigin,
+    @BuyerId() id: string,
+    @Param('payment_method_id') paymentMethodId: string,
+    @Body() body: SetConnectionTokensDto,
+  ): Promise<StoredPaymentMethodDto> {
+    return this.connectionTokens.set(origin, id, paymentMethodId, body);
   }
 }

@@ -84,4 +84,16 @@ export const BuyersApi = {
       }),
       ApiNoContentResponse(),
     ),
+  setConnectionTokens: () =>
+    ApiDocs(
+      ApiOperation({
+        operationId: 'setBuyerPaymentMethodConnectionTokens',
+        summary: "Set the processors' tokens of a stored card (the whole list)",
+        description:
+          'Each entry names a connection of the tenant and the token its processor holds for the card; a ' +
+          'merchant-initiated payment with the card at that connection sends the token instead of the card. ' +
+          'The list replaces the one stored (empty clears it). Tokens are stored sealed and answered masked.',
+      }),
+      ApiOkResponse({ type: StoredPaymentMethodDto }),
+    ),
 };

@@ -184,6 +184,71 @@ export class BuyersRepository {
   }
 
   /**
+   * The buyers of these external identifiers, made where missing (no names; an import's): their ids by
+   * external identifier. Concurrent creators meet on the unique key, and each reads the one buyer.
+   */
+  @GenerateSql({ change: true, params: [TENANT, ['cus-1', 'cus-2'], AT] })
+  async ensureByExternalIds(
+    change: Change,
+    tenantId: string,
+    externalIds: string[],
+    now: Date,
+  ): Promise<Map<string, string>> {
+    if (!externalIds.length) return new Map();
+    const rows = await queryRows<Pick<BuyerRow, 'id' | 'external_identifier'>>(
+      change,
+      `WITH made AS (
+         INSERT INTO buyers (tenant_id, id, external_identifier, display_name, created_at, updated_at)
+         SELECT $1, gen_random_uuid(), e, NULL, $3, $3 FROM unnest($2::varchar[]) AS e
+         ON CONFLICT ON CONSTRAINT buyers_external_identifier_key DO NOTHING
+         RETURNING id, external_identifier)
+       SELECT id, external_identifier FROM made
+       UNION ALL
+       SELECT id, external_identifier FROM buyers WHERE tenant_id = $1 AND external_identifier = ANY($2::varchar[])`,
+      [tenantId, [...new Set(externalIds)], now],
+    );
+    return new Map(rows.map((row) => [row.external_identifier!, row.id]));
+  }
+
+  /**
+   * Stores card tokens for buyers, many at once (an import's batch), with the rules of `attach`: a
+   * token already stored, or a card the buyer already has, is left as it is. Answers the buyer each of
+   * the tokens is stored for once the statement has run (whoever stored it), by token.
+   */
+  @GenerateSql({
+    change: true,
+    params: [TENANT, [{ buyerId: BUYER, tokenId: TOKEN, fingerprint: FINGERPRINT }], AT],
+  })
+  async attachMany(
+    change: Change,
+    tenantId: string,
+    cards: { buyerId: string; tokenId: string; fingerprint: string }[],
+    now: Date,
+  ): Promise<Map<string, string>> {
+    if (!cards.length) return new Map();
+    // The insert's rows and the rows stored before it (one snapshot: the second part sees only those).
+    const rows = await queryRows<Pick<StoredCardRow, 'token_id' | 'buyer_id'>>(
+      change,
+      `WITH stored AS (
+         INSERT INTO buyer_payment_methods (tenant_id, token_id, buyer_id, fingerprint, created_at)
+         SELECT $1, c.token_id, c.buyer_id, c.fingerprint, $3
+           FROM unnest($2::varchar[], $4::uuid[], $5::varchar[]) AS c(token_id, buyer_id, fingerprint)
+         ON CONFLICT DO NOTHING RETURNING token_id, buyer_id)
+       SELECT token_id, buyer_id FROM stored
+       UNION ALL
+       SELECT token_id, buyer_id FROM buyer_payment_methods WHERE tenant_id = $1 AND token_id = ANY($2::varchar[])`,
+      [
+        tenantId,
+        cards.map((c) => c.tokenId),
+        now,
+        cards.map((c) => c.buyerId),
+        cards.map((c) => c.fingerprint),
+      ],
+    );
+    return new Map(rows.map((row) => [row.token_id, row.buyer_id]));
+  }
+
+  /**
    * Removes the buyer's stored copies of a card whose tokens have expired and wait for the retention job:
    * the card stored again takes their place.
    */

@@ -10,6 +10,7 @@ import { CardEnumerationRefused, type TokensService } from '../../tokens/tokens.
 import { OrchestrationErrorCode } from '../orchestration.errors';
 import { BuyersRepository } from './buyers.repository';
 import { BuyersService } from './buyers.service';
+import { ConnectionTokensRepository } from './connection-tokens.repository';
 
 /**
  * Buyers and their stored cards on the real repositories (the service tier's PGlite): what each write
@@ -66,6 +67,7 @@ function setup() {
   const service = new BuyersService(
     new BuyersRepository(db.dataSource),
     tokens as unknown as TokensService,
+    new ConnectionTokensRepository(db.dataSource),
     db.clock,
     db.work,
   );

@@ -13,6 +13,7 @@ import { OrchestrationException } from '../orchestration.errors';
 import { schemeOf } from '../formulas/card-schemes';
 import type {
   BuyerDto,
+  ConnectionTokenDto,
   BuyerPageDto,
   BuyerRequestDto,
   ListBuyersQueryDto,
@@ -20,6 +21,8 @@ import type {
   StorePaymentMethodDto,
 } from './buyer.dto';
 import { BuyerRow, BuyersRepository, BuyerValues, PaymentMethodRow } from './buyers.repository';
+import { connectionTokenDto } from './connection-tokens';
+import { ConnectionTokensRepository } from './connection-tokens.repository';
 
 export function buyerDto(row: BuyerRow): BuyerDto {
   return {
@@ -33,7 +36,11 @@ export function buyerDto(row: BuyerRow): BuyerDto {
 }
 
 /** A stored card as answered: its details from its token's mask; `expired` once its expiry month has passed. */
-export function paymentMethodDto(row: PaymentMethodRow, now: Date): StoredPaymentMethodDto {
+export function paymentMethodDto(
+  row: PaymentMethodRow,
+  now: Date,
+  connectionTokens: ConnectionTokenDto[] = [],
+): StoredPaymentMethodDto {
   const month = Number(row.mask?.expiration_month ?? 0);
   const year = Number(row.mask?.expiration_year ?? 0);
   const expired = year * 12 + month < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
@@ -48,6 +55,7 @@ export function paymentMethodDto(row: PaymentMethodRow, now: Date): StoredPaymen
     status: expired ? 'expired' : 'active',
     created_at: row.created_at.toISOString(),
     last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
+    connection_tokens: connectionTokens,
   };
 }
 
@@ -76,6 +84,7 @@ export class BuyersService {
   constructor(
     private readonly buyers: BuyersRepository,
     private readonly tokens: TokensService,
+    private readonly connectionTokens: ConnectionTokensRepository,
     private readonly clock: Clock,
     private readonly work: UnitOfWork,
   ) {}
@@ -194,7 +203,9 @@ export class BuyersService {
             message: 'Payment method stored',
           });
         answered(created);
-        return paymentMethodDto(row, now);
+        // The card already stored may carry processors' tokens (a new one has none).
+        const shown = created ? [] : await this.connectionTokens.shown(who.tenantId, [row.token_id], change);
+        return paymentMethodDto(row, now, shown.map(connectionTokenDto));
       });
     } catch (error) {
       if (error instanceof CardEnumerationRefused) await this.tokens.fingerprintRefused(who);
@@ -205,8 +216,13 @@ export class BuyersService {
   async listMethods(who: Principal, buyerId: string): Promise<StoredPaymentMethodDto[]> {
     await this.found(who.tenantId, buyerId);
     const now = this.clock.now();
-    return (await this.buyers.listMethods(who.tenantId, buyerId, now)).map((row) =>
-      paymentMethodDto(row, now),
+    const rows = await this.buyers.listMethods(who.tenantId, buyerId, now);
+    const shown = await this.connectionTokens.shown(
+      who.tenantId,
+      rows.map((row) => row.token_id),
+    );
+    return rows.map((row) =>
+      paymentMethodDto(row, now, shown.filter((t) => t.token_id === row.token_id).map(connectionTokenDto)),
     );
   }
 
@@ -222,6 +238,42 @@ export class BuyersService {
         operation: 'update',
         message: 'Payment method removed',
       });
+    });
+  }
+
+  /**
+   * An import's batch of stored cards (docs/migration.md), in the import's change: the buyers of the
+   * external identifiers given, made where missing, each store the card token named, with the rules of
+   * `attach` (a token stored already, or a card its buyer has, stays as it is). No audit row or event per
+   * buyer or card: the import's job records its own. Answers, card by card, whether its token is left
+   * stored for another buyer than the one given (a token is stored for one buyer at most).
+   */
+  async storeImported(
+    change: Change,
+    tenantId: string,
+    cards: { buyerExternalId: string; tokenId: string; fingerprint: string }[],
+    now: Date,
+  ): Promise<boolean[]> {
+    if (!cards.length) return [];
+    const buyers = await this.buyers.ensureByExternalIds(
+      change,
+      tenantId,
+      cards.map((c) => c.buyerExternalId),
+      now,
+    );
+    const owners = await this.buyers.attachMany(
+      change,
+      tenantId,
+      cards.map((c) => ({
+        buyerId: buyers.get(c.buyerExternalId)!,
+        tokenId: c.tokenId,
+        fingerprint: c.fingerprint,
+      })),
+      now,
+    );
+    return cards.map((card) => {
+      const owner = owners.get(card.tokenId);
+      return owner !== undefined && owner !== buyers.get(card.buyerExternalId);
     });
   }
 

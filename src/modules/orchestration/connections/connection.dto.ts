@@ -67,7 +67,7 @@ export class ConnectionRequestDto {
 
   /**
    * `sandbox` (default): the built-in simulator; `test` and `live`: the vendor's test or production
-   * endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`).
+   * endpoints, for formulas with a vendor adapter (`stripe-card`, `adyen-card`, `checkout-card`, `braintree-card`).
    */
   @ApiProperty({ enum: CONNECTION_ENVIRONMENTS, required: false, default: 'sandbox' })
   @IsOptional()

@@ -18,6 +18,8 @@ export class FormulaFeaturesDto {
   refunds: boolean;
   zero_auth: boolean;
   void: boolean;
+  /** Takes network tokens (a DPAN with its cryptogram: Apple Pay, Google Pay, merchant network tokens); routing skips a connection without it for such a token. */
+  network_tokens: boolean;
 }
 
 export class ConnectionFormulaDto {

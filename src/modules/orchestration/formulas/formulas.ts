@@ -8,6 +8,7 @@ export const FEATURES = [
   'refunds',
   'zero_auth',
   'void',
+  'network_tokens',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 

@@ -16,6 +16,9 @@ import { findFormula } from '../formulas/formulas';
 import { adyenSignature, type SignedNotificationFields } from '../processors/adyen/adyen-hmac';
 import { ProcessorUnavailable } from '../processors/processor-calls';
 import { toReconciliationId } from '../processors/reconciliation';
+import { RelayJournal } from '../relay/relay-journal';
+import { RelayNotifications } from '../relay/relay-notifications';
+import { RelayRefundsRepository } from '../relay/relay-refunds.repository';
 import { AdyenNotificationsService } from './adyen-notifications.service';
 
 useTransactionsDatabase();
@@ -51,6 +54,12 @@ function item(fields: SignedNotificationFields, key = HMAC_KEY) {
 }
 const batch = (...items: ReturnType<typeof item>[]) => ({ live: 'false', notificationItems: items });
 
+/** Relay refunds' side of the notifications, on the same database. */
+const relayNotifications = (s: Setup) => {
+  const repository = new RelayRefundsRepository(s.dataSource);
+  return new RelayNotifications(repository, new RelayJournal(repository, s.clock), s.connections, s.work);
+};
+
 /**
  * Adyen's notifications on the real repositories (transactions-fixture, its connection dressed as an
  * Adyen one): a verified notification settles what a request left pending, as the service (audited as
@@ -68,6 +77,7 @@ async function pendingAuthorization(s: Setup) {
     s.connections,
     s.clock,
     s.work,
+    relayNotifications(s),
   );
   return { tx, notifications, reference: s.journal.reconciliationId(tx.id) };
 }
@@ -129,11 +139,64 @@ describe('AdyenNotificationsService (real repositories on PGlite)', () => {
       s.connections,
       s.clock,
       s.work,
+      relayNotifications(s),
     );
     const reference = `${s.journal.reconciliationId(tx.id)}.${toReconciliationId(refund.id)}`;
     await notifications.receive(batch(item({ eventCode: 'REFUND', merchantReference: reference })));
     expect(await s.refunds.find(TENANT, tx.id, refund.id)).toMatchObject({ status: 'succeeded' });
     expect((await s.transactions.find(TENANT, tx.id))!.refunded_amount).toBe('300');
     expect((await audit()).at(-1)).toBe(`Adyen notification REFUND: refund ${refund.id} succeeded`);
+  });
+
+  it('a REFUND settles the relay refund its reference names (its id, twice); a forged one is refused', async () => {
+    const s = await setup();
+    (s.connections.loadForPayment as jest.Mock).mockImplementation(() => Promise.resolve(adyenConnection()));
+    const repository = new RelayRefundsRepository(s.dataSource);
+    const relay = await s.work.transaction({}, (change) =>
+      repository.insert(change, {
+        id: '00000000-0000-4000-8000-0000000000e1',
+        tenantId: TENANT,
+        connectionId: CONNECTION,
+        vendorPaymentId: 'ABCDEFGHIJKLMNOP',
+        amount: 400,
+        currency: 'USD',
+        reason: null,
+        createdAt: s.clock.now(),
+      }),
+    );
+    const notifications = new AdyenNotificationsService(
+      s.transactions,
+      s.refunds,
+      s.journal,
+      s.connections,
+      s.clock,
+      s.work,
+      relayNotifications(s),
+    );
+    const key = toReconciliationId(relay.id);
+    const refund = item({
+      eventCode: 'REFUND',
+      merchantReference: `${key}.${key}`,
+      pspReference: 'PSPREFUND1',
+    });
+    const forged = item(
+      { eventCode: 'REFUND', merchantReference: `${key}.${key}`, success: 'false' },
+      '55'.repeat(32),
+    );
+    await expect(notifications.receive(batch(forged))).rejects.toMatchObject({ status: 401 });
+    expect(await repository.find(TENANT, relay.id)).toMatchObject({ status: 'processing' });
+    await notifications.receive(batch(refund));
+    await notifications.receive(batch(refund));
+    expect(await repository.find(TENANT, relay.id)).toMatchObject({
+      status: 'succeeded',
+      vendor_refund_id: 'PSPREFUND1',
+    });
+    expect((await auditRows()).filter((row) => row.entity_type === 'relay_refund')).toEqual([
+      expect.objectContaining({
+        actor_type: 'system',
+        entity_id: relay.id,
+        message: 'Adyen notification REFUND (success true): succeeded',
+      }),
+    ]);
   });
 });

@@ -7,6 +7,7 @@ import { ConnectionsService, UsableConnection } from '../connections/connections
 import { AdyenProcessor } from '../processors/adyen/adyen.processor';
 import { SignedNotificationFields, verifyAdyenSignature } from '../processors/adyen/adyen-hmac';
 import { fromReconciliationId, toReconciliationId } from '../processors/reconciliation';
+import { RelayNotifications, RelayTarget } from '../relay/relay-notifications';
 import { RefundsRepository } from '../transactions/refunds.repository';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { FinalOutcome, settlementOperation, transition } from '../transactions/transaction-state';
@@ -26,6 +27,9 @@ interface Target {
   refundKey: string | null;
   technicalCancel: boolean;
 }
+
+/** An item about a relay refund (a payment made before the migration: no transaction of ours). */
+type RelayItem = RelayTarget & { item: AdyenNotificationItem };
 
 /**
  * Our merchant references: the transaction's reconciliation id, `.a<n>` for its attempt n > 1 (an
@@ -58,27 +62,52 @@ export class AdyenNotificationsService {
     private readonly connections: ConnectionsService,
     private readonly clock: Clock,
     private readonly work: UnitOfWork,
+    private readonly relays: RelayNotifications,
   ) {}
 
   /** Verifies the whole batch, then applies each item; throws a 401 when any item is not verified. */
   async receive(body: unknown): Promise<void> {
     const items = itemsOf(body);
     if (!items) throw unauthorized(REFUSED);
-    const targets: Target[] = [];
+    const targets: (Target | RelayItem)[] = [];
     for (const item of items) {
-      const target = await this.targetOf(item);
+      const target = (await this.targetOf(item)) ?? (await this.relayOf(item));
       if (!target) continue;
       const key = target.connection.credentials.hmac_key ?? '';
       if (!verifyAdyenSignature(item, item.additionalData?.hmacSignature, key)) {
         this.logger.warn(
-          { transaction_id: target.row.id, event_code: safeCode(item.eventCode) },
+          {
+            ...('relay' in target ? { relay_refund_id: target.relay.id } : { transaction_id: target.row.id }),
+            event_code: safeCode(item.eventCode),
+          },
           'an Adyen notification failed its HMAC check; the batch is refused',
         );
         throw unauthorized(REFUSED);
       }
       targets.push(target);
     }
-    for (const target of targets) await this.apply(target);
+    for (const target of targets) await ('relay' in target ? this.applyRelay(target) : this.apply(target));
+  }
+
+  /** A relay refund's item, when its reference names one at an adyen-card connection of its merchant account. */
+  private async relayOf(item: AdyenNotificationItem): Promise<RelayItem | undefined> {
+    const target = await this.relays.find(item.merchantReference, AdyenProcessor.formula);
+    if (!target || item.merchantAccountCode !== target.connection.credentials.merchant_account)
+      return undefined;
+    return { ...target, item };
+  }
+
+  /** REFUND and REFUND_FAILED settle a relay refund; nothing else is about one. */
+  private async applyRelay(target: RelayItem): Promise<void> {
+    const event = safeCode(target.item.eventCode);
+    if (event !== 'REFUND' && event !== 'REFUND_FAILED') return;
+    const succeeded = target.item.success === 'true' && event === 'REFUND';
+    await this.relays.settle(
+      target,
+      succeeded,
+      psp(target.item) ?? null,
+      `Adyen notification ${event} (success ${target.item.success === 'true'})`,
+    );
   }
 
   /** The transaction an item is about, when it is one of ours on an adyen-card vendor connection. */

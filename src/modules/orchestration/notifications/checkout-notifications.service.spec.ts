@@ -16,6 +16,9 @@ import type { ConnectionEntity } from '../connections/entities/connection.entity
 import { findFormula } from '../formulas/formulas';
 import { ProcessorUnavailable } from '../processors/processor-calls';
 import { toReconciliationId } from '../processors/reconciliation';
+import { RelayJournal } from '../relay/relay-journal';
+import { RelayNotifications } from '../relay/relay-notifications';
+import { RelayRefundsRepository } from '../relay/relay-refunds.repository';
 import { CheckoutNotificationsService } from './checkout-notifications.service';
 
 useTransactionsDatabase();
@@ -63,6 +66,12 @@ function service(s: Setup): CheckoutNotificationsService {
     s.connections,
     s.clock,
     s.work,
+    new RelayNotifications(
+      new RelayRefundsRepository(s.dataSource),
+      new RelayJournal(new RelayRefundsRepository(s.dataSource), s.clock),
+      s.connections,
+      s.work,
+    ),
   );
 }
 
@@ -146,5 +155,34 @@ describe('CheckoutNotificationsService (real repositories on PGlite)', () => {
     expect((await audit()).at(-1)).toBe(
       `Checkout.com webhook payment_refunded: refund ${refund.id} succeeded`,
     );
+  });
+
+  it('payment_refunded of its payment settles the relay refund its reference names; a bad signature is refused', async () => {
+    const s = await setup();
+    const notifications = service(s);
+    const repository = new RelayRefundsRepository(s.dataSource);
+    const relay = await s.work.transaction({}, (change) =>
+      repository.insert(change, {
+        id: '00000000-0000-4000-8000-0000000000e2',
+        tenantId: TENANT,
+        connectionId: '00000000-0000-4000-8000-0000000000c1',
+        vendorPaymentId: PAYMENT,
+        amount: 400,
+        currency: 'USD',
+        reason: null,
+        createdAt: s.clock.now(),
+      }),
+    );
+    const key = toReconciliationId(relay.id);
+    const forged = event('payment_refunded', `${key}.${key}`, 'wrong-secret');
+    await expect(notifications.receive(forged.raw, forged.signature)).rejects.toMatchObject({ status: 401 });
+    const e = event('payment_refunded', `${key}.${key}`);
+    await notifications.receive(e.raw, e.signature);
+    await notifications.receive(e.raw, e.signature);
+    expect(await repository.find(TENANT, relay.id)).toMatchObject({
+      status: 'succeeded',
+      vendor_refund_id: 'act_abcdefghijklmnopqrstuvwxyz',
+    });
+    expect((await audit()).at(-1)).toBe('Checkout.com webhook payment_refunded: succeeded');
   });
 });

@@ -8,6 +8,7 @@ import { CheckoutProcessor } from '../processors/checkout/checkout.processor';
 import { paymentId } from '../processors/checkout/checkout-results';
 import { checkoutSignatureValid } from '../processors/checkout/checkout-signature';
 import { fromReconciliationId, toReconciliationId } from '../processors/reconciliation';
+import { RelayNotifications } from '../relay/relay-notifications';
 import { RefundsRepository } from '../transactions/refunds.repository';
 import { TransactionJournal } from '../transactions/transaction-journal';
 import { FinalOutcome, settlementOperation, transition } from '../transactions/transaction-state';
@@ -66,6 +67,7 @@ export class CheckoutNotificationsService {
     private readonly connections: ConnectionsService,
     private readonly clock: Clock,
     private readonly work: UnitOfWork,
+    private readonly relays: RelayNotifications,
   ) {}
 
   async receive(raw: unknown, signature: unknown): Promise<void> {
@@ -78,7 +80,7 @@ export class CheckoutNotificationsService {
     }
     if (!event || typeof event !== 'object') throw unauthorized(REFUSED);
     const target = await this.targetOf(event);
-    if (!target) return;
+    if (!target) return this.receiveRelay(event, raw, signature);
     if (!checkoutSignatureValid(raw, signature, target.connection.credentials.webhook_secret ?? '')) {
       this.logger.warn(
         { transaction_id: target.row.id, event_type: target.type },
@@ -87,6 +89,32 @@ export class CheckoutNotificationsService {
       throw unauthorized(REFUSED);
     }
     await this.apply(target);
+  }
+
+  /**
+   * An event about a relay refund (a payment made before the migration), verified with the relay refund's
+   * connection: `payment_refunded` and `payment_refund_declined` of its payment settle it.
+   */
+  private async receiveRelay(event: CheckoutEvent, raw: Buffer, signature: string): Promise<void> {
+    const type = event.type;
+    if (type !== 'payment_refunded' && type !== 'payment_refund_declined') return;
+    const target = await this.relays.find(event.data?.reference, CheckoutProcessor.formula);
+    if (!target) return;
+    if (!checkoutSignatureValid(raw, signature, target.connection.credentials.webhook_secret ?? '')) {
+      this.logger.warn(
+        { relay_refund_id: target.relay.id, event_type: type },
+        'a Checkout.com webhook failed its signature check; refused',
+      );
+      throw unauthorized(REFUSED);
+    }
+    if (paymentId(event.data?.id) !== target.relay.vendor_payment_id) return;
+    const action = event.data?.action_id;
+    await this.relays.settle(
+      target,
+      type === 'payment_refunded',
+      typeof action === 'string' && /^act_\w{26}$/.test(action) ? action : null,
+      `Checkout.com webhook ${type}`,
+    );
   }
 
   /** The transaction an event is about, when it is one of ours on a checkout-card vendor connection. */

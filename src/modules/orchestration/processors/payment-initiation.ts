@@ -39,3 +39,11 @@ export function initiationOf(fields: InitiationFields): PaymentInitiation {
     isSubsequentPayment: fields.is_subsequent_payment ?? false,
   };
 }
+
+/**
+ * A payment the merchant makes with a credential on file, the cardholder absent (`merchant_initiated` with a
+ * `card_on_file` or `recurring` source): where a processor's token for a stored card, the mandate it holds,
+ * stands in for the card (docs/buyers.md, "Connection tokens").
+ */
+export const merchantInitiatedOnFile = (p: PaymentInitiation): boolean =>
+  p.merchantInitiated && p.paymentSource !== 'ecommerce';

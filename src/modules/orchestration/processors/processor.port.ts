@@ -75,7 +75,16 @@ export interface AuthorizeRequest {
   currency: string;
   country: string | null;
   intent: 'authorize' | 'capture';
+  /** The card; for a network token, the device PAN (DPAN) and its expiry. */
   card: CardData;
+  /** Present when the token is a `network_token`: `card` then holds the DPAN, sent in the rail's network-token form. */
+  networkToken?: NetworkTokenDetails;
+  /**
+   * The processor's own token for the card at this connection (a merchant-initiated payment with a buyer's
+   * stored card that carries one: docs/buyers.md), sent in the rail's stored form instead of the card,
+   * which stays in `card` for processors that take none (the sandboxes). A secret: never logged.
+   */
+  connectionToken?: ConnectionToken;
   /**
    * Sent only with a payment the cardholder makes with the card at hand (`cardholderPresent`), and only
    * on the first authorization with the token.
@@ -90,6 +99,27 @@ export interface AuthorizeRequest {
   /** The result of a 3-D Secure authentication made elsewhere, forwarded as it is (never stored, never logged). */
   threeDSecureData?: ThreeDSecureData;
   threeDSecureEnabled: boolean;
+}
+
+/** A processor's token for a card, and the processor's customer it belongs to (Stripe's, Adyen's shopper). */
+export interface ConnectionToken {
+  token: string;
+  customer?: string;
+}
+
+/** A network token's facts besides its number and expiry (docs/wallets.md). */
+export interface NetworkTokenDetails {
+  /** Where it comes from: a decrypted Apple Pay or Google Pay payload, or the merchant's own network token. */
+  source: 'apple_pay' | 'google_pay' | 'merchant';
+  /**
+   * The one-time cryptogram (base64 as the wallet gave it): sent on the first authorization with the token
+   * only, then forgotten; absent afterwards and for merchant-initiated payments. Never logged.
+   */
+  cryptogram?: string;
+  /** The electronic commerce indicator that goes with the cryptogram (two digits), when known. */
+  eci?: string;
+  /** The card scheme of the DPAN (`visa`, `mastercard`, `amex`, `discover`, ...), when known. */
+  scheme: string | null;
 }
 
 /** `three_d_secure_data`: a 3-D Secure authentication the buyer passed elsewhere. */
@@ -163,6 +193,8 @@ export interface CaptureRequest extends OperationRequest {
 
 export interface RefundRequest extends CaptureRequest {
   refundId: string;
+  /** Why, in the caller's words (a relay refund's `reason`); an adapter sends it where its vendor has a field for it. */
+  reason?: string;
 }
 
 export interface OperationResult {

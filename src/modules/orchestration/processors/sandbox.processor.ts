@@ -206,7 +206,10 @@ export abstract class SandboxProcessor implements ProcessorPort {
     // An authorization is remembered by its attempt; the operations after it by the transaction.
     const reference =
       request.operation === 'authorize' ? attemptReference(request) : request.reconciliationId;
-    const performed = this.performed.get(`${reference}:${request.operation}`);
+    // A refund is remembered by its own id (a transaction may have several).
+    const operation =
+      request.operation === 'refund' && request.refundId ? `refund:${request.refundId}` : request.operation;
+    const performed = this.performed.get(`${reference}:${operation}`);
     return Promise.resolve(performed ? { status: performed } : { status: 'not_found' });
   }
 

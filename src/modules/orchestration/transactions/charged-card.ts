@@ -74,6 +74,9 @@ export class ChargedCards {
     }
     const token = await this.cardToken(who, tokenId, errors);
     if (!token) return undefined;
+    // A wallet's device PAN is not a card on file (stored cards are cards: docs/wallets.md).
+    if (token.type === 'network_token' && body.store)
+      addFieldError(errors, 'store', 'a network token is not stored for a buyer');
     const paymentSource = paymentSourceOf(body, !!buyer && body.token === undefined);
     return { token, buyer: buyer ?? null, paymentSource, stored };
   }
@@ -98,11 +101,12 @@ export class ChargedCards {
     }
   }
 
-  /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card: a field error. */
+  /** The token, with `token:use` checked on it through the caller's rules; unknown or not a card (or network token): a field error. */
   private async cardToken(who: Principal, id: string, errors: FieldErrors): Promise<UsableToken | undefined> {
     const token = await this.tokens.loadForUse(who, id);
     if (!token) addFieldError(errors, 'token', 'no such token');
-    else if (token.type !== 'card') addFieldError(errors, 'token', 'the token must be of type card');
+    else if (token.type !== 'card' && token.type !== 'network_token')
+      addFieldError(errors, 'token', 'the token must be of type card or network_token');
     else return token;
     return undefined;
   }

@@ -1,7 +1,8 @@
 import { addFieldError, FieldErrors } from '../../../common/errors/problem.exception';
 import { ValidationException } from '../../../common/errors/domain.exception';
 import type { UsableToken } from '../../tokens/tokens.service';
-import type { ThreeDSecureData } from '../processors/processor.port';
+import type { NetworkTokenData } from '../../tokens/data/validate-data';
+import type { NetworkTokenDetails, ThreeDSecureData } from '../processors/processor.port';
 import type { UsableConnection } from '../connections/connections.service';
 import { schemeOf } from '../formulas/card-schemes';
 import { supports } from '../formulas/formulas';
@@ -13,8 +14,11 @@ export function checkAgainstConnection(
   connection: UsableConnection,
   body: CreateTransactionDto,
   errors: FieldErrors,
+  tokenType?: string,
 ): void {
   const { row, formula } = connection;
+  if (tokenType === 'network_token' && !supports(formula, 'network_tokens'))
+    addFieldError(errors, 'token', `${formula.id} does not take network tokens`);
   if (!row.active) addFieldError(errors, 'connection_id', 'the connection is not active');
   else if (row.status !== 'available')
     addFieldError(errors, 'connection_id', `the connection is ${row.status}, not available`);
@@ -127,10 +131,26 @@ export function threeDSessionId(value: unknown): string | null {
 /** The card as a transaction shows it: scheme, last four digits, expiry and fingerprint. */
 export function paymentMethodOf(token: UsableToken): PaymentMethodSummary {
   const mask = token.mask as { number: string; expiration_month: number; expiration_year: number };
+  const network =
+    token.type === 'network_token'
+      ? { method: 'network_token' as const, source: (token.data as NetworkTokenData).source }
+      : {};
   return {
+    ...network,
     scheme: schemeOf(token.card_brand),
     label: mask.number.slice(-4),
     expiration_date: `${String(mask.expiration_month).padStart(2, '0')}/${String(mask.expiration_year % 100).padStart(2, '0')}`,
     fingerprint: token.fingerprint,
+  };
+}
+
+/** What a processor is told of a network token besides its DPAN: where it comes from, its ECI and scheme, the cryptogram when sent. */
+export function networkTokenOf(token: UsableToken, cryptogram: string | undefined): NetworkTokenDetails {
+  const data = token.data as NetworkTokenData;
+  return {
+    source: data.source,
+    scheme: data.scheme ?? schemeOf(token.card_brand),
+    ...(data.eci !== undefined ? { eci: data.eci } : {}),
+    ...(cryptogram !== undefined ? { cryptogram } : {}),
   };
 }

@@ -37,7 +37,10 @@ import type { CreateTransactionDto, TransactionDto } from './transaction.dto';
 import { stateOf, TransactionRow } from './transactions.repository';
 import { TransactionRouting } from './transaction-routing';
 import { ChargedCard, ChargedCards } from './charged-card';
+import { networkTokenOf } from './transaction-checks';
 import type { FlowEvaluationDto } from '../flows/flow-rule.dto';
+import { ConnectionTokensService, type ConnectionTokenUse } from '../buyers/connection-tokens.service';
+import { attemptCredential, takesConnectionTokens } from './connection-token-choice';
 
 const UNANSWERED = Symbol('unanswered');
 
@@ -75,6 +78,7 @@ export class TransactionCreationService {
     private readonly breaker: ConnectionBreaker,
     private readonly metrics: Metrics,
     private readonly cards: ChargedCards,
+    private readonly connectionTokens: ConnectionTokensService,
   ) {}
 
   async create(origin: RequestOrigin, body: CreateTransactionDto): Promise<TransactionDto> {
@@ -99,8 +103,8 @@ export class TransactionCreationService {
     const decision = await this.routing.decide(who.tenantId, body, token);
     if (decision.declined) return this.declinedByRule(origin, body, card, sessionId, decision.ruleId);
     const candidates = body.connection_id
-      ? [await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id })]
-      : await this.routing.candidates(who.tenantId, decision, body);
+      ? [await this.routing.named(who.tenantId, { ...body, connection_id: body.connection_id }, token.type)]
+      : await this.routing.candidates(who.tenantId, decision, body, token.type);
     let index = Math.max(this.breaker.next(candidates, 0, this.clock.now().getTime()), 0);
     let connection = candidates[index];
 
@@ -119,8 +123,15 @@ export class TransactionCreationService {
 
     // The CVC goes only where the cardholder gives the card: ecommerce, and the first customer-initiated
     // payment of a card on file or a subscription; never with a merchant-initiated or subsequent one.
-    const cvc = cardholderPresent(initiationOf(body)) ? token.cvc : undefined;
-    const cvcTokenId = cvc !== undefined ? token.id : undefined;
+    // A network token's cryptogram likewise: one authorization with the cardholder, then forgotten.
+    const present = cardholderPresent(initiationOf(body));
+    const cvc = present ? token.cvc : undefined;
+    const cryptogram = present ? token.cryptogram : undefined;
+    const cvcTokenId = cvc !== undefined || cryptogram !== undefined ? token.id : undefined;
+    // A buyer's stored card charged by the merchant: the processors' tokens it carries (docs/buyers.md).
+    const held = takesConnectionTokens(body, card)
+      ? await this.connectionTokens.forPayment(who.tenantId, token.id)
+      : [];
     for (let attempt = 1; ; attempt++) {
       const answer = await this.authorizeAt(
         connection,
@@ -129,7 +140,7 @@ export class TransactionCreationService {
         body,
         token,
         sessionId,
-        cvc,
+        { cvc, cryptogram, held },
         threeDSecure,
       );
       if (answer === UNANSWERED) return this.leftToSettlement(origin, id, cvcTokenId);
@@ -177,7 +188,7 @@ export class TransactionCreationService {
     body: CreateTransactionDto,
     token: UsableToken,
     sessionId: string | null,
-    cvc: string | undefined,
+    { cvc, cryptogram, held }: { cvc?: string; cryptogram?: string; held: ConnectionTokenUse[] },
     threeDSecure: ThreeDSecureData | null,
   ): Promise<AuthorizeResult | typeof UNANSWERED> {
     const data = token.data as CardData;
@@ -200,8 +211,9 @@ export class TransactionCreationService {
             expiration_year: data.expiration_year,
           },
           ...(cvc !== undefined ? { cvc } : {}),
+          ...(token.type === 'network_token' ? { networkToken: networkTokenOf(token, cryptogram) } : {}),
           ...initiationOf(body),
-          previousSchemeTransactionId: body.previous_scheme_transaction_id ?? null,
+          ...attemptCredential(held, connection.row.id, body),
           threeDSessionId: sessionId,
           ...(threeDSecure ? { threeDSecureData: threeDSecure } : {}),
           threeDSecureEnabled: connection.row.threeDSecureEnabled,
@@ -324,7 +336,12 @@ export class TransactionCreationService {
     body = checked.body;
     const decision = await this.routing.decide(who.tenantId, body, checked.card.token);
     if (decision.declined) return { declined: true, rule_id: decision.ruleId, connections: [] };
-    const usable = await this.routing.usable(who.tenantId, decision.candidates, body);
+    const usable = await this.routing.usable(
+      who.tenantId,
+      decision.candidates,
+      body,
+      checked.card.token.type,
+    );
     return {
       declined: false,
       rule_id: decision.ruleId,

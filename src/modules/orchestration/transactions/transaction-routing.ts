@@ -35,31 +35,33 @@ export class TransactionRouting {
   async named(
     tenantId: string,
     body: CreateTransactionDto & { connection_id: string },
+    tokenType?: string,
   ): Promise<UsableConnection> {
     const errors: FieldErrors = {};
     const connection = await this.connections.loadForPayment(tenantId, body.connection_id);
     if (!connection) addFieldError(errors, 'connection_id', 'no such connection');
-    else checkAgainstConnection(connection, body, errors);
+    else checkAgainstConnection(connection, body, errors, tokenType);
     if (Object.keys(errors).length || !connection) throw new ValidationException(errors);
     return connection;
   }
 
   /**
    * Of a route rule's connections, those that exist, are active and available, accept the currency (and
-   * the country when one is sent) and support what the request needs, in the rule's order. A connection
-   * deleted since the rule was written is skipped.
+   * the country when one is sent) and support what the request needs (a network token: `network_tokens`),
+   * in the rule's order. A connection deleted since the rule was written is skipped.
    */
   async usable(
     tenantId: string,
     candidates: string[],
     body: CreateTransactionDto,
+    tokenType?: string,
   ): Promise<UsableConnection[]> {
     const usable: UsableConnection[] = [];
     for (const id of candidates) {
       const connection = await this.connections.loadForPayment(tenantId, id);
       if (!connection) continue;
       const refusals: FieldErrors = {};
-      checkAgainstConnection(connection, body, refusals);
+      checkAgainstConnection(connection, body, refusals, tokenType);
       if (!Object.keys(refusals).length) usable.push(connection);
     }
     return usable;
@@ -70,8 +72,9 @@ export class TransactionRouting {
     tenantId: string,
     decision: RoutingDecision,
     body: CreateTransactionDto,
+    tokenType?: string,
   ): Promise<UsableConnection[]> {
-    const usable = decision.declined ? [] : await this.usable(tenantId, decision.candidates, body);
+    const usable = decision.declined ? [] : await this.usable(tenantId, decision.candidates, body, tokenType);
     if (usable.length) return usable;
     const why =
       !decision.declined && decision.ruleId

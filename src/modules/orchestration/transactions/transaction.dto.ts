@@ -207,9 +207,12 @@ export class TransactionBuyerDto {
 export class PaymentMethodDto {
   @ApiProperty({ enum: ['payment-method'] })
   type: 'payment-method';
-  @ApiProperty({ enum: ['card'] })
-  method: 'card';
-  /** The card token. */
+  @ApiProperty({ enum: ['card', 'network_token'] })
+  method: 'card' | 'network_token';
+  /** A network token's origin: `apple_pay`, `google_pay` or `merchant` (absent for a card). */
+  @ApiPropertyOptional({ enum: ['apple_pay', 'google_pay', 'merchant'] })
+  source?: 'apple_pay' | 'google_pay' | 'merchant';
+  /** The card or network token. */
   id: string;
   /** @example "visa" */
   scheme: string | null;

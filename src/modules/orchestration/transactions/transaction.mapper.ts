@@ -39,7 +39,8 @@ export function transactionDto(
     previous_scheme_transaction_id: row.previous_scheme_transaction_id,
     payment_method: {
       type: 'payment-method',
-      method: 'card',
+      method: row.payment_method.method ?? 'card',
+      ...(row.payment_method.source ? { source: row.payment_method.source } : {}),
       id: row.token_id,
       scheme: row.payment_method.scheme,
       label: row.payment_method.label,

@@ -7,7 +7,7 @@ import {
 } from './card-rules';
 import type { FieldErrors } from '../../../common/errors/problem.exception';
 
-export const TOKEN_TYPES = ['token', 'card', 'bank'] as const;
+export const TOKEN_TYPES = ['token', 'card', 'bank', 'network_token'] as const;
 export type TokenType = (typeof TOKEN_TYPES)[number];
 
 export interface CardData {
@@ -15,6 +15,19 @@ export interface CardData {
   expiration_month: number;
   expiration_year: number;
   cvc?: string;
+  /** Only on a card imported with the holder's name (docs/migration.md); tokenize takes none. */
+  holder_name?: string;
+}
+
+/** Where a network token comes from (docs/wallets.md). */
+export const NETWORK_TOKEN_SOURCES = ['apple_pay', 'google_pay', 'merchant'] as const;
+export type NetworkTokenSource = (typeof NETWORK_TOKEN_SOURCES)[number];
+
+/** A network token's data as stored: its cryptogram is sealed apart (as a card's CVC), never here. */
+export interface NetworkTokenData extends Omit<CardData, 'cvc'> {
+  eci?: string;
+  scheme?: string;
+  source: NetworkTokenSource;
 }
 
 export interface BankData {
@@ -30,6 +43,7 @@ export interface TypeDefaults {
 export const TYPE_DEFAULTS: Record<TokenType, TypeDefaults> = {
   token: { containers: ['/general/high/'], fingerprintExpression: '{{ data | stringify }}' },
   card: { containers: ['/pci/high/'], fingerprintExpression: '{{ data.number }}' },
+  network_token: { containers: ['/pci/high/'], fingerprintExpression: '{{ data.number }}' },
   bank: {
     containers: ['/bank/high/'],
     fingerprintExpression: '{{ data.account_number }}|{{ data.routing_number }}',
@@ -44,6 +58,8 @@ export interface ValidatedData {
   /** The data to encrypt (for cards, without the CVC, which is sealed apart). */
   data: unknown;
   cvc?: string;
+  /** A network token's one-time cryptogram: sealed apart as a CVC is, never shown, revealed or proxied. */
+  cryptogram?: string;
   mask?: TokenMask;
   /** Card scheme as card-validator names it (`visa`, `mastercard`, `american-express`, ...). */
   brand?: string;
@@ -159,6 +175,56 @@ function brandOf(digits: string): CardBrand | undefined {
   return brand;
 }
 
+const NETWORK_TOKEN_FIELDS = ['number', 'expiration_month', 'expiration_year', 'cryptogram', 'eci', 'scheme', 'source'];
+
+/**
+ * A network token (a DPAN with its expiry, as a card, and the facts of a wallet's or a merchant's
+ * token): the number checked as a card's; the cryptogram (base64, at most 128 characters) sealed apart.
+ * Messages never repeat a value.
+ */
+function validateNetworkToken(
+  value: unknown,
+  path: string,
+  now: Date,
+  errors: FieldErrors,
+): ValidatedData | undefined {
+  if (!isPlainObject(value)) {
+    addFieldError(
+      errors,
+      path,
+      'network_token data must be an object with number, expiration_month, expiration_year, source and optional cryptogram, eci and scheme',
+    );
+    return undefined;
+  }
+  const start = Object.keys(errors).length;
+  unknownFields(value, NETWORK_TOKEN_FIELDS, path, errors);
+  const { number, expiration_month, expiration_year, cryptogram, eci, scheme, source } = value;
+  const card = validateCard({ number, expiration_month, expiration_year }, path, now, errors);
+  if (cryptogram !== undefined && (typeof cryptogram !== 'string' || !/^[A-Za-z0-9+/=_-]{1,128}$/.test(cryptogram)))
+    addFieldError(errors, `${path}.cryptogram`, 'cryptogram must be 1 to 128 base64 characters');
+  if (eci !== undefined && (typeof eci !== 'string' || !/^\d{1,2}$/.test(eci)))
+    addFieldError(errors, `${path}.eci`, 'eci must be one or two digits');
+  if (scheme !== undefined && (typeof scheme !== 'string' || !/^[a-z][a-z_-]{1,31}$/.test(scheme)))
+    addFieldError(errors, `${path}.scheme`, 'scheme must be a scheme name such as visa or mastercard');
+  if (typeof source !== 'string' || !(NETWORK_TOKEN_SOURCES as readonly string[]).includes(source))
+    addFieldError(errors, `${path}.source`, `source must be one of ${NETWORK_TOKEN_SOURCES.join(', ')}`);
+  if (Object.keys(errors).length > start || !card) return undefined;
+  const eciDigits = typeof eci === 'string' ? eci.padStart(2, '0') : undefined;
+  const shownScheme = (scheme as string | undefined) ?? card.brand;
+  return {
+    data: {
+      ...(card.data as object),
+      ...(eciDigits ? { eci: eciDigits } : {}),
+      ...(shownScheme ? { scheme: shownScheme } : {}),
+      source,
+    },
+    ...(typeof cryptogram === 'string' ? { cryptogram } : {}),
+    mask: { ...card.mask!, ...(shownScheme ? { scheme: shownScheme } : {}), source: source as string },
+    brand: card.brand,
+    bin: card.bin,
+  };
+}
+
 /** ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). */
 export function isAbaRoutingNumber(value: string): boolean {
   if (!/^\d{9}$/.test(value)) return false;
@@ -193,18 +259,24 @@ function validateBank(value: unknown, path: string, errors: FieldErrors): Valida
 
 /**
  * What a read through a reveal rule shows of a token's stored data: a card's
- * number and expiry (never a CVC, which is not stored with it anyway), a bank's two numbers, a `token`'s
+ * number and expiry (and holder's name, when imported with one; never a CVC, which is not stored with it anyway), a bank's two numbers, a `token`'s
  * JSON value.
  */
 export function revealedData(type: TokenType, data: unknown): unknown {
   switch (type) {
     case 'card': {
-      const { number, expiration_month, expiration_year } = data as CardData;
-      return { number, expiration_month, expiration_year };
+      // `holder_name`: a card imported with one (docs/migration.md).
+      const { number, expiration_month, expiration_year, holder_name } = data as CardData;
+      return { number, expiration_month, expiration_year, ...(holder_name ? { holder_name } : {}) };
     }
     case 'bank': {
       const { routing_number, account_number } = data as BankData;
       return { routing_number, account_number };
+    }
+    case 'network_token': {
+      // Its number behaves as a card's; its cryptogram is not in the data (sealed apart), so never here.
+      const { number, expiration_month, expiration_year, eci, scheme, source } = data as NetworkTokenData;
+      return { number, expiration_month, expiration_year, eci, scheme, source };
     }
     case 'token':
       return data;
@@ -224,6 +296,8 @@ export function validateData(
       return validateCard(data, path, now, errors);
     case 'bank':
       return validateBank(data, path, errors);
+    case 'network_token':
+      return validateNetworkToken(data, path, now, errors);
     case 'token':
       if (data === undefined || data === null || data === '') {
         addFieldError(errors, path, 'data is required');

@@ -11,6 +11,10 @@ export class TokenMaskDto {
   routing_number?: string;
   /** @example "XXXXX6789" */
   account_number?: string;
+  /** A network token's scheme. @example "visa" */
+  scheme?: string;
+  /** Where a network token comes from: `apple_pay`, `google_pay` or `merchant`. */
+  source?: string;
 }
 
 /** What a card token shows of its card beyond the mask: never more of the number than BIN and last four. */
@@ -37,7 +41,7 @@ export class TokenObjectDto {
   /** The id given at tokenize (1 to 400 letters, digits, `_` and `-`; unique in the tenant), or a uuid. */
   id: string;
   tenant_id: string;
-  @ApiProperty({ enum: ['token', 'card', 'bank'], type: 'string' })
+  @ApiProperty({ enum: ['token', 'card', 'bank', 'network_token'], type: 'string' })
   type: string;
   /** Cards and banks, when the token is the whole response. */
   @ApiPropertyOptional({ type: TokenMaskDto })
@@ -45,7 +49,8 @@ export class TokenObjectDto {
   /**
    * Cards and banks inside a composite tokenize response: the same masked content as `mask`. A token
    * read through a `reveal` rule (get, list, search) carries its data in clear here instead of `mask`:
-   * a card's `{number, expiration_month, expiration_year}` (never the CVC), a bank's
+   * a card's `{number, expiration_month, expiration_year}` (never the CVC), a network token's the same
+   * with `eci`, `scheme` and `source` (never its cryptogram), a bank's
    * `{routing_number, account_number}`, a `token`'s JSON value.
    */
   @ApiPropertyOptional({

@@ -117,7 +117,7 @@ export const TokensApi = {
           additionalProperties: true,
           required: ['type', 'data'],
           properties: {
-            type: { type: 'string', enum: ['token', 'card', 'bank'] },
+            type: { type: 'string', enum: ['token', 'card', 'bank', 'network_token'] },
             id: {
               type: 'string',
               pattern: TOKEN_ID_PATTERN.source,

@@ -15,7 +15,7 @@ export function enumerableNumbers(
   el: Pick<ParsedElement, 'type' | 'validated' | 'fingerprintInput'>,
 ): string[] {
   const numbers = new Set<string>();
-  if (el.type === 'card') {
+  if (el.type === 'card' || el.type === 'network_token') {
     const number = (el.validated.data as { number?: unknown }).number;
     if (typeof number === 'string') numbers.add(number);
   }
@@ -36,9 +36,13 @@ export interface CountedNumber {
   fingerprint: string;
 }
 
+/** A number's group: the HMAC of its first 6 and last 4 digits (domain-separated from fingerprints). */
+const groupOf = (fingerprintKey: Buffer, number: string): Buffer =>
+  hmac(fingerprintKey, `card-enumeration:group:${number.slice(0, 6)}:${number.slice(-4)}`);
+
 export function countedNumber(fingerprintKey: Buffer, number: string): CountedNumber {
   return {
-    group: hmac(fingerprintKey, `card-enumeration:group:${number.slice(0, 6)}:${number.slice(-4)}`),
+    group: groupOf(fingerprintKey, number),
     number: hmac(fingerprintKey, `card-enumeration:number:${number}`),
     fingerprint: hmacBase62(fingerprintKey, number),
   };
@@ -95,9 +99,8 @@ export function countNumbers(
  */
 export function pendingGroups(fingerprintKey: Buffer, numbers: string[]): Buffer[] | null {
   if (!numbers.length) return null;
-  const groups = new Map(
-    numbers.map((n) => countedNumber(fingerprintKey, n).group).map((g) => [g.toString('hex'), g]),
-  );
+  if (numbers.length === 1) return [groupOf(fingerprintKey, numbers[0])];
+  const groups = new Map(numbers.map((n) => groupOf(fingerprintKey, n)).map((g) => [g.toString('hex'), g]));
   return [...groups.values()];
 }
 

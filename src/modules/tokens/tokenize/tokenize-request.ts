@@ -5,6 +5,15 @@ import type { ExpressionBatch, ExpressionOutcome } from '../expressions/expressi
 import { ExpressionError } from '../expressions/expression-engine';
 import { isTokenId, normalizeTokenId, TOKEN_ID_FORMAT } from '../data/token-id';
 import { TOKEN_TYPES, TokenType, TYPE_DEFAULTS, ValidatedData, validateData } from '../data/validate-data';
+import type { ChangeWrites } from '../../../common/unit-of-work/write-batch';
+
+/** How `TokenizeService.createOne` makes its token. */
+export interface CreateOneOptions {
+  /** The element is a wallet payload the vault verified and decrypted itself (docs/wallets.md). */
+  fromWallet?: boolean;
+  /** Writes of the token's change beside the token (given its id): they commit with it or fail it. */
+  alsoWrite?: (change: ChangeWrites, tokenId: string) => Promise<void>;
+}
 
 export const MAX_TOKENS_PER_REQUEST = 100;
 /**

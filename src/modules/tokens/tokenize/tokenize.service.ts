@@ -4,11 +4,12 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { RuleTransform } from '../../../common/auth/access-rule';
 import { mayHoldPermission, type Principal } from '../../../common/auth/principal';
-import { hmac, hmacBase62, TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
+import { hmacBase62, TenantKeys, TenantKeysService } from '../../../common/crypto/tenant-keys.service';
 import { FieldErrors } from '../../../common/errors/problem.exception';
 import { Clock } from '../../../common/jobs/clock';
 import { Metrics } from '../../../common/metrics/metrics';
 import type { Change } from '../../../common/unit-of-work/change';
+import type { ChangeWrites } from '../../../common/unit-of-work/write-batch';
 import type { RequestOrigin } from '../../../common/unit-of-work/origin.decorator';
 import { UnitOfWork } from '../../../common/unit-of-work/unit-of-work';
 import { enumerableNumbers, pendingGroups } from '../enumeration/card-enumeration';
@@ -19,7 +20,6 @@ import {
 } from '../enumeration/card-enumeration.service';
 import { ExpressionEvaluator } from '../expressions/expression-evaluator';
 import { decide, refusedContainers } from '../access/token-access';
-import { sealCvc, sealData } from '../data/seal-data';
 import { TokenDto, tokenDto, tokenEvent } from '../token-answer';
 import {
   applyEvaluation,
@@ -32,11 +32,13 @@ import {
   ParsedElement,
   rebuild,
   Slot,
+  type CreateOneOptions,
 } from './tokenize-request';
-import { NewTokens, TokenRow, TokensRepository } from '../tokens.repository';
+import { TokenRow, TokensRepository } from '../tokens.repository';
+import { sealedRows } from './sealed-rows';
 import { PublicTokenizeLimit } from './public-tokenize-limit';
 
-export const CVC_RETENTION_MS = 60 * 60 * 1000;
+export { CVC_RETENTION_MS } from './sealed-rows';
 
 /**
  * How many times a one-statement tokenize counted by the card enumeration guard is tried again when other
@@ -117,14 +119,24 @@ export class TokenizeService {
     );
   }
 
-  /** POST /tokens: one element, the token object with its mask. */
-  async createOne(origin: RequestOrigin, body: unknown): Promise<TokenDto> {
+  /**
+   * POST /tokens: one element, the token object with its mask. A wallet payload the vault verified and
+   * decrypted (docs/wallets.md) comes `fromWallet`: a public key or a session may make it a `network_token`.
+   */
+  async createOne(
+    origin: RequestOrigin,
+    body: unknown,
+    { fromWallet = false, alsoWrite }: CreateOneOptions = {},
+  ): Promise<TokenDto> {
     if (!isPlainObject(body))
       throw TokensException.badRequest('The body must be a token request object with type and data.');
     await this.publicLimit.count(origin);
-    const prepared = await this.prepare(origin.actor, [{ path: '', raw: body }]);
-    return this.create(origin, prepared, ([created]) =>
-      tokenDto(created.row, { transform: created.transform, readable: created.readable }),
+    const prepared = await this.prepare(origin.actor, [{ path: '', raw: body }], {}, fromWallet);
+    return this.create(
+      origin,
+      prepared,
+      ([created]) => tokenDto(created.row, { transform: created.transform, readable: created.readable }),
+      alsoWrite && ((change, [created]) => alsoWrite(change, created.row.id)),
     );
   }
 
@@ -132,7 +144,12 @@ export class TokenizeService {
    * Validates every slot (adding to the errors found so far), checks permissions and evaluates the
    * expressions (off the event loop); reads and writes nothing.
    */
-  private async prepare(who: Principal, slots: Slot[], errors: FieldErrors = {}): Promise<Prepared> {
+  private async prepare(
+    who: Principal,
+    slots: Slot[],
+    errors: FieldErrors = {},
+    fromWallet = false,
+  ): Promise<Prepared> {
     const now = this.clock.now();
     const parsed: ParsedElement[] = [];
     for (const slot of slots) {
@@ -140,6 +157,12 @@ export class TokenizeService {
       if (element) parsed.push(element);
     }
     if (Object.keys(errors).length) throw new ValidationException(errors);
+    // A network token with its cryptogram is a payment credential: in a browser or an app it comes
+    // only from a wallet payload the vault verified and decrypted itself, never as typed-in data.
+    if (!fromWallet && who.applicationType === 'public' && parsed.some((el) => el.type === 'network_token'))
+      throw TokensException.forbidden(
+        'A public key or a session creates network_token tokens only from a wallet payload (POST /wallets/...).',
+      );
     const refused = parsed.flatMap((el) =>
       refusedContainers(who, { id: el.id ?? '', type: el.type, containers: el.containers }).map(
         (container) => `${container}${el.path ? ` (at ${el.path})` : ''}`,
@@ -175,6 +198,7 @@ export class TokenizeService {
     origin: RequestOrigin,
     prepared: Prepared,
     answer: (created: CreatedToken[]) => T,
+    alsoWrite?: (change: ChangeWrites, created: CreatedToken[]) => Promise<void>,
   ): Promise<T> {
     const who = origin.actor;
     const keys = await this.tenantKeys.keysFor(who.tenantId);
@@ -182,20 +206,21 @@ export class TokenizeService {
     const locked =
       !prepared.parsed.every((el) => el.id === undefined && !el.deduplicate) ||
       (counted && !this.enumeration.optimistic);
+    const run = async (change: Change) => {
+      const created = await this.write(change, who, keys, prepared, prepared.numbers);
+      await alsoWrite?.(change, created);
+      return answer(created);
+    };
     try {
       for (let tries = 1; !locked && tries <= OPTIMISTIC_TRIES; tries++) {
         try {
-          return await this.work.statement(origin, async (change) =>
-            answer(await this.write(change, who, keys, prepared, prepared.numbers)),
-          );
+          return await this.work.statement(origin, run);
         } catch (error) {
           if (!(error instanceof CardEnumerationConflict)) throw error;
           this.metrics.cardEnumerationConflict();
         }
       }
-      return await this.work.transaction(origin, async (change) =>
-        answer(await this.write(change, who, keys, prepared, prepared.numbers)),
-      );
+      return await this.work.transaction(origin, run);
     } catch (error) {
       if (error instanceof CardEnumerationRefused) await this.enumeration.refused(who);
       throw error;
@@ -335,33 +360,7 @@ export class TokenizeService {
     now: Date,
   ): Promise<void> {
     if (!fresh.length) return;
-    const rows: NewTokens = {
-      tokens: fresh.map(({ row, element }) => ({
-        ...row,
-        data: sealData(keys, row, element.validated.data),
-        data_key: keys.data.generation,
-      })),
-      digests: fresh.flatMap(({ row, element }) =>
-        [...new Set(element.indexValues)].map((value) => ({
-          tenantId: row.tenant_id,
-          tokenId: row.id,
-          digest: hmac(keys.searchIndex, value),
-        })),
-      ),
-      cvcs: fresh.flatMap(({ row, element }) =>
-        element.validated.cvc
-          ? [
-              {
-                tenantId: row.tenant_id,
-                tokenId: row.id,
-                cvc: sealCvc(keys, row, element.validated.cvc),
-                dataKey: keys.data.generation,
-                expiresAt: new Date(now.getTime() + CVC_RETENTION_MS),
-              },
-            ]
-          : [],
-      ),
-    };
+    const rows = sealedRows(keys, fresh, now);
     await this.tokens.insert(
       change,
       rows,

@@ -4,6 +4,7 @@ import type {
   AuthorizeResult,
   CaptureRequest,
   ChallengeRequest,
+  ConnectionToken,
   Credentials,
   OperationRequest,
   OperationResult,
@@ -30,6 +31,8 @@ import {
   LIVE_PREFIX,
 } from './adyen-api';
 import { HMAC_KEY_FORMAT } from './adyen-hmac';
+import { networkTokenOf, withCryptogram } from '../network-token';
+import { ADYEN_BRANDS, networkTokenMpiData, storedTokenInteraction } from './adyen-network-token';
 import { AdyenPaymentResponse, authorizeRefused, authorizeResult, serviceErrorCode } from './adyen-results';
 
 /** Adyen's answer to a capture, a cancel or a refund: `received`, confirmed later by notification. */
@@ -63,7 +66,6 @@ function interaction(request: AuthorizeRequest): Record<string, string> {
 export const adyenRefundReference = (reconciliationId: string, refundId: string): string =>
   `${reconciliationId}.${toReconciliationId(refundId)}`;
 
-/** The merchant reference of a technical cancel (a cancel by our reference, without Adyen's). */
 /** `three_d_secure_data` as Adyen's `mpiData`. */
 function adyenMpiData(data: ThreeDSecureData): Record<string, string> {
   return {
@@ -78,6 +80,16 @@ function adyenMpiData(data: ThreeDSecureData): Record<string, string> {
   };
 }
 
+/**
+ * A processor's token for the card (docs/buyers.md, "Connection tokens"): Adyen charges a stored payment
+ * method (`paymentMethod.storedPaymentMethodId`) only with the `shopperReference` it was stored under, and
+ * with the `recurringProcessingModel` and `ContAuth` of the payment (interaction()).
+ */
+function storedPaymentMethod(stored: ConnectionToken): Record<string, string> {
+  return stored.customer ? { shopperReference: stored.customer } : {};
+}
+
+/** The merchant reference of a technical cancel (a cancel by our reference, without Adyen's). */
 export const adyenTechnicalCancelReference = (reconciliationId: string): string =>
   `${reconciliationId}.cancel`;
 
@@ -146,32 +158,46 @@ export class AdyenProcessor implements ProcessorPort, VendorHooks {
   }
 
   async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
-    const cvcSent = request.cvc !== undefined;
+    const token = networkTokenOf(request);
+    const stored = request.connectionToken;
+    // A network token carries no CVC (its cryptogram stands for it), nor does a stored payment method.
+    const cvcSent = request.cvc !== undefined && !token && !stored;
     const body: Record<string, unknown> = {
       amount: { value: request.amount, currency: request.currency },
       reference: attemptReference(request),
       returnUrl: vendorReturnUrl(this.settings.publicBaseUrl, request.reconciliationId),
-      paymentMethod: {
-        type: 'scheme',
-        number: request.card.number,
-        expiryMonth: String(request.card.expiration_month).padStart(2, '0'),
-        expiryYear: String(request.card.expiration_year),
-        ...(cvcSent ? { cvc: request.cvc } : {}),
-        ...(request.previousSchemeTransactionId
-          ? { networkPaymentReference: request.previousSchemeTransactionId }
-          : {}),
-      },
-      ...interaction(request),
+      // The merchant's stored payment method at Adyen, under the shopper it was stored for; or the card.
+      ...(stored ? storedPaymentMethod(stored) : {}),
+      paymentMethod: stored
+        ? { type: 'scheme', storedPaymentMethodId: stored.token }
+        : {
+            type: token ? 'networkToken' : 'scheme',
+            number: request.card.number,
+            expiryMonth: String(request.card.expiration_month).padStart(2, '0'),
+            expiryYear: String(request.card.expiration_year),
+            ...(token && ADYEN_BRANDS[token.scheme ?? ''] ? { brand: ADYEN_BRANDS[token.scheme ?? ''] } : {}),
+            ...(cvcSent && !token ? { cvc: request.cvc } : {}),
+            ...(request.previousSchemeTransactionId
+              ? { networkPaymentReference: request.previousSchemeTransactionId }
+              : {}),
+          },
+      ...(token && !withCryptogram(token) ? storedTokenInteraction(request) : interaction(request)),
       ...(request.intent === 'authorize'
         ? { additionalData: { manualCapture: 'true' } }
         : { captureDelayHours: 0 }),
-      // 3-D Secure through Adyen's redirect page only: the approval page can send the buyer there.
-      authenticationData: request.threeDSecureEnabled
-        ? { threeDSRequestData: { nativeThreeDS: 'disabled' } }
-        : { attemptAuthentication: 'never' },
+      // 3-D Secure through Adyen's redirect page only: the approval page can send the buyer there. A
+      // network token's cryptogram is the cardholder's authentication: no 3-D Secure on top of it.
+      authenticationData:
+        request.threeDSecureEnabled && !withCryptogram(token)
+          ? { threeDSRequestData: { nativeThreeDS: 'disabled' } }
+          : { attemptAuthentication: 'never' },
       ...(request.country ? { countryCode: request.country } : {}),
-      // A 3-D Secure authentication made elsewhere (Adyen's ThreeDSecureData).
-      ...(request.threeDSecureData ? { mpiData: adyenMpiData(request.threeDSecureData) } : {}),
+      // A network token's cryptogram, or a 3-D Secure authentication made elsewhere (Adyen's ThreeDSecureData).
+      ...(withCryptogram(token)
+        ? { mpiData: networkTokenMpiData(token) }
+        : request.threeDSecureData
+          ? { mpiData: adyenMpiData(request.threeDSecureData) }
+          : {}),
     };
     const answer = await this.call<AdyenPaymentResponse>(
       request.credentials,

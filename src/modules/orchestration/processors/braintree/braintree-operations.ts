@@ -98,6 +98,25 @@ mutation TokenizeCreditCard($input: TokenizeCreditCardInput!) {
   }
 }`;
 
+/**
+ * A network token (a wallet's DPAN, or the merchant's own) with its cryptogram, as a single-use payment
+ * method: `NetworkTokenInput` (number, expiry, cryptogram, eCommerceIndicator, originDetails).
+ */
+export const TOKENIZE_NETWORK_TOKEN = `
+mutation TokenizeNetworkToken($input: TokenizeNetworkTokenInput!) {
+  tokenizeNetworkToken(input: $input) {
+    paymentMethod {
+      id
+    }
+  }
+}`;
+
+/** A vaulted payment method's GraphQL id from its legacy token (Braintree's other APIs and vault exports). */
+export const PAYMENT_METHOD_ID_FROM_LEGACY_ID = `
+query PaymentMethodIdFromLegacyId($legacyId: ID!) {
+  idFromLegacyId(legacyId: $legacyId, type: PAYMENT_METHOD)
+}`;
+
 export const AUTHORIZE_PAYMENT_METHOD = `
 mutation AuthorizePaymentMethod($input: AuthorizePaymentMethodInput!) {
   authorizePaymentMethod(input: $input) {
@@ -201,6 +220,8 @@ export const BRAINTREE_OPERATIONS = {
   Viewer: VIEWER,
   ViewerWithAccount: VIEWER_WITH_ACCOUNT,
   TokenizeCreditCard: TOKENIZE_CREDIT_CARD,
+  TokenizeNetworkToken: TOKENIZE_NETWORK_TOKEN,
+  PaymentMethodIdFromLegacyId: PAYMENT_METHOD_ID_FROM_LEGACY_ID,
   AuthorizePaymentMethod: AUTHORIZE_PAYMENT_METHOD,
   ChargePaymentMethod: CHARGE_PAYMENT_METHOD,
   CaptureTransaction: CAPTURE_TRANSACTION,

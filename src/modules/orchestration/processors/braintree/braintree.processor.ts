@@ -24,6 +24,7 @@ import {
   refusalCode,
 } from './braintree-api';
 import * as ops from './braintree-operations';
+import { paymentMethodOf } from './braintree-payment-methods';
 import {
   braintreeAmount,
   BraintreeRefund,
@@ -132,9 +133,10 @@ export class BraintreeProcessor implements ProcessorPort {
 
   async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
     const deadline = Date.now() + AUTHORIZE_BUDGET_MS;
-    const cvcSent = request.cvc !== undefined;
-    const failed = (errorCode: string): AuthorizeResult => ({
-      outcome: 'failed',
+    // A network token carries no CVC (its cryptogram stands for it).
+    const cvcSent = request.cvc !== undefined && !request.networkToken;
+    const failed = (errorCode: string, declined = false): AuthorizeResult => ({
+      outcome: declined ? 'declined' : 'failed',
       captured: false,
       connectionTransactionId: null,
       schemeTransactionId: null,
@@ -146,34 +148,13 @@ export class BraintreeProcessor implements ProcessorPort {
     // Braintree verifies a card (a zero-amount check) only once it is vaulted there, which this adapter
     // never does: an amount of 0 is refused before any call.
     if (request.amount === 0) return failed('zero_amount_unsupported');
-    let tokenized: BraintreeAnswer<{
-      tokenizeCreditCard?: { paymentMethod?: { id?: string } | null } | null;
-    }>;
-    try {
-      tokenized = await this.call(request.credentials, 'TokenizeCreditCard', {
-        input: {
-          creditCard: {
-            number: request.card.number,
-            expirationMonth: String(request.card.expiration_month).padStart(2, '0'),
-            expirationYear: String(request.card.expiration_year),
-            ...(cvcSent ? { cvv: request.cvc } : {}),
-          },
-        },
-      });
-    } catch (error) {
-      // Tokenizing moves no money: a lost answer is as good as none (another connection may be tried).
-      if (error instanceof ProcessorUnavailable && !(error instanceof ProcessorUnreachable))
-        throw new ProcessorUnreachable('Braintree did not tokenize the card');
-      throw error;
-    }
-    if (!tokenized.ok) {
-      // Braintree's validation of the card itself (81715 a number that is not valid, 81716 its length).
-      if (tokenized.legacyCode === '81715' || tokenized.legacyCode === '81716')
-        return { ...failed('invalid_card_number'), outcome: 'declined' };
-      return failed(refusalCode(tokenized));
-    }
-    const paymentMethodId = tokenized.data.tokenizeCreditCard?.paymentMethod?.id;
-    if (!paymentMethodId) return failed('service_error');
+    // The merchant's vaulted payment method for the card (docs/buyers.md, "Connection tokens"), or the
+    // card tokenized as a single-use payment method.
+    const method = await paymentMethodOf(request, (operation, variables) =>
+      this.call(request.credentials, operation, variables),
+    );
+    if (!method.ok) return failed(method.errorCode, method.declined);
+    const paymentMethodId = method.paymentMethodId;
 
     const orderId = attemptReference(request);
     const initiator = paymentInitiator(request);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { buildSchema, Kind, NoDeprecatedCustomRule, parse, specifiedRules, validate } from 'graphql';
 import { basicAuthorization, braintreeUrl, refusalCode } from './braintree-api';
 import { BRAINTREE_OPERATIONS } from './braintree-operations';
+import { isGraphQLPaymentMethodId } from './braintree-payment-methods';
 import {
   braintreeAmount,
   BraintreeTransaction,
@@ -148,5 +149,19 @@ describe('braintree-card amounts, codes and endpoints', () => {
       errorCode: 'service_error',
     });
     expect(() => transactionResult(tx('AUTHORIZING'), false)).toThrow(ProcessorUnavailable);
+  });
+});
+
+describe('a processor’s token at Braintree', () => {
+  it('tells a GraphQL payment method id from a legacy token (which idFromLegacyId converts)', () => {
+    const id = Buffer.from('paymentmethod_cc_8b3xf5x').toString('base64');
+    expect(isGraphQLPaymentMethodId(id)).toBe(true);
+    for (const other of [
+      '8b3xf5x',
+      'tokencc_bc_string',
+      Buffer.from('transaction_k2t64zeq').toString('base64'),
+      `${id}!`,
+    ])
+      expect(isGraphQLPaymentMethodId(other)).toBe(false);
   });
 });

@@ -36,6 +36,7 @@ import {
   errorCodeOf,
   paymentId,
 } from './checkout-results';
+import { defaultEci, NetworkTokenFacts, networkTokenOf, withCryptogram } from '../network-token';
 
 /** A payment id that cannot exist: the credentials check asks for it (404 with a good key, 401 without). */
 const PROBE_PAYMENT = `pay_${'0'.repeat(26)}`;
@@ -62,6 +63,47 @@ function threeDsOf(request: AuthorizeRequest): Record<string, unknown> {
     cryptogram: data.cavv,
     version: data.version,
     ...(data.dsTransactionId ? { xid: data.dsTransactionId } : {}),
+  };
+}
+
+/** Checkout.com's `token_type` of a network token: the wallet's, or the scheme's token service. */
+function tokenTypeOf(token: NetworkTokenFacts): string | undefined {
+  if (token.source === 'apple_pay') return 'applepay';
+  if (token.source === 'google_pay') return 'googlepay';
+  return token.scheme === 'visa' ? 'vts' : token.scheme === 'mastercard' ? 'mdes' : undefined;
+}
+
+/**
+ * The payment's `source`. A card is a `card` source. A network token with its cryptogram is a
+ * `network_token` source (`04_PaymentRequestNetworkTokenSource`: the DPAN as `token`, its expiry, the
+ * `token_type`, the cryptogram and the ECI, which that schema requires: defaultEci when the wallet gave none).
+ * A network token without a cryptogram (a later payment with it, or a merchant's token of a scheme
+ * without a `token_type`) cannot be a `network_token` source in Checkout.com's document: its DPAN goes
+ * as a stored `card` source (docs/vendors.md).
+ */
+export function checkoutSource(request: AuthorizeRequest): Record<string, unknown> {
+  const token = networkTokenOf(request);
+  const tokenType = token ? tokenTypeOf(token) : undefined;
+  if (withCryptogram(token) && tokenType)
+    return {
+      type: 'network_token',
+      token: request.card.number,
+      expiry_month: request.card.expiration_month,
+      expiry_year: request.card.expiration_year,
+      token_type: tokenType,
+      cryptogram: token.cryptogram,
+      eci: token.eci ?? defaultEci(token.scheme),
+    };
+  // A network token carries no CVC (its cryptogram stands for it).
+  const cvcSent = request.cvc !== undefined && !token;
+  return {
+    type: 'card',
+    number: request.card.number,
+    expiry_month: request.card.expiration_month,
+    expiry_year: request.card.expiration_year,
+    ...(cvcSent ? { cvv: request.cvc } : {}),
+    // A card on file charged without the cardholder giving it, or a network token's DPAN without its cryptogram.
+    ...(cardholderPresent(request) && !token ? {} : { stored: true }),
   };
 }
 
@@ -119,18 +161,12 @@ export class CheckoutProcessor implements ProcessorPort, VendorHooks {
   }
 
   async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
-    const cvcSent = request.cvc !== undefined;
+    const stored = request.connectionToken;
+    const cvcSent = request.cvc !== undefined && !request.networkToken && !stored;
     const returnUrl = vendorReturnUrl(this.settings.publicBaseUrl, request.reconciliationId);
     const body: Record<string, unknown> = {
-      source: {
-        type: 'card',
-        number: request.card.number,
-        expiry_month: request.card.expiration_month,
-        expiry_year: request.card.expiration_year,
-        ...(cvcSent ? { cvv: request.cvc } : {}),
-        // A card on file charged without the cardholder giving it.
-        ...(cardholderPresent(request) ? {} : { stored: true }),
-      },
+      // The merchant's source at Checkout.com for the card (an `id` source, `src_…`), or the card.
+      source: stored ? { type: 'id', id: stored.token } : checkoutSource(request),
       amount: request.amount,
       currency: request.currency,
       payment_type: request.paymentSource === 'recurring' ? 'Recurring' : 'Regular',
@@ -140,7 +176,8 @@ export class CheckoutProcessor implements ProcessorPort, VendorHooks {
         : {}),
       reference: attemptReference(request),
       capture: request.intent === 'capture',
-      '3ds': threeDsOf(request),
+      // A network token's cryptogram is the cardholder's authentication: no 3-D Secure on top of it.
+      '3ds': withCryptogram(networkTokenOf(request)) ? { enabled: false } : threeDsOf(request),
       success_url: returnUrl,
       failure_url: returnUrl,
       processing_channel_id: request.credentials.processing_channel_id ?? '',

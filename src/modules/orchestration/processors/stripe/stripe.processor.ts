@@ -12,46 +12,13 @@ import type {
   PollRequest,
   ProcessorPort,
   RefundRequest,
-  ThreeDSecureData,
   VendorHooks,
   VendorSettings,
   VerificationResult,
 } from '../processor.port';
 import { attemptReference, authorizeIdempotencyKey, vendorReturnUrl } from '../processor.port';
-
-/**
- * Who starts the payment, as Stripe takes it. A merchant-initiated payment is `off_session` (the buyer is
- * not there to authenticate: no return URL). A customer-initiated card-on-file or recurring payment
- * that is not a subsequent one asks to keep the card for later off-session payments
- * (`setup_future_usage`). Stripe takes no earlier network transaction id with raw card data (none of
- * the PaymentIntent parameters of the `stripe` package carries one), so `previous_scheme_transaction_id`
- * does not reach Stripe (docs/vendors.md).
- */
-function merchantInitiation(
-  request: AuthorizeRequest,
-  returnUrl: string,
-): Pick<Stripe.PaymentIntentCreateParams, 'off_session' | 'setup_future_usage' | 'return_url'> {
-  if (request.merchantInitiated) return { off_session: true };
-  const stored = request.paymentSource === 'card_on_file' || request.paymentSource === 'recurring';
-  return {
-    return_url: returnUrl,
-    ...(stored && !request.isSubsequentPayment ? { setup_future_usage: 'off_session' as const } : {}),
-  };
-}
-
-/** A 3-D Secure authentication made elsewhere, as Stripe takes it (`payment_method_options[card][three_d_secure]`). */
-function stripeThreeDSecure(
-  data: ThreeDSecureData,
-): Stripe.PaymentIntentCreateParams.PaymentMethodOptions.Card.ThreeDSecure {
-  const status = data.directoryResponse ?? data.authenticationResponse;
-  return {
-    version: data.version,
-    electronic_commerce_indicator: data.eci,
-    cryptogram: data.cavv,
-    ...(data.dsTransactionId ? { transaction_id: data.dsTransactionId } : {}),
-    ...(status ? { ares_trans_status: status.toUpperCase() } : {}),
-  } as Stripe.PaymentIntentCreateParams.PaymentMethodOptions.Card.ThreeDSecure;
-}
+import { networkTokenOf } from '../network-token';
+import { cardOptions, merchantInitiation, storedPaymentMethod } from './stripe-params';
 
 /** How long one call to Stripe may take before its outcome counts as unknown (left to settlement). */
 export const STRIPE_TIMEOUT_MS = 20_000;
@@ -123,13 +90,17 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
 
   async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
     const stripe = this.client(request.credentials);
+    const token = networkTokenOf(request);
+    const stored = request.connectionToken;
+    const cvcSent = request.cvc !== undefined && !token && !stored;
     const card = {
       number: request.card.number,
       exp_month: request.card.expiration_month,
       exp_year: request.card.expiration_year,
-      ...(request.cvc !== undefined ? { cvc: request.cvc } : {}),
+      ...(cvcSent ? { cvc: request.cvc } : {}),
     };
-    const cvcSent = request.cvc !== undefined;
+    // The card, or the merchant's PaymentMethod at Stripe for it with the customer it is attached to.
+    const instrument = stored ? storedPaymentMethod(stored) : { payment_method_data: { type: 'card', card } };
     // The attempt's own reference and key: an attempt retried is answered by Stripe from its first run,
     // and the next attempt is a new payment (docs/routing.md).
     const metadata = { reconciliation_id: attemptReference(request) };
@@ -141,7 +112,7 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
         // A zero-amount authorization is a card check: Stripe does it as a confirmed SetupIntent.
         const setup = await stripe.setupIntents.create(
           {
-            payment_method_data: { type: 'card', card } as Stripe.SetupIntentCreateParams.PaymentMethodData,
+            ...(instrument as Pick<Stripe.SetupIntentCreateParams, 'payment_method_data' | 'payment_method'>),
             return_url: returnUrl,
             confirm: true,
             usage: 'off_session',
@@ -155,15 +126,9 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
         {
           amount: request.amount,
           currency: request.currency.toLowerCase(),
-          payment_method_data: { type: 'card', card } as Stripe.PaymentIntentCreateParams.PaymentMethodData,
+          ...(instrument as Pick<Stripe.PaymentIntentCreateParams, 'payment_method_data' | 'payment_method'>),
           ...merchantInitiation(request, returnUrl),
-          ...(request.threeDSecureData
-            ? {
-                payment_method_options: {
-                  card: { three_d_secure: stripeThreeDSecure(request.threeDSecureData) },
-                },
-              }
-            : {}),
+          ...cardOptions(request, token),
           confirm: true,
           capture_method: request.intent === 'authorize' ? 'manual' : 'automatic',
           metadata,
@@ -246,8 +211,9 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
     return this.operation(async (stripe) => {
       const refund = await stripe.refunds.create(
         {
-          payment_intent: request.connectionTransactionId,
+          ...refundedPayment(request.connectionTransactionId),
           amount: request.amount,
+          ...(isStripeReason(request.reason) ? { reason: request.reason } : {}),
           metadata: { reconciliation_id: request.reconciliationId, refund_id: request.refundId },
         },
         { idempotencyKey: `${request.reconciliationId}:refund:${request.refundId}` },
@@ -265,7 +231,7 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
     if (request.operation === 'refund') {
       if (!request.connectionTransactionId || !request.refundId) return { status: 'not_found' };
       const refunds = await stripe.refunds.list({
-        payment_intent: request.connectionTransactionId,
+        ...refundedPayment(request.connectionTransactionId),
         limit: 100,
       });
       const refund = refunds.data.find((r) => r.metadata?.refund_id === request.refundId);
@@ -390,3 +356,15 @@ export class StripeProcessor implements ProcessorPort, VendorHooks {
     }
   }
 }
+
+/**
+ * What a refund names: a PaymentIntent (ours, or a relay refund's `pi_…`), or a charge (`ch_…`, `py_…`)
+ * for a relay refund of a payment made at Stripe without one.
+ */
+function refundedPayment(id: string): { payment_intent: string } | { charge: string } {
+  return /^(ch|py)_/.test(id) ? { charge: id } : { payment_intent: id };
+}
+
+/** Stripe's own refund reasons: a relay refund's `reason` that is one of them goes to Stripe as such. */
+const isStripeReason = (reason: string | undefined): reason is Stripe.RefundCreateParams.Reason =>
+  reason === 'duplicate' || reason === 'fraudulent' || reason === 'requested_by_customer';

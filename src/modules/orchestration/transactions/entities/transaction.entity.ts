@@ -10,6 +10,9 @@ export interface PaymentMethodSummary {
   label: string;
   expiration_date: string;
   fingerprint: string;
+  /** Absent: `card`. A network token's transactions say so, with where it came from. */
+  method?: 'network_token';
+  source?: 'apple_pay' | 'google_pay' | 'merchant';
 }
 
 /** A payment through a connection, with its amounts (minor units; bigints, as text) and its state. */
