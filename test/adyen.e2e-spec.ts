@@ -1,13 +1,11 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { Clock } from '../src/common/jobs/clock';
 import { AdyenProcessor } from '../src/modules/orchestration/processors/adyen/adyen.processor';
 import { ProcessorRegistry } from '../src/modules/orchestration/processors/processor.registry';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 import { ADYEN_CARDS, FakeAdyen, NotificationItem, signNotification } from './support/fake-adyen';
-import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
+import { ORCHESTRATION_PERMISSIONS, settleOwn, waitForConnection } from './support/orchestration';
 import { PrismProxy, startPrismProxy } from './support/prism';
 
 const HMAC_KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
@@ -103,15 +101,7 @@ describe('adyen-card against a fake Adyen behind Prism (Checkout v71, environmen
     }
   };
   /** The settlement job `seconds` from now. */
-  const settleAfter = async (seconds: number) => {
-    const clock = t.app.get(Clock);
-    clock.advance(seconds * 1000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-seconds * 1000);
-    }
-  };
+  const settleAfter = (seconds: number) => settleOwn(t, { after: seconds });
   const auditMessages = async (id: string): Promise<string[]> => {
     const res = await request(t.http)
       .get(`/logs?entity_type=transaction&entity_id=${id}`)

@@ -1,10 +1,9 @@
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
 import { Clock } from '../src/common/jobs/clock';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { launchChromium } from './support/browser';
 import { newApplication, newTenant, startApp, TestApp } from './support/app';
-import { newConnection, ORCHESTRATION_PERMISSIONS } from './support/orchestration';
+import { newConnection, ORCHESTRATION_PERMISSIONS, settleOwn } from './support/orchestration';
 import { freePort } from './support/processes';
 
 /**
@@ -19,7 +18,13 @@ describe('buyer approval page (3-D Secure challenge) in Chromium', () => {
 
   beforeAll(async () => {
     const port = await freePort();
-    t = await startApp({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    // No scheduled jobs: with the clock moved on 16 minutes below, this app's settlement job would expire
+    // other files' approvals in the shared database.
+    t = await startApp({
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      JOBS_ENABLED: 'false',
+    });
     await t.app.listen(port, '127.0.0.1');
     const tenant = await newTenant(t);
     key = (
@@ -124,7 +129,7 @@ describe('buyer approval page (3-D Secure challenge) in Chromium', () => {
       expect(status).toBe(410);
       expect(await page.textContent('#outcome')).toContain('expired');
       await page.close();
-      await t.app.get(SettlementService).settle();
+      await settleOwn(t);
     } finally {
       clock.reset();
     }

@@ -1,11 +1,9 @@
 import request from 'supertest';
-import { Clock } from '../src/common/jobs/clock';
 import { BraintreeProcessor } from '../src/modules/orchestration/processors/braintree/braintree.processor';
 import { ProcessorRegistry } from '../src/modules/orchestration/processors/processor.registry';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 import { BRAINTREE_CARDS, FakeBraintree } from './support/fake-braintree';
-import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
+import { ORCHESTRATION_PERMISSIONS, settleOwn, waitForConnection } from './support/orchestration';
 
 type Tx = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -72,15 +70,7 @@ describe('braintree-card against a fake Braintree executing Braintree’s GraphQ
       .get(ProcessorRegistry)
       .for({ formulaId: 'braintree-card', environment: 'test' }) as BraintreeProcessor;
   /** The settlement job `seconds` from now. */
-  const settleAfter = async (seconds: number) => {
-    const clock = t.app.get(Clock);
-    clock.advance(seconds * 1000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-seconds * 1000);
-    }
-  };
+  const settleAfter = (seconds: number) => settleOwn(t, { after: seconds });
 
   beforeAll(async () => {
     fake = await new FakeBraintree().start();

@@ -38,7 +38,9 @@ describe('buyers and stored cards', () => {
   let webhookId: string;
 
   beforeAll(async () => {
-    t = await startApp();
+    // No scheduled jobs: one firing while a test below has moved the clock on 40 days would purge other
+    // files' rows in the shared database (their CVCs, sessions, idempotency records).
+    t = await startApp({ JOBS_ENABLED: 'false' });
     db = t.app.get(DataSource);
     tenant = await newTenant(t, 'buyers');
     key = (

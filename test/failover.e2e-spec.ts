@@ -1,10 +1,8 @@
 import request from 'supertest';
-import { Clock } from '../src/common/jobs/clock';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import { FakeAdyen } from './support/fake-adyen';
 import { FakeStripe } from './support/fake-stripe';
-import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './support/orchestration';
+import { ORCHESTRATION_PERMISSIONS, settleOwn, waitForConnection } from './support/orchestration';
 
 const HMAC_KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
 /** A Visa number both fakes approve. */
@@ -201,12 +199,7 @@ describe('failover from Stripe to Adyen', () => {
     const retried = await pay(VISA, 'failover-unknown').catch(() => undefined);
     // The same key with another token is another body: a 4xx, or the same answer; never a new payment.
     if (retried) expect(retried.id).toBe(tx.id);
-    t.app.get(Clock).advance(120_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      t.app.get(Clock).reset();
-    }
+    await settleOwn(t, { after: 120 });
     const settled = await request(t.http)
       .get(`/orchestration/transactions/${tx.id}`)
       .set('BT-API-KEY', key)

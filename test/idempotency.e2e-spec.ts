@@ -4,19 +4,27 @@ import { DataSource } from 'typeorm';
 import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
 import { IdempotencyService } from '../src/modules/idempotency/idempotency.service';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import {
+  expectProblem,
+  newApplication,
+  newTenant,
+  startApp,
+  startAppAlone,
+  TestApp,
+  TestTenant,
+} from './support/app';
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' };
 const KEY_HEADER = 'BT-IDEMPOTENCY-KEY';
 
 describe('idempotency', () => {
-  let t: TestApp;
+  let t: Awaited<ReturnType<typeof startAppAlone>>;
   let db: DataSource;
   let tenant: TestTenant;
   let pvt: { id: string; key: string };
 
   beforeAll(async () => {
-    t = await startApp();
+    t = await startAppAlone('idempotency');
     db = t.app.get(DataSource);
     tenant = await newTenant(t);
     pvt = await newApplication(t, tenant.managementKey, {
@@ -279,7 +287,7 @@ describe('idempotency', () => {
     it('on one instance: one processed, the rest 409 or the replay', () => fire([t.http]));
 
     it('on two instances sharing the database', async () => {
-      const second = await startApp();
+      const second = await startApp({ DATABASE_URL: t.databaseUrl });
       try {
         await fire([t.http, second.http]);
       } finally {

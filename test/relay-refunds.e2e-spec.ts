@@ -1,10 +1,9 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { Clock } from '../src/common/jobs/clock';
 import { toReconciliationId } from '../src/modules/orchestration/processors/reconciliation';
-import { RelaySettlementService } from '../src/modules/orchestration/relay/relay-settlement.service';
 import { expectProblem, newApplication, newTenant, TestApp } from './support/app';
+import { settleOwn } from './support/orchestration';
 import type { FakeAdyen } from './support/fake-adyen';
 import type { FakeBraintree } from './support/fake-braintree';
 import type { FakeCheckout } from './support/fake-checkout';
@@ -186,13 +185,7 @@ describe('relay refunds at each rail and the sandbox', () => {
     ).body;
     checkout.actionsAtOnce = false;
     expect(refund.status).toBe('processing');
-    const clock = t.app.get(Clock);
-    clock.advance(61_000);
-    try {
-      expect(await t.app.get(RelaySettlementService).settle()).toBeGreaterThanOrEqual(1);
-    } finally {
-      clock.advance(-61_000);
-    }
+    expect(await settleOwn(t, { after: 61, relay: true })).toBeGreaterThanOrEqual(1);
     expect(
       checkout.requests.some((r) => r.method === 'GET' && r.path === `/payments/${payment}/actions`),
     ).toBe(true);

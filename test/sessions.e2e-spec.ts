@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { hashApiKey } from '../src/common/auth/api-key';
 import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { expectProblem, newApplication, newTenant, startAppAlone, TestApp, TestTenant } from './support/app';
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' };
 
@@ -16,7 +16,7 @@ describe('sessions', () => {
   let pubId: string;
 
   beforeAll(async () => {
-    t = await startApp();
+    t = await startAppAlone('sessions');
     db = t.app.get(DataSource);
     tenant = await newTenant(t);
     const pubApp = await newApplication(t, tenant.managementKey, {

@@ -1,14 +1,17 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
-import { Clock } from '../src/common/jobs/clock';
 import { ConnectionsService } from '../src/modules/orchestration/connections/connections.service';
 import { ProcessorRegistry } from '../src/modules/orchestration/processors/processor.registry';
 import { StripeProcessor } from '../src/modules/orchestration/processors/stripe/stripe.processor';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp } from './support/app';
 import { waitFor } from './support/wait';
 import { FakeStripe } from './support/fake-stripe';
-import { ORCHESTRATION_PERMISSIONS, verificationLogs, waitForConnection } from './support/orchestration';
+import {
+  ORCHESTRATION_PERMISSIONS,
+  settleOwn,
+  verificationLogs,
+  waitForConnection,
+} from './support/orchestration';
 
 describe('stripe-card against a fake Stripe (environment test)', () => {
   let fake: FakeStripe;
@@ -329,13 +332,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     fake.failNext = 1;
     const tx = await pay('4242424242424242');
     expect(tx).toMatchObject({ status: 'processing', intent_outcome: 'pending' });
-    const clock = t.app.get(Clock);
-    clock.advance(61_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-61_000);
-    }
+    await settleOwn(t, { after: 61 });
     const after = await request(t.http)
       .get(`/orchestration/transactions/${tx.id}`)
       .set('BT-API-KEY', key)
@@ -357,13 +354,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
       processor.timeoutMs = 20_000;
     }
     expect(tx.status).toBe('processing');
-    const clock = t.app.get(Clock);
-    clock.advance(61_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-61_000);
-    }
+    await settleOwn(t, { after: 61 });
     const after = await request(t.http)
       .get(`/orchestration/transactions/${tx.id}`)
       .set('BT-API-KEY', key)
@@ -373,13 +364,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
   });
 
   const settleLater = async () => {
-    const clock = t.app.get(Clock);
-    clock.advance(61_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-61_000);
-    }
+    await settleOwn(t, { after: 61 });
   };
   const get = async (id: string) =>
     (await request(t.http).get(`/orchestration/transactions/${id}`).set('BT-API-KEY', key).expect(200)).body;
@@ -533,13 +518,7 @@ describe('stripe-card against a fake Stripe (environment test)', () => {
     const lateButDone = await pay('4000002500003155');
     fake.completeChallenge(lateButDone.connection_transaction_id, true);
     fake.requests.length = 0;
-    const clock = t.app.get(Clock);
-    clock.advance(16 * 60_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.advance(-16 * 60_000);
-    }
+    await settleOwn(t, { after: 16 * 60 });
     expect(await get(abandoned.id)).toMatchObject({
       status: 'authorization_failed',
       error_code: 'approval_expired',

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
+import { expectProblem, newApplication, newTenant, startAppAlone, TestApp, TestTenant } from './support/app';
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' };
 const card = (over: Record<string, unknown> = {}) => ({ type: 'card', data: { ...CARD, ...over } });
@@ -12,7 +12,7 @@ describe('token vault', () => {
   let db: DataSource;
 
   beforeAll(async () => {
-    t = await startApp();
+    t = await startAppAlone('tokens');
     db = t.app.get(DataSource);
     tenant = await newTenant(t);
     pvt = (

@@ -3,11 +3,14 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { fromReconciliationId } from '../src/modules/orchestration/processors/reconciliation';
-import { Clock } from '../src/common/jobs/clock';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { TransactionsRepository } from '../src/modules/orchestration/transactions/transactions.repository';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
-import { newConnection, ORCHESTRATION_PERMISSIONS, waitForTransaction } from './support/orchestration';
+import {
+  newConnection,
+  ORCHESTRATION_PERMISSIONS,
+  settleOwn,
+  waitForTransaction,
+} from './support/orchestration';
 
 interface Tx {
   id: string;
@@ -615,7 +618,7 @@ describe('transactions', () => {
               merchant_initiated, is_subsequent_payment, payment_method, now(), now() FROM transactions WHERE id = $2`,
       [fresh, id],
     );
-    await t.app.get(SettlementService).settle();
+    await settleOwn(t);
     const resolved = await request(t.http)
       .get(`/orchestration/transactions/${id}`)
       .set('BT-API-KEY', key)
@@ -639,7 +642,7 @@ describe('transactions', () => {
               pending_since = $2, pending_amount = 1299 WHERE id = $1`,
       [tx.id, longAgo],
     );
-    await t.app.get(SettlementService).settle();
+    await settleOwn(t);
     const back = await request(t.http)
       .get(`/orchestration/transactions/${tx.id}`)
       .set('BT-API-KEY', key)
@@ -674,13 +677,7 @@ describe('transactions', () => {
       (await db.query('SELECT count(*)::int AS n FROM transactions WHERE token_id = $1', [token]))[0].n,
     ).toBe(1);
     // A minute later the settlement job asks the processor, which did capture it.
-    const clock = t.app.get(Clock);
-    clock.advance(61_000);
-    try {
-      await t.app.get(SettlementService).settle();
-    } finally {
-      clock.reset();
-    }
+    await settleOwn(t, { after: 61 });
     const settled = await request(t.http)
       .get(`/orchestration/transactions/${first.body.id}`)
       .set('BT-API-KEY', key)

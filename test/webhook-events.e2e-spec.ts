@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { EVENT_TYPES, EventOutbox } from '../src/common/events/event-outbox';
-import { SettlementService } from '../src/modules/orchestration/transactions/settlement.service';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
 import {
   newConnection,
   ORCHESTRATION_PERMISSIONS,
   sandboxFields,
+  settleOwn,
   waitForConnection,
 } from './support/orchestration';
 import { statementsDuring } from './support/statements';
@@ -328,7 +328,7 @@ describe('webhook events (the outbox)', () => {
       // The sandbox settles a capture some time after it is asked (SANDBOX_ASYNC_MS, on the wall clock).
       await waitFor(
         async () => {
-          await t.app.get(SettlementService).settle();
+          await settleOwn(t);
           return (await current(tx.id)).status !== 'capture_pending';
         },
         { intervalMs: 200, what: 'the capture to settle' },
@@ -362,7 +362,7 @@ describe('webhook events (the outbox)', () => {
         `UPDATE transactions SET approval_expires_at = now() - interval '1 minute' WHERE tenant_id = $1 AND id = $2`,
         [s.tenant.tenantId, expiring.id],
       );
-      await t.app.get(SettlementService).settle();
+      await settleOwn(t);
       const [expired, ...rest] = await s.fresh();
       expect(rest).toEqual([]);
       expect(expired).toMatchObject({

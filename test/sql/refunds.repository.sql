@@ -22,7 +22,8 @@ SELECT count(*)::int AS n FROM refunds WHERE tenant_id = $1 AND transaction_id =
 SELECT r.id, r.tenant_id, r.transaction_id, r.amount, r.currency, r.status, r.created_at FROM refunds r
   JOIN transactions t ON t.tenant_id = r.tenant_id AND t.id = r.transaction_id
   JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
-  WHERE r.status = 'processing' AND r.updated_at <= $1
+  WHERE ($5::uuid IS NULL OR r.tenant_id = $5)
+    AND r.status = 'processing' AND r.updated_at <= $1
     AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($3) AND r.created_at > $4)
   ORDER BY r.updated_at LIMIT $2;
 

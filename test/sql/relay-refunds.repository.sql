@@ -28,6 +28,7 @@ SELECT count(*)::int AS n FROM relay_refunds WHERE tenant_id = $1;
 -- RelayRefundsRepository.findStuck
 SELECT r.tenant_id, r.id, r.connection_id, r.vendor_payment_id, r.amount, r.currency, r.reason, r.status, r.vendor_refund_id, r.error_code, r.created_at, r.updated_at FROM relay_refunds r
   JOIN connections c ON c.tenant_id = r.tenant_id AND c.id = r.connection_id
-  WHERE r.status = 'processing' AND r.updated_at <= $1
+  WHERE ($5::uuid IS NULL OR r.tenant_id = $5)
+    AND r.status = 'processing' AND r.updated_at <= $1
     AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($3) AND r.created_at > $4)
   ORDER BY r.updated_at LIMIT $2;

@@ -68,9 +68,10 @@ WITH written AS (UPDATE transactions SET refunded_amount = refunded_amount + $3,
 -- TransactionsRepository.findUnsettled
 SELECT t.*, c.formula_id AS c_formula_id, c.method AS c_method, c.display_name AS c_display_name
   FROM transactions t LEFT JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
-        WHERE ((t.status IN ('capture_pending', 'authorization_void_pending'))
-           OR (t.status = 'processing' AND t.pending_since <= $1))
-          AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($4)
-                   AND COALESCE(t.pending_since, t.updated_at) > $5)
-           OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)
+        WHERE ($6::uuid IS NULL OR t.tenant_id = $6)
+          AND (((t.status IN ('capture_pending', 'authorization_void_pending'))
+                OR (t.status = 'processing' AND t.pending_since <= $1))
+               AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($4)
+                        AND COALESCE(t.pending_since, t.updated_at) > $5)
+               OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2))
         ORDER BY t.updated_at LIMIT $3;

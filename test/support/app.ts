@@ -6,12 +6,18 @@ import { createApp } from '../../src/app.setup';
 import { loadConfig } from '../../src/config/load-config';
 import type { Principal } from '../../src/common/auth/principal';
 import { TenantsService } from '../../src/modules/tenants/tenants.service';
+import { createDatabase, dropDatabase } from './test-database';
 
 export interface TestApp {
   app: NestExpressApplication;
   http: Server;
   /** Every log line the server wrote, for assertions on trace ids and on secrets. */
   logs: string[];
+  /**
+   * The tenants newTenant made through this app: a settlement pass a test runs by hand covers these only
+   * (`settleOwn`), not the operations of other files' tenants in the shared database.
+   */
+  tenants: string[];
   close(): Promise<void>;
 }
 
@@ -39,7 +45,35 @@ export async function startApp(env: Record<string, string | undefined> = {}): Pr
   await app.init();
   // Nest's own log lines wait in its buffer until listen(); flushed here so that tests see them too.
   app.flushLogs();
-  return { app, http: app.getHttpServer(), logs, close: () => app.close() };
+  return { app, http: app.getHttpServer(), logs, tenants: [], close: () => app.close() };
+}
+
+/**
+ * An app on a database of its own, made here (migrated as the app starts) and dropped by `close()`: for a
+ * file that runs a job by hand with the app's clock moved on (a retention purge an hour or two days ahead),
+ * which on the shared database would delete other files' rows (their CVCs, sessions, idempotency records).
+ * `databaseUrl` starts a second instance on it.
+ */
+export async function startAppAlone(
+  prefix: string,
+  env: Record<string, string | undefined> = {},
+): Promise<TestApp & { databaseUrl: string }> {
+  const database = await createDatabase(`vault_test_${prefix}`);
+  let t: TestApp;
+  try {
+    t = await startApp({ ...env, DATABASE_URL: database.url });
+  } catch (error) {
+    await dropDatabase(database.name);
+    throw error;
+  }
+  const close = async () => {
+    try {
+      await t.close();
+    } finally {
+      await dropDatabase(database.name);
+    }
+  };
+  return { ...t, databaseUrl: database.url, close };
 }
 
 export interface TestTenant {
@@ -51,6 +85,7 @@ export interface TestTenant {
 /** A fresh tenant with its management key, so that tests never see each other's data. */
 export async function newTenant(t: TestApp, name = 'test tenant'): Promise<TestTenant> {
   const created = await t.app.get(TenantsService).createTenant(name);
+  t.tenants.push(created.tenant_id);
   return {
     tenantId: created.tenant_id,
     managementApplicationId: created.management_application_id,

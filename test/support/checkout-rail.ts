@@ -1,12 +1,10 @@
 import request from 'supertest';
 import type { AddressInfo } from 'node:net';
-import { Clock } from '../../src/common/jobs/clock';
 import { CheckoutProcessor } from '../../src/modules/orchestration/processors/checkout/checkout.processor';
 import { ProcessorRegistry } from '../../src/modules/orchestration/processors/processor.registry';
-import { SettlementService } from '../../src/modules/orchestration/transactions/settlement.service';
 import { newApplication, newTenant, startApp, TestApp } from './app';
 import { FakeCheckout } from './fake-checkout';
-import { ORCHESTRATION_PERMISSIONS, waitForConnection } from './orchestration';
+import { ORCHESTRATION_PERMISSIONS, settleOwn, waitForConnection } from './orchestration';
 import { CHECKOUT_SPEC, PrismProxy, startPrismProxy } from './prism';
 
 export const SECRET_KEY = 'sk_sbox_fake_checkout_key';
@@ -150,13 +148,7 @@ export async function startCheckoutRail(): Promise<CheckoutRail> {
         .get(ProcessorRegistry)
         .for({ formulaId: 'checkout-card', environment: 'test' }) as CheckoutProcessor,
     settleAfter: async (seconds) => {
-      const clock = t.app.get(Clock);
-      clock.advance(seconds * 1000);
-      try {
-        await t.app.get(SettlementService).settle();
-      } finally {
-        clock.advance(-seconds * 1000);
-      }
+      await settleOwn(t, { after: seconds });
     },
     close: async () => {
       await t.close();

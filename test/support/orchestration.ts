@@ -1,6 +1,46 @@
 import request from 'supertest';
+import { Clock } from '../../src/common/jobs/clock';
+import { ExclusiveJobRunner } from '../../src/common/jobs/exclusive';
+import { LOCK_KEYS } from '../../src/database/data-source';
+import { RelaySettlementService } from '../../src/modules/orchestration/relay/relay-settlement.service';
+import { SettlementService } from '../../src/modules/orchestration/transactions/settlement.service';
 import type { TestApp } from './app';
 import { ignoreTimeout, waitFor } from './wait';
+
+/**
+ * A settlement pass run by hand, `after` seconds from now (the app's clock moved on for the pass only), over
+ * the tenants this file made: their transactions and refunds, or their relay refunds (`relay`). Test files
+ * share one database, so a pass over every tenant would settle other files' operations still in flight,
+ * asking this file's fakes about them. It runs as the job does, under the job's advisory lock, so that no
+ * scheduled pass (this app's, with the clock moved, or another file's) runs beside it. Returns how many
+ * moved.
+ */
+export async function settleOwn(
+  t: TestApp,
+  { after = 0, relay = false }: { after?: number; relay?: boolean } = {},
+): Promise<number> {
+  const [name, lockKey] = relay
+    ? (['relay-settlement', LOCK_KEYS.jobRelaySettlement] as const)
+    : (['settlement', LOCK_KEYS.jobSettlement] as const);
+  const pass = (tenantId: string) =>
+    relay
+      ? t.app.get(RelaySettlementService).settle(tenantId)
+      : t.app.get(SettlementService).settle(tenantId);
+  const clock = t.app.get(Clock);
+  const run = () =>
+    t.app.get(ExclusiveJobRunner).runAlone(name, lockKey, async () => {
+      clock.advance(after * 1000);
+      try {
+        let moved = 0;
+        for (const tenantId of t.tenants) moved += await pass(tenantId);
+        return { moved };
+      } finally {
+        clock.advance(-after * 1000);
+      }
+    });
+  // Another app's scheduled pass may hold the lock while it waits on a vendor's time-out.
+  return (await waitFor(run, { timeoutMs: 60_000, intervalMs: 50, what: `the ${name} job's lock` })).moved;
+}
 
 export const ORCHESTRATION_PERMISSIONS = [
   'token:create',

@@ -157,27 +157,34 @@ export class RelayRefundsRepository {
   }
 
   /**
-   * Relay refunds still `processing` since before `stuckBefore`, across tenants (for the settlement
-   * job); at a vendor that confirms by notification, only once it has been waited for.
+   * Relay refunds still `processing` since before `stuckBefore`, across tenants or one tenant's (for the
+   * settlement job); at a vendor that confirms by notification, only once it has been waited for.
    */
   @GenerateSql({
     params: [
       new Date('2026-01-02T03:03:05.000Z'),
       100,
       { formulas: ['adyen-card'], waitingSince: new Date('2026-01-02T02:04:05.000Z') },
+      TENANT,
     ],
   })
-  async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RelayRefundRow[]> {
+  async findStuck(
+    stuckBefore: Date,
+    limit: number,
+    notified: NotifiedVendors,
+    tenantId: string | null = null,
+  ): Promise<RelayRefundRow[]> {
     return select(
       this.dataSource,
       rowsOf(RelayRefundEntity, { alias: 'r' }),
       (columns) =>
         `SELECT ${columns} FROM relay_refunds r
           JOIN connections c ON c.tenant_id = r.tenant_id AND c.id = r.connection_id
-          WHERE r.status = 'processing' AND r.updated_at <= $1
+          WHERE ($5::uuid IS NULL OR r.tenant_id = $5)
+            AND r.status = 'processing' AND r.updated_at <= $1
             AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($3) AND r.created_at > $4)
           ORDER BY r.updated_at LIMIT $2`,
-      [stuckBefore, limit, notified.formulas, notified.waitingSince],
+      [stuckBefore, limit, notified.formulas, notified.waitingSince, tenantId],
     );
   }
 }

@@ -6,7 +6,9 @@ import {
   audit,
   body,
   events,
+  OTHER,
   setup,
+  TENANT,
   useRelayDatabase,
   who,
 } from '../../../../test/support/relay-fixture';
@@ -37,6 +39,18 @@ describe('RelaySettlementService: the sweep of relay refunds left processing (re
     const last = (await audit()).at(-1)!;
     expect(last).toMatchObject({ actor_type: 'system', message: 'Settled by asking the vendor: succeeded' });
     expect((await events()).at(-1)).toEqual(['relay:refund:succeeded', 'succeeded']);
+  });
+
+  it("a pass over one tenant's relay refunds leaves every other tenant's alone", async () => {
+    const s = setup();
+    s.refund.mockRejectedValueOnce(new ProcessorUnavailable('timeout'));
+    const made = await s.service.create({ actor: who() }, body());
+    s.pollStatus.mockResolvedValue({ status: 'succeeded', vendorId: 're_9' });
+    s.clock.advance(STUCK_AFTER_MS + 1_000);
+    expect(await s.settlement.settle(OTHER)).toBe(0);
+    expect(s.pollStatus).not.toHaveBeenCalled();
+    expect(await s.settlement.settle(TENANT)).toBe(1);
+    expect(await s.service.get(who(), made.id)).toMatchObject({ status: 'succeeded' });
   });
 
   it('a refund the vendor never received is failed by the sweep (unknown_to_vendor)', async () => {

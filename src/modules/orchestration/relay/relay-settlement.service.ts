@@ -44,13 +44,22 @@ export class RelaySettlementService {
     await this.jobs.runAlone('relay-settlement', LOCK_KEYS.jobRelaySettlement, () => this.settle());
   }
 
-  /** One pass over the relay refunds left `processing`; returns how many it settled. */
-  async settle(): Promise<number> {
+  /**
+   * One pass over the relay refunds left `processing` (one tenant's with `tenantId`, as
+   * SettlementService.settle); returns how many it settled.
+   */
+  async settle(tenantId: string | null = null): Promise<number> {
     const now = this.clock.now();
-    const stuck = await this.refunds.findStuck(new Date(now.getTime() - STUCK_AFTER_MS), BATCH, {
+    const notified = {
       formulas: this.processors.notificationFormulas(),
       waitingSince: new Date(now.getTime() - this.config.VENDOR_NOTIFICATION_TIMEOUT_SECONDS * 1000),
-    });
+    };
+    const stuck = await this.refunds.findStuck(
+      new Date(now.getTime() - STUCK_AFTER_MS),
+      BATCH,
+      notified,
+      tenantId,
+    );
     let moved = 0;
     for (const refund of stuck) {
       if (this.jobs.stopping) return moved;

@@ -141,24 +141,34 @@ export class RefundsRepository {
     return { rows, total: n };
   }
 
-  /** Refunds still `processing` since before `stuckBefore`, across tenants (for the settlement job). */
+  /**
+   * Refunds still `processing` since before `stuckBefore`, across tenants (or one tenant's, `tenantId`),
+   * for the settlement job.
+   */
   @GenerateSql({
     params: [
       new Date('2026-01-02T03:03:05.000Z'),
       100,
       { formulas: ['adyen-card'], waitingSince: new Date('2026-01-02T02:04:05.000Z') },
+      TENANT,
     ],
   })
-  async findStuck(stuckBefore: Date, limit: number, notified: NotifiedVendors): Promise<RefundRow[]> {
+  async findStuck(
+    stuckBefore: Date,
+    limit: number,
+    notified: NotifiedVendors,
+    tenantId: string | null = null,
+  ): Promise<RefundRow[]> {
     return queryRows<RefundRow>(
       this.dataSource,
       `SELECT ${columnsOf(RefundEntity, 'r', { only: SHOWN })} FROM refunds r
         JOIN transactions t ON t.tenant_id = r.tenant_id AND t.id = r.transaction_id
         JOIN connections c ON c.tenant_id = t.tenant_id AND c.id = t.connection_id
-        WHERE r.status = 'processing' AND r.updated_at <= $1
+        WHERE ($5::uuid IS NULL OR r.tenant_id = $5)
+          AND r.status = 'processing' AND r.updated_at <= $1
           AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($3) AND r.created_at > $4)
         ORDER BY r.updated_at LIMIT $2`,
-      [stuckBefore, limit, notified.formulas, notified.waitingSince],
+      [stuckBefore, limit, notified.formulas, notified.waitingSince, tenantId],
     );
   }
 

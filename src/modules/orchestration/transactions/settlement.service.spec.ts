@@ -5,6 +5,7 @@ import {
   body,
   CONNECTION,
   origin,
+  OTHER,
   setEnvironment,
   setup,
   TENANT,
@@ -54,6 +55,19 @@ describe('SettlementService (real repositories on PGlite, fake processor)', () =
     s.processor.pollStatus.mockResolvedValue({ status: 'succeeded', vendorId: 'pi_1' });
     s.clock.advance(STUCK_AFTER_MS + 1_000);
     expect(await s.settlement.settle()).toBe(1);
+  });
+
+  it("a pass over one tenant's operations leaves every other tenant's alone", async () => {
+    const s = await setup();
+    s.processor.authorize.mockRejectedValueOnce(new ProcessorUnavailable('timeout'));
+    const tx = await s.creation.create(origin(), body());
+    s.processor.pollStatus.mockResolvedValue({ status: 'succeeded', vendorId: 'pi_1' });
+    s.clock.advance(STUCK_AFTER_MS + 1_000);
+    expect(await s.settlement.settle(OTHER)).toBe(0);
+    expect(s.processor.pollStatus).not.toHaveBeenCalled();
+    expect((await s.transactions.find(TENANT, tx.id))!.status).toBe('processing');
+    expect(await s.settlement.settle(TENANT)).toBe(1);
+    expect((await s.transactions.find(TENANT, tx.id))!.status).toBe('authorization_succeeded');
   });
 
   it('one transaction it cannot settle (its vendor fails the poll) leaves it as it was and the others go on', async () => {

@@ -45,15 +45,19 @@ export class SettlementService {
     await this.jobs.runAlone('settlement', LOCK_KEYS.jobSettlement, () => this.settle());
   }
 
-  /** One pass over everything unsettled; returns how many transactions and refunds moved. */
-  async settle(): Promise<number> {
+  /**
+   * One pass over everything unsettled, or over one tenant's only (`tenantId`: a pass run by hand, which
+   * must leave other tenants' operations to their own instances); returns how many transactions and
+   * refunds moved.
+   */
+  async settle(tenantId: string | null = null): Promise<number> {
     const now = this.clock.now();
     const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
     const notified = {
       formulas: this.processors.notificationFormulas(),
       waitingSince: new Date(now.getTime() - this.config.VENDOR_NOTIFICATION_TIMEOUT_SECONDS * 1000),
     };
-    const rows = await this.transactions.findUnsettled(stuckBefore, now, BATCH, notified);
+    const rows = await this.transactions.findUnsettled(stuckBefore, now, BATCH, notified, tenantId);
     let moved = 0;
     for (const row of rows) {
       // The process is stopping: the transaction settled last is the safe point (nothing is claimed).
@@ -64,7 +68,7 @@ export class SettlementService {
         this.logger.error({ err: error, transaction_id: row.id }, 'could not settle a transaction');
       }
     }
-    for (const refund of await this.refunds.findStuck(stuckBefore, BATCH, notified)) {
+    for (const refund of await this.refunds.findStuck(stuckBefore, BATCH, notified, tenantId)) {
       if (this.jobs.stopping) return moved;
       try {
         if (await this.settleRefund(refund)) moved++;

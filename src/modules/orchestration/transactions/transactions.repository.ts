@@ -339,26 +339,28 @@ export class TransactionsRepository {
   }
 
   /**
-   * What the settlement job has to settle, across tenants: asynchronous captures and voids, operations
-   * interrupted before `stuckBefore`, and buyer approvals expired by `now`.
+   * What the settlement job has to settle, across tenants (or one tenant's, `tenantId`): asynchronous
+   * captures and voids, operations interrupted before `stuckBefore`, and buyer approvals expired by `now`.
    */
-  @GenerateSql({ params: [new Date('2026-01-02T03:03:05.000Z'), AT, 100, NOTIFIED] })
+  @GenerateSql({ params: [new Date('2026-01-02T03:03:05.000Z'), AT, 100, NOTIFIED, TENANT] })
   async findUnsettled(
     stuckBefore: Date,
     now: Date,
     limit: number,
     notified: NotifiedVendors,
+    tenantId: string | null = null,
   ): Promise<TransactionRow[]> {
     return queryRows<TransactionRow>(
       this.dataSource,
       `${SELECT_TRANSACTION}
-        WHERE ((t.status IN ('capture_pending', 'authorization_void_pending'))
-           OR (t.status = 'processing' AND t.pending_since <= $1))
-          AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($4)
-                   AND COALESCE(t.pending_since, t.updated_at) > $5)
-           OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2)
+        WHERE ($6::uuid IS NULL OR t.tenant_id = $6)
+          AND (((t.status IN ('capture_pending', 'authorization_void_pending'))
+                OR (t.status = 'processing' AND t.pending_since <= $1))
+               AND NOT (c.environment <> 'sandbox' AND c.formula_id = ANY($4)
+                        AND COALESCE(t.pending_since, t.updated_at) > $5)
+               OR (t.status = 'buyer_approval_pending' AND t.approval_expires_at <= $2))
         ORDER BY t.updated_at LIMIT $3`,
-      [stuckBefore, now, limit, notified.formulas, notified.waitingSince],
+      [stuckBefore, now, limit, notified.formulas, notified.waitingSince, tenantId],
     );
   }
 }
