@@ -99,27 +99,31 @@ type FilterOptions = FilterHandler | { handler: FilterHandler; raw: boolean };
  * threads share.
  */
 export class ExpressionEngine {
-  private readonly liquid = new Liquid({
-    strictVariables: true,
-    strictFilters: true,
-    ownPropertyOnly: true,
-    // Templates are parsed from strings only: nothing can be read from a file system or included.
-    relativeReference: false,
-    root: [],
-    partials: [],
-    layouts: [],
-    cache: false,
-    parseLimit: MAX_TEMPLATE_LENGTH,
-    renderLimit: EXPRESSION_TIME_LIMIT_MS,
-    memoryLimit: MEMORY_LIMIT,
-  });
-
+  private readonly liquid: Liquid;
   private readonly parsed = new Map<string, Template[]>();
   /** Set by a guard before it throws, so that the reason survives liquidjs's error wrapping. */
   private failure: ExpressionFailure | undefined;
   private deadline = Infinity;
 
-  constructor() {
+  /**
+   * `timeLimitMs`: how long a render may take (EXPRESSION_TIME_LIMIT_MS; a test of the size limits gives
+   * itself more, so that a loaded machine does not answer `too_slow` first).
+   */
+  constructor(private readonly timeLimitMs = EXPRESSION_TIME_LIMIT_MS) {
+    this.liquid = new Liquid({
+      strictVariables: true,
+      strictFilters: true,
+      ownPropertyOnly: true,
+      // Templates are parsed from strings only: nothing can be read from a file system or included.
+      relativeReference: false,
+      root: [],
+      partials: [],
+      layouts: [],
+      cache: false,
+      parseLimit: MAX_TEMPLATE_LENGTH,
+      renderLimit: this.timeLimitMs,
+      memoryLimit: MEMORY_LIMIT,
+    });
     const filters = this.liquid.filters as Record<string, FilterOptions>;
     for (const name of Object.keys(filters)) if (REMOVED_FILTERS.test(name)) delete filters[name];
     for (const [name, fn] of Object.entries(CUSTOM_FILTERS)) filters[name] = fn;
@@ -181,9 +185,9 @@ export class ExpressionEngine {
 
   /**
    * Renders a template over `data`, synchronously: call it where blocking is harmless (the worker
-   * thread, unit tests). Stops at `deadline` (a `performance.now()` value) or after 50 ms.
+   * thread, unit tests). Stops at `deadline` (a `performance.now()` value) or after the time limit (50 ms).
    */
-  render(template: string, data: unknown, deadline = performance.now() + EXPRESSION_TIME_LIMIT_MS): string {
+  render(template: string, data: unknown, deadline = performance.now() + this.timeLimitMs): string {
     const templates = this.parse(template);
     this.failure = undefined;
     this.deadline = deadline;
