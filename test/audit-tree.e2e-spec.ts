@@ -10,7 +10,7 @@ import { Clock } from '../src/common/jobs/clock';
 import { RetentionJob } from '../src/common/jobs/retention.job';
 import { LOCK_KEYS } from '../src/database/data-source';
 import { expectProblem, newApplication, newTenant, startApp, TestApp, TestTenant } from './support/app';
-import { spawnTs } from './support/processes';
+import { spawnJs } from './support/processes';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { waitFor } from './support/wait';
 
@@ -410,7 +410,7 @@ describe('the audit log as a verifiable tree', () => {
             leaf_index: 4,
           }),
         );
-        const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], {
+        const cli = spawnJs('dist/cli.js', ['logs', 'verify', '--checkpoint', keptFile], {
           DATABASE_URL: database.url,
         });
         expect(await cli.exited).toBe(1);
@@ -548,7 +548,7 @@ describe('the audit log as a verifiable tree', () => {
       );
       // Without the kept checkpoint, the database agrees with itself.
       expect((await t.app.get(AuditVerifier).verify({ tenant: victim.tenantId })).problems).toEqual([]);
-      const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--checkpoint', keptFile], {
+      const cli = spawnJs('dist/cli.js', ['logs', 'verify', '--checkpoint', keptFile], {
         DATABASE_URL: database.url,
       });
       expect(await cli.exited).toBe(1);
@@ -568,7 +568,7 @@ describe('the audit log as a verifiable tree', () => {
     let kept: Checkpoint;
     const dir = mkdtempSync(join(tmpdir(), 'kept-'));
     const verifyCli = (...args: string[]) =>
-      spawnTs('src/cli.ts', ['logs', 'verify', ...args], { DATABASE_URL: database.url });
+      spawnJs('dist/cli.js', ['logs', 'verify', ...args], { DATABASE_URL: database.url });
 
     beforeAll(async () => {
       forged = await newTenant(t, 'forged');
@@ -666,7 +666,7 @@ describe('the audit log as a verifiable tree', () => {
     expect(signedAt).toBe(Math.floor(Date.parse(agedCheckpoint.created_at) / 1000));
     expect(Date.now() / 1000 - signedAt).toBeGreaterThan(399 * 86_400);
     expect(agedCheckpoint.tree_size).toBeLessThan(Number(tree.retained_from) - 50);
-    const cli = spawnTs('src/cli.ts', ['logs', 'verify', '--tenant', aged.tenantId], {
+    const cli = spawnJs('dist/cli.js', ['logs', 'verify', '--tenant', aged.tenantId], {
       DATABASE_URL: database.url,
     });
     expect(await cli.exited).toBe(0);

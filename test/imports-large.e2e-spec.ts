@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { Client } from 'pg';
 import { cardNumber, encryptFileTo } from './support/card-files';
-import { freePort, spawnTs, Spawned, stop, waitForReady } from './support/processes';
+import { freePort, spawnJs, Spawned, stop, waitForReady } from './support/processes';
 import { createDatabase, dropDatabase } from './support/test-database';
 import { waitFor } from './support/wait';
 
@@ -85,7 +85,7 @@ describe('a large card import', () => {
 
   const start = async (bootstrap: boolean) => {
     port = await freePort();
-    server = spawnTs('src/main.ts', [], {
+    server = spawnJs('dist/main.js', [], {
       DATABASE_URL: db.url,
       PORT: String(port),
       BOOTSTRAP: String(bootstrap),

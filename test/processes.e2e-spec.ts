@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { freePort, spawnTs, Spawned, stop, waitForReady } from './support/processes';
+import { freePort, spawnJs, Spawned, stop, waitForReady } from './support/processes';
 import { createDatabase, dropDatabase } from './support/test-database';
 
 const KEY_LINE = /^\s+(key_mgt_[0-9A-Za-z]+)$/m;
@@ -9,7 +9,7 @@ describe('running the service as processes', () => {
     const db = await createDatabase('vault_test_twins');
     const ports = [await freePort(), await freePort()];
     const servers: Spawned[] = ports.map((port) =>
-      spawnTs('src/main.ts', [], {
+      spawnJs('dist/main.js', [], {
         DATABASE_URL: db.url,
         PORT: String(port),
         BOOTSTRAP: 'true',
@@ -49,7 +49,7 @@ describe('running the service as processes', () => {
     ['PORT', 'abc'],
     ['DATABASE_URL', 'mysql://localhost/x'],
   ])('refuses to start when %s=%s, naming the variable', async (name, value) => {
-    const server = spawnTs('src/main.ts', [], {
+    const server = spawnJs('dist/main.js', [], {
       [name]: value,
       DATABASE_URL: name === 'DATABASE_URL' ? value : 'postgres://127.0.0.1:1/none',
     });
@@ -61,7 +61,7 @@ describe('running the service as processes', () => {
   it('npm run cli -- tenant create prints exactly one JSON object whose key works', async () => {
     const db = await createDatabase('vault_test_cli');
     try {
-      const cli = spawnTs('src/cli.ts', ['tenant', 'create', '--name', 'acme'], { DATABASE_URL: db.url });
+      const cli = spawnJs('dist/cli.js', ['tenant', 'create', '--name', 'acme'], { DATABASE_URL: db.url });
       expect(await cli.exited).toBe(0);
       const out = cli.stdout().trim();
       expect(out.split('\n')).toHaveLength(1);
@@ -72,7 +72,7 @@ describe('running the service as processes', () => {
         management_key: expect.stringMatching(/^key_mgt_[0-9A-Za-z]{40,50}$/),
       });
       const port = await freePort();
-      const server = spawnTs('src/main.ts', [], {
+      const server = spawnJs('dist/main.js', [], {
         DATABASE_URL: db.url,
         PORT: String(port),
         BOOTSTRAP: 'true',
@@ -90,10 +90,10 @@ describe('running the service as processes', () => {
       } finally {
         await stop(server);
       }
-      const rotate = spawnTs('src/cli.ts', ['keys', 'rotate'], { DATABASE_URL: db.url });
+      const rotate = spawnJs('dist/cli.js', ['keys', 'rotate'], { DATABASE_URL: db.url });
       expect(await rotate.exited).toBe(0);
       expect(JSON.parse(rotate.stdout())).toEqual({ active_version: 'v1', rewrapped_tenants: 0 });
-      const bad = spawnTs('src/cli.ts', ['tenant', 'create'], { DATABASE_URL: db.url });
+      const bad = spawnJs('dist/cli.js', ['tenant', 'create'], { DATABASE_URL: db.url });
       expect(await bad.exited).not.toBe(0);
       expect(bad.stdout()).toBe('');
     } finally {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { newApplication, newTenant, startApp } from '../support/app';
-import { spawnTs } from '../support/processes';
+import { spawnJs } from '../support/processes';
 import { createDatabase, dropDatabase } from '../support/test-database';
 
 const masterKey = (version: string) => `${version}:${randomBytes(32).toString('base64')}`;
@@ -36,7 +36,7 @@ describe('abuse: master keys', () => {
   });
 
   it('the CLI with DATABASE_URL and no ENCRYPTION_KEYS stops, names ENCRYPTION_KEYS, creates no tenant and no key file', async () => {
-    const cli = spawnTs('src/cli.ts', ['tenant', 'create', '--name', 'lost'], {
+    const cli = spawnJs('dist/cli.js', ['tenant', 'create', '--name', 'lost'], {
       DATABASE_URL: db.url,
       ENCRYPTION_KEYS: '',
       DATA_DIR: dataDir,
@@ -67,7 +67,7 @@ describe('abuse: master keys', () => {
       await expect(startApp({ DATABASE_URL: own.url, ENCRYPTION_KEYS: wrong })).rejects.toThrow(
         /master key.*v1|v1.*master key/i,
       );
-      const cli = spawnTs('src/cli.ts', ['tenant', 'create', '--name', 'mismatch'], {
+      const cli = spawnJs('dist/cli.js', ['tenant', 'create', '--name', 'mismatch'], {
         DATABASE_URL: own.url,
         ENCRYPTION_KEYS: wrong,
       });

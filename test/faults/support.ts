@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { spawnTs, Spawned, waitForReady } from '../support/processes';
+import { spawnJs, Spawned, waitForReady } from '../support/processes';
 
 export interface Server {
   spawned: Spawned;
@@ -12,7 +12,7 @@ export async function startServer(
   databaseUrl: string,
   env: Record<string, string> = {},
 ): Promise<Server> {
-  const spawned = spawnTs('src/main.ts', [], {
+  const spawned = spawnJs('dist/main.js', [], {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
     BOOTSTRAP: 'true',

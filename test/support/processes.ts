@@ -39,19 +39,6 @@ export interface Spawned {
 }
 
 /**
- * Runs a TypeScript entry point of the service (src/main.ts, src/cli.ts) as its own process. `.ts` is
- * preferred: Node would otherwise resolve `formulas/formulas` to the catalogue `formulas.json` beside
- * `formulas.ts` (the built service has `formulas.js`, which comes first).
- */
-export function spawnTs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  return spawnNode(['-r', 'ts-node/register/transpile-only', join(ROOT, entry), ...args], {
-    TS_NODE_TRANSPILE_ONLY: 'true',
-    TS_NODE_PREFER_TS_EXTS: 'true',
-    ...env,
-  });
-}
-
-/**
  * Runs a JavaScript file of the repository (bin/vault.js, dist/main.js) with this Node.js; `input`, when
  * given, is its standard input (then closed).
  */
